@@ -1,0 +1,657 @@
+//! A sample extension API server for `metrics.k8s.io/v1beta1`, shaped like metrics-server.
+//!
+//! It shows the backend half of API aggregation. The aggregator dials this server over TLS
+//! presenting its front-proxy client certificate and names the end user in `X-Remote-User`,
+//! `X-Remote-Group` and `X-Remote-Extra-*`. Those headers are trusted only on a connection
+//! whose client certificate verified against the request-header CA and whose CN is allowed,
+//! as k8s.io/apiserver's request-header authenticator does
+//! (`pkg/authentication/request/headerrequest/requestheader.go`). Usage comes from
+//! [`super::cluster`], so `kubectl top nodes` and `kubectl top pods -A` report the same
+//! nodes and pods that the gateway example lists.
+
+// Every example binary compiles this module privately, so its `pub` API is unreachable
+// by construction; it stays `pub` because it is the interface the binaries share.
+#![allow(unreachable_pub)]
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::fmt::Display;
+use std::future::{Future, ready};
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::{conn::auto, graceful::GracefulShutdown};
+use rustls::server::WebPkiClientVerifier;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use super::cluster::{self, NODES, PODS};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+const GROUP_VERSION: &str = "metrics.k8s.io/v1beta1";
+const GV_PATH: &str = "/apis/metrics.k8s.io/v1beta1";
+/// How long before "now" the sample scrape happened; metrics-server reports the scrape time.
+const SCRAPE_AGE: Duration = Duration::from_secs(5);
+/// The averaging window, printed the way Go prints a `time.Duration`.
+const WINDOW: &str = "10.5s";
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+// ---- TLS serving ---------------------------------------------------------------------
+
+/// Where the server finds its TLS material and whom it accepts as a front proxy.
+#[derive(Debug, Clone)]
+pub struct MetricsServerConfig {
+    /// PEM serving certificate chain, leaf first.
+    pub tls_cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1) of the serving certificate.
+    pub tls_private_key_file: PathBuf,
+    /// PEM bundle of the CAs that sign front-proxy client certificates.
+    pub requestheader_client_ca_file: PathBuf,
+    /// Subject CNs accepted as front proxies; empty accepts any certificate the CA signed.
+    pub requestheader_allowed_names: Vec<String>,
+}
+
+/// Serves until `shutdown` resolves; HTTP/1.1 and HTTP/2 (ALPN h2, http/1.1) over TLS.
+///
+/// Errors: a certificate, key or CA file that cannot be read or used; the message names
+/// the file. After `shutdown`, open connections get up to 10 s to finish.
+pub async fn serve(
+    config: MetricsServerConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), BoxError> {
+    let tls = Arc::new(tls_config(&config)?);
+    run(
+        tls,
+        config.requestheader_allowed_names.into(),
+        listener,
+        shutdown,
+    )
+    .await
+}
+
+fn tls_config(config: &MetricsServerConfig) -> Result<rustls::ServerConfig, BoxError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let (cert_file, key_file) = (&config.tls_cert_file, &config.tls_private_key_file);
+    let certs = read_certs(cert_file, "serving certificate")?;
+    let key = PrivateKeyDer::from_pem_file(key_file)
+        .map_err(|e| file_error("serving key", key_file, e))?;
+    let ca_file = &config.requestheader_client_ca_file;
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in read_certs(ca_file, "request-header CA")? {
+        roots
+            .add(ca)
+            .map_err(|e| file_error("request-header CA", ca_file, e))?;
+    }
+    // Clients without a certificate may connect and are then answered 401, as a real
+    // aggregated server does, rather than failing the handshake with an opaque alert.
+    let verifier = WebPkiClientVerifier::builder_with_provider(roots.into(), provider.clone())
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| file_error("request-header CA", ca_file, e))?;
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs, key)
+        .map_err(|e| file_error("serving certificate", cert_file, e))?;
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(tls)
+}
+
+fn read_certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, BoxError> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| file_error(what, path, e))?;
+    if certs.is_empty() {
+        return Err(file_error(what, path, "no CERTIFICATE block found"));
+    }
+    Ok(certs)
+}
+
+fn file_error(what: &str, path: &Path, err: impl Display) -> BoxError {
+    format!("{what} {}: {err}", path.display()).into()
+}
+
+async fn run(
+    tls: Arc<rustls::ServerConfig>,
+    allowed_names: Arc<[String]>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), BoxError> {
+    let acceptor = TlsAcceptor::from(tls);
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    // Usually descriptor exhaustion: back off instead of spinning.
+                    tracing::warn!(%err, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let (acceptor, allowed_names) = (acceptor.clone(), allowed_names.clone());
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(err)) => {
+                    tracing::debug!(%peer, %err, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    return;
+                }
+            };
+            let proxy = front_proxy(stream.get_ref().1.peer_certificates(), &allowed_names);
+            let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                ready(Ok::<_, Infallible>(handle(&req, proxy.as_deref())))
+            });
+            let conn = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .into_owned();
+            if let Err(err) = watcher.watch(conn).await {
+                tracing::debug!(%peer, %err, "connection ended with an error");
+            }
+        });
+    }
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(DRAIN_TIMEOUT) => tracing::warn!("connections outlived the drain"),
+    }
+    Ok(())
+}
+
+// ---- Front-proxy authentication --------------------------------------------------------
+
+/// The CN of the connection's client certificate when it may act as a front proxy.
+///
+/// rustls verified any presented chain against the request-header CA during the handshake;
+/// a chain that does not verify fails the handshake, where upstream would answer 401. The
+/// name check mirrors upstream: only the Subject CN counts, never SANs, and of several CNs
+/// the last one, as Go's parser keeps the last.
+fn front_proxy(certs: Option<&[CertificateDer<'static>]>, allowed: &[String]) -> Option<String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(certs?.first()?)
+        .inspect_err(|err| tracing::debug!(%err, "client certificate does not parse"))
+        .ok()?;
+    let cn = cert
+        .subject()
+        .iter_common_name()
+        .last()
+        .and_then(|a| a.as_str().ok());
+    let cn = cn.unwrap_or_default();
+    if !allowed.is_empty() && !allowed.iter().any(|name| name == cn) {
+        tracing::debug!("x509: subject with cn={cn} is not in the allowed list");
+        return None;
+    }
+    Some(cn.to_owned())
+}
+
+/// The end user as the front proxy named it (`user.Info` of k8s.io/apiserver).
+#[derive(Debug)]
+struct UserInfo {
+    name: String,
+    groups: Vec<String>,
+    extra: BTreeMap<String, Vec<String>>,
+}
+
+/// Reads the default request headers. Only the first `X-Remote-User` value counts, so
+/// `["", "bob"]` is no user; group values are kept whole, never split on commas.
+fn user_from_headers(headers: &HeaderMap) -> Option<UserInfo> {
+    let name = headers
+        .get("x-remote-user")?
+        .to_str()
+        .ok()
+        .filter(|n| !n.is_empty())?;
+    let values = |name| {
+        headers
+            .get_all(name)
+            .into_iter()
+            .filter_map(|v| v.to_str().ok())
+    };
+    let groups = values("x-remote-group")
+        .filter(|g| !g.is_empty())
+        .map(str::to_owned);
+    let mut extra = BTreeMap::<String, Vec<String>>::new();
+    for (header, value) in headers {
+        let Some(key) = header.as_str().strip_prefix("x-remote-extra-") else {
+            continue;
+        };
+        if let Ok(value) = value.to_str() {
+            extra
+                .entry(unescape_extra_key(key))
+                .or_default()
+                .push(value.to_owned());
+        }
+    }
+    Some(UserInfo {
+        name: name.to_owned(),
+        groups: groups.collect(),
+        extra,
+    })
+}
+
+/// Percent-decodes an extra key like Go's `url.PathUnescape`; a malformed escape (or bytes
+/// that are not UTF-8) keeps the raw key. `http` already lower-cased the header name.
+fn unescape_extra_key(key: &str) -> String {
+    let bytes = key.as_bytes();
+    let well_formed = bytes.iter().enumerate().all(|(i, b)| {
+        *b != b'%'
+            || bytes
+                .get(i + 1..i + 3)
+                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    });
+    match percent_encoding::percent_decode_str(key).decode_utf8() {
+        Ok(decoded) if well_formed => decoded.into_owned(),
+        _ => key.to_owned(),
+    }
+}
+
+// ---- Routing ---------------------------------------------------------------------------
+
+enum Route<'a> {
+    GroupList,
+    Group,
+    ResourceList,
+    Nodes,
+    Node(&'a str),
+    Pods(Option<&'a str>),
+    Pod(&'a str, &'a str),
+}
+
+fn route(path: &str) -> Option<Route<'_>> {
+    match path {
+        "/apis" => return Some(Route::GroupList),
+        "/apis/metrics.k8s.io" => return Some(Route::Group),
+        GV_PATH => return Some(Route::ResourceList),
+        _ => {}
+    }
+    let rest = path.strip_prefix(GV_PATH)?.strip_prefix('/')?;
+    let segments: Vec<&str> = rest.split('/').collect();
+    if segments.contains(&"") {
+        return None;
+    }
+    Some(match segments.as_slice() {
+        ["nodes"] => Route::Nodes,
+        ["nodes", name] => Route::Node(name),
+        ["pods"] => Route::Pods(None),
+        ["namespaces", ns, "pods"] => Route::Pods(Some(ns)),
+        ["namespaces", ns, "pods", name] => Route::Pod(ns, name),
+        _ => return None,
+    })
+}
+
+fn handle<B>(req: &Request<B>, proxy: Option<&str>) -> Response<Full<Bytes>> {
+    let (method, path) = (req.method(), req.uri().path());
+    // Probes come from the kubelet without a front-proxy certificate; upstream lets them
+    // through as system:anonymous on always-allowed paths.
+    if matches!(path, "/healthz" | "/readyz" | "/livez") {
+        return respond(StatusCode::OK, "text/plain; charset=utf-8", "ok".into());
+    }
+    let Some(user) = proxy.and_then(|_| user_from_headers(req.headers())) else {
+        tracing::debug!(%method, path, front_proxy = proxy, "unauthenticated request");
+        return status(
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "Unauthorized",
+            None,
+        );
+    };
+    let UserInfo {
+        name,
+        groups,
+        extra,
+    } = &user;
+    tracing::debug!(user = %name, ?groups, ?extra, front_proxy = proxy, %method, path, "request");
+    // Authorization: every authenticated user may read metrics.
+    let Some(route) = route(path) else {
+        let message = "the server could not find the requested resource";
+        return status(StatusCode::NOT_FOUND, "NotFound", message, Some(json!({})));
+    };
+    if method != Method::GET {
+        let message = "the server does not allow this method on the requested resource";
+        let code = StatusCode::METHOD_NOT_ALLOWED;
+        return status(code, "MethodNotAllowed", message, Some(json!({})));
+    }
+    let selected = NameSelector::from_query(req.uri().query());
+    let now = SystemTime::now();
+    let body = match route {
+        Route::GroupList => {
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [group()]})
+        }
+        Route::Group => {
+            let mut group = group();
+            group["kind"] = "APIGroup".into();
+            group["apiVersion"] = "v1".into();
+            group
+        }
+        Route::ResourceList => resource_list(),
+        Route::Nodes => {
+            let nodes = NODES.iter().filter(|n| selected.matches(n.name));
+            list(
+                "NodeMetricsList",
+                nodes.map(|n| node_metrics(n, now)).collect(),
+            )
+        }
+        Route::Node(name) => match NODES.iter().find(|n| n.name == name) {
+            Some(node) => typed("NodeMetrics", node_metrics(node, now)),
+            None => return not_found("nodemetrics", name),
+        },
+        Route::Pods(ns) => {
+            let in_ns = |p: &&cluster::Pod| ns.is_none_or(|ns| p.namespace == ns);
+            let mut pods: Vec<_> = PODS.iter().filter(in_ns).collect();
+            pods.retain(|p| selected.matches(p.name));
+            pods.sort_by_key(|p| (p.namespace, p.name));
+            list(
+                "PodMetricsList",
+                pods.into_iter().map(|p| pod_metrics(p, now)).collect(),
+            )
+        }
+        Route::Pod(ns, name) => match PODS.iter().find(|p| p.namespace == ns && p.name == name) {
+            Some(pod) => typed("PodMetrics", pod_metrics(pod, now)),
+            None => return not_found("podmetrics", &format!("{ns}/{name}")),
+        },
+    };
+    // JSON whatever the Accept header prefers: kubectl asks for protobuf first and takes
+    // JSON. The trailing newline is what Go's json.Encoder writes.
+    respond(
+        StatusCode::OK,
+        "application/json",
+        format!("{body}\n").into(),
+    )
+}
+
+/// The `fieldSelector` terms on `metadata.name` (`=`, `==`, `!=`); other fields and label
+/// selectors are accepted and ignored, which is enough for `kubectl top`.
+struct NameSelector(Vec<(String, bool)>);
+
+impl NameSelector {
+    fn from_query(query: Option<&str>) -> Self {
+        let mut terms = Vec::new();
+        let pairs = form_urlencoded::parse(query.unwrap_or_default().as_bytes());
+        for (_, selector) in pairs.filter(|(k, _)| k == "fieldSelector") {
+            for term in selector.split(',').map(str::trim) {
+                let Some(rest) = term.strip_prefix("metadata.name") else {
+                    continue;
+                };
+                if let Some(v) = rest.strip_prefix("!=") {
+                    terms.push((v.to_owned(), false));
+                } else if let Some(v) = rest.strip_prefix("==").or_else(|| rest.strip_prefix('=')) {
+                    terms.push((v.to_owned(), true));
+                }
+            }
+        }
+        Self(terms)
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        self.0
+            .iter()
+            .all(|(value, equal)| (value == name) == *equal)
+    }
+}
+
+// ---- metrics.k8s.io/v1beta1 documents ------------------------------------------------
+
+fn group() -> Value {
+    let version = json!({"groupVersion": GROUP_VERSION, "version": "v1beta1"});
+    json!({"name": "metrics.k8s.io", "versions": [version], "preferredVersion": version})
+}
+
+/// What metrics-server's discovery says: singularName empty, verbs get and list.
+fn resource_list() -> Value {
+    let resource = |name, namespaced, kind| {
+        json!({
+            "name": name, "singularName": "", "namespaced": namespaced, "kind": kind,
+            "verbs": ["get", "list"],
+        })
+    };
+    let resources = [
+        resource("nodes", false, "NodeMetrics"),
+        resource("pods", true, "PodMetrics"),
+    ];
+    json!({
+        "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GROUP_VERSION,
+        "resources": resources,
+    })
+}
+
+/// CPU in nanocores (`612345678n`), memory working set in KiB (`5242880Ki`). Real
+/// metrics-server canonicalises the quantities (`1834m`, `5Gi`); clients parse both.
+fn usage(cpu_nanos: u64, memory_kib: u64) -> Value {
+    json!({"cpu": format!("{cpu_nanos}n"), "memory": format!("{memory_kib}Ki")})
+}
+
+/// The common part of NodeMetrics and PodMetrics, as metrics-server fills it: a creation
+/// time of now, the object's labels, the scrape time and window.
+fn metrics(name: &str, namespace: Option<&str>, labels: Value, now: SystemTime) -> Value {
+    let mut meta = json!({"name": name, "creationTimestamp": rfc3339(now), "labels": labels});
+    if let Some(namespace) = namespace {
+        meta["namespace"] = namespace.into();
+    }
+    json!({"metadata": meta, "timestamp": rfc3339(now - SCRAPE_AGE), "window": WINDOW})
+}
+
+fn node_metrics(node: &cluster::Node, now: SystemTime) -> Value {
+    let labels = json!({
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/hostname": node.name,
+        "kubernetes.io/os": "linux",
+    });
+    let mut item = metrics(node.name, None, labels, now);
+    item["usage"] = usage(node.usage_cpu_nanos, node.usage_memory_kib);
+    item
+}
+
+fn pod_metrics(pod: &cluster::Pod, now: SystemTime) -> Value {
+    // Pods of a Deployment are named <app>-<pod-template-hash>-<suffix>.
+    let labels = match pod.name.rsplitn(3, '-').collect::<Vec<_>>().as_slice() {
+        [_, hash, app] => json!({"app": app, "pod-template-hash": hash}),
+        _ => json!({"app": pod.name}),
+    };
+    let mut item = metrics(pod.name, Some(pod.namespace), labels, now);
+    let container = |c: &cluster::Container| {
+        let usage = usage(c.usage_cpu_nanos, c.usage_memory_kib);
+        json!({"name": c.name, "usage": usage})
+    };
+    item["containers"] = pod.containers.iter().map(container).collect();
+    item
+}
+
+/// A single GET carries kind and apiVersion; list items do not.
+fn typed(kind: &str, mut object: Value) -> Value {
+    object["kind"] = kind.into();
+    object["apiVersion"] = GROUP_VERSION.into();
+    object
+}
+
+fn list(kind: &str, items: Vec<Value>) -> Value {
+    json!({"kind": kind, "apiVersion": GROUP_VERSION, "metadata": {}, "items": items})
+}
+
+// ---- Responses -----------------------------------------------------------------------
+
+/// `<resource>.metrics.k8s.io "<name>" not found`, as `errors.NewNotFound` words it.
+fn not_found(resource: &str, name: &str) -> Response<Full<Bytes>> {
+    let message = format!("{resource}.metrics.k8s.io \"{name}\" not found");
+    let details = json!({"name": name, "group": "metrics.k8s.io", "kind": resource});
+    status(StatusCode::NOT_FOUND, "NotFound", &message, Some(details))
+}
+
+/// A metav1 Status failure with its keys in Go's field order, so the 401 body is byte for
+/// byte the upstream one; no `details` key when `None`.
+fn status(
+    code: StatusCode,
+    reason: &str,
+    message: &str,
+    details: Option<Value>,
+) -> Response<Full<Bytes>> {
+    let details = details
+        .map(|d| format!(r#""details":{d},"#))
+        .unwrap_or_default();
+    let (message, reason, number) = (Value::from(message), Value::from(reason), code.as_u16());
+    let body = format!(
+        concat!(
+            r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","#,
+            r#""message":{message},"reason":{reason},{details}"code":{number}}}"#,
+        ),
+        message = message,
+        reason = reason,
+        details = details,
+        number = number,
+    );
+    respond(code, "application/json", format!("{body}\n").into())
+}
+
+fn respond(code: StatusCode, content_type: &'static str, body: Bytes) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = code;
+    let content_type = HeaderValue::from_static(content_type);
+    response.headers_mut().insert(CONTENT_TYPE, content_type);
+    response
+}
+
+/// Seconds-precision RFC 3339 in UTC, the form of `metav1.Time`.
+fn rfc3339(time: SystemTime) -> String {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm, proleptic Gregorian).
+    let z = days + 719_468;
+    let (era, doe) = (z / 146_097, z % 146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
+}
+
+// ---- Command line --------------------------------------------------------------------
+
+/// Runs the server from command-line flags on a new tokio runtime until Ctrl-C.
+///
+/// Flags, as metrics-server spells them: `--bind-address` (default 127.0.0.1),
+/// `--secure-port` (default 4443), `--tls-cert-file`, `--tls-private-key-file`,
+/// `--requestheader-client-ca-file` (all three required) and
+/// `--requestheader-allowed-names` (comma-separated), as `--flag=value` or `--flag value`.
+/// Logs go to stderr, filtered by `RUST_LOG` (default `info`).
+///
+/// Exit codes: 0 after a clean shutdown, 2 for a bad flag or an unreadable file (one line
+/// on stderr naming it), 1 when the address cannot be bound or serving fails.
+pub fn main_from_args(args: impl Iterator<Item = String>) -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env();
+    let filter = filter.unwrap_or_else(|_| "info".into());
+    let subscriber = tracing_subscriber::fmt().with_env_filter(filter);
+    subscriber.with_writer(std::io::stderr).try_init().ok();
+    let fail = |code: u8, err: &dyn Display| {
+        eprintln!("metrics_server: {err}");
+        ExitCode::from(code)
+    };
+    let (addr, config) = match parse_flags(args) {
+        Ok(parsed) => parsed,
+        Err(err) => return fail(2, &err),
+    };
+    let tls = match tls_config(&config) {
+        Ok(tls) => Arc::new(tls),
+        Err(err) => return fail(2, &err),
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => return fail(1, &format!("starting the tokio runtime: {err}")),
+    };
+    let result = runtime.block_on(async move {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("binding {addr}: {e}"))?;
+        tracing::info!("metrics.k8s.io/v1beta1 serving on https://{addr}");
+        let ctrl_c = async {
+            // Without a signal handler, serve until killed rather than stopping at once.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            tracing::info!("shutting down");
+        };
+        run(
+            tls,
+            config.requestheader_allowed_names.into(),
+            listener,
+            ctrl_c,
+        )
+        .await
+    });
+    result.map_or_else(|err| fail(1, &err), |()| ExitCode::SUCCESS)
+}
+
+const FLAGS: [&str; 6] = [
+    "bind-address",
+    "secure-port",
+    "tls-cert-file",
+    "tls-private-key-file",
+    "requestheader-client-ca-file",
+    "requestheader-allowed-names",
+];
+
+fn parse_flags(
+    mut args: impl Iterator<Item = String>,
+) -> Result<(SocketAddr, MetricsServerConfig), String> {
+    let (mut bind, mut port) = (IpAddr::from([127, 0, 0, 1]), 4443_u16);
+    let (mut cert, mut key, mut ca, mut names) = (None, None, None, Vec::new());
+    while let Some(arg) = args.next() {
+        let Some(flag) = arg.strip_prefix("--") else {
+            return Err(format!("unexpected argument {arg:?}"));
+        };
+        let (flag, inline) = flag
+            .split_once('=')
+            .map_or((flag, None), |(f, v)| (f, Some(v)));
+        if !FLAGS.contains(&flag) {
+            return Err(format!("unknown flag --{flag}"));
+        }
+        let value = match inline {
+            Some(value) => value.to_owned(),
+            None => args.next().ok_or(format!("flag --{flag} needs a value"))?,
+        };
+        let invalid = |e: &dyn Display| format!("invalid value {value:?} for --{flag}: {e}");
+        match flag {
+            "bind-address" => bind = value.parse().map_err(|e| invalid(&e))?,
+            "secure-port" => port = value.parse().map_err(|e| invalid(&e))?,
+            "tls-cert-file" => cert = Some(PathBuf::from(value)),
+            "tls-private-key-file" => key = Some(PathBuf::from(value)),
+            "requestheader-client-ca-file" => ca = Some(PathBuf::from(value)),
+            "requestheader-allowed-names" => {
+                let listed = value.split(',').map(str::trim).filter(|n| !n.is_empty());
+                names = listed.map(str::to_owned).collect();
+            }
+            _ => return Err(format!("unknown flag --{flag}")),
+        }
+    }
+    let required = |path: Option<PathBuf>, flag: &str| {
+        path.ok_or_else(|| format!("missing required flag --{flag}"))
+    };
+    let config = MetricsServerConfig {
+        tls_cert_file: required(cert, "tls-cert-file")?,
+        tls_private_key_file: required(key, "tls-private-key-file")?,
+        requestheader_client_ca_file: required(ca, "requestheader-client-ca-file")?,
+        requestheader_allowed_names: names,
+    };
+    Ok((SocketAddr::new(bind, port), config))
+}

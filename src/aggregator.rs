@@ -1,0 +1,273 @@
+//! The aggregator layer: routes each request by the current [`RoutingTable`] snapshot.
+//!
+//! | path | answer |
+//! |---|---|
+//! | `/apis`, `/apis/` | the `APIGroupList` (apiregistration.k8s.io, APIService groups, then the host's own) |
+//! | `/apis/apiregistration.k8s.io/...` | the read-only APIService API |
+//! | `/apis/<g>`, `/apis/<g>/` with APIServices | that group's `APIGroup` |
+//! | `/apis/<g>/<v>[/...]` of a remote APIService | availability gate, then the mTLS proxy |
+//! | anything else, local APIServices included | the inner service (the host's handlers) |
+//!
+//! Mirrors the mux of kube-aggregator `apiserver.go` and `handler_proxy.go` (reference
+//! §2.2, §3.1). The service is always ready; each request does one snapshot load.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use tower::{Layer, Service, ServiceExt};
+
+use crate::authn::{ConnectionInfo, UserInfo};
+use crate::availability::ServiceResolver;
+use crate::body::{Body, BoxError, boxed, full};
+use crate::registry::{Backend, Registry, Route};
+use crate::rt::Timer;
+use crate::status::plain_text_error;
+
+/// Layer that puts the aggregator in front of the host's own handlers.
+#[derive(Clone)]
+pub struct AggregatorLayer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    registry: Registry,
+    resolver: Arc<dyn ServiceResolver>,
+    timer: Timer,
+}
+
+impl std::fmt::Debug for AggregatorLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AggregatorLayer")
+            .field("registry", &self.shared.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AggregatorLayer {
+    /// Routes by `registry`, resolving Services with `resolver`; `timer` times the 5 s
+    /// discovery deadline.
+    pub fn new(
+        registry: Registry,
+        resolver: impl ServiceResolver,
+        timer: Timer,
+    ) -> AggregatorLayer {
+        AggregatorLayer {
+            shared: Arc::new(Shared {
+                registry,
+                resolver: Arc::new(resolver),
+                timer,
+            }),
+        }
+    }
+}
+
+impl<S> Layer<S> for AggregatorLayer {
+    type Service = AggregatorService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        AggregatorService {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Service of [`AggregatorLayer`].
+#[derive(Clone)]
+pub struct AggregatorService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for AggregatorService<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AggregatorService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> AggregatorService<S> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Consumes the layer, returning the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+/// The response future of [`AggregatorService`].
+pub type ResponseFuture = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+impl<S, B> Service<Request<B>> for AggregatorService<S>
+where
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    /// Always ready: local requests go to a clone of the inner service with `oneshot`.
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let req = req.map(boxed);
+        let inner = self.inner.clone();
+        let table = self.shared.registry.snapshot();
+        let path = req.uri().path();
+        let mut segments = path
+            .strip_prefix("/apis")
+            .map(|rest| rest.split('/').filter(|s| !s.is_empty()));
+        let (group, version) = match segments.as_mut() {
+            Some(s) => (s.next(), s.next()),
+            None => (None, None),
+        };
+        let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
+        match (
+            path.starts_with("/apis") && (path.len() == 5 || path.as_bytes()[5] == b'/'),
+            group,
+            version,
+        ) {
+            (true, None, _) if is_get => {
+                let ours = table.api_group_list_json().clone();
+                group_list(inner, req, ours)
+            }
+            (true, Some(crate::apiservice::API_GROUP), _) => {
+                let (parts, _) = req.into_parts();
+                let res = crate::apiregistration::handle(&table, &parts);
+                Box::pin(std::future::ready(Ok(res)))
+            }
+            (true, Some(g), None) if is_get => match table.group(g) {
+                Some(group) => {
+                    let res = json(group.api_group_json.clone());
+                    Box::pin(std::future::ready(Ok(res)))
+                }
+                None => Box::pin(inner.oneshot(req)),
+            },
+            (true, Some(g), Some(v)) => match table.lookup(g, v) {
+                Some(route) if !route.apiservice.is_local() => {
+                    let route = route.clone();
+                    remote(self.shared.clone(), route, req)
+                }
+                _ => Box::pin(inner.oneshot(req)),
+            },
+            _ => {
+                // The legacy core API is proxied only when `v1.` is a remote APIService.
+                if path == "/api" || path.starts_with("/api/") {
+                    if let Some(route) = table.get("v1.").filter(|r| !r.apiservice.is_local()) {
+                        let route = route.clone();
+                        return remote(self.shared.clone(), route, req);
+                    }
+                }
+                Box::pin(inner.oneshot(req))
+            }
+        }
+    }
+}
+
+fn json(bytes: Bytes) -> Response<Body> {
+    let mut res = Response::new(full(bytes));
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}
+
+/// `/apis`: our list, with the groups the inner service lists appended.
+fn group_list<S>(inner: S, req: Request<Body>, ours: Bytes) -> ResponseFuture
+where
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible> + Send + 'static,
+    S::Future: Send,
+{
+    Box::pin(async move {
+        let mut probe = Request::get(req.uri().clone())
+            .body(crate::body::empty())
+            .unwrap_or_default();
+        probe
+            .headers_mut()
+            .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        *probe.extensions_mut() = req.extensions().clone();
+        let res = inner.oneshot(probe).await?;
+        if res.status() != StatusCode::OK {
+            return Ok(json(ours));
+        }
+        // The host's list is a small document; anything unreadable is ignored.
+        let theirs = match res.into_body().collect().await {
+            Ok(c) => c.to_bytes(),
+            Err(_) => return Ok(json(ours)),
+        };
+        Ok(json(
+            crate::discovery::merge_group_lists(&ours, &theirs).unwrap_or(ours),
+        ))
+    })
+}
+
+/// A remote APIService: the gate, then the proxy (reference §3.1 steps 3–8).
+fn remote(shared: Arc<Shared>, route: Arc<Route>, req: Request<Body>) -> ResponseFuture {
+    Box::pin(async move {
+        if !route.is_available() {
+            return Ok(plain_text_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "service unavailable",
+            ));
+        }
+        let client = match &route.backend {
+            Backend::Remote { client: Ok(c), .. } => c.clone(),
+            Backend::Remote { client: Err(e), .. } => {
+                return Ok(plain_text_error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &e.to_string(),
+                ));
+            }
+            Backend::Local => return Ok(plain_text_error(StatusCode::NOT_FOUND, "")),
+        };
+        let Some(user) = req.extensions().get::<UserInfo>().cloned() else {
+            return Ok(plain_text_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "missing user",
+            ));
+        };
+        let Some(service) = &route.apiservice.spec.service else {
+            return Ok(plain_text_error(StatusCode::NOT_FOUND, ""));
+        };
+        let authority = match shared.resolver.resolve(service).await {
+            Ok(a) => a,
+            Err(e) => {
+                // Upstream logs the real error and tells the client only this.
+                tracing::warn!(apiservice = route.apiservice.name(), error = %e, "cannot resolve service");
+                return Ok(plain_text_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "service unavailable",
+                ));
+            }
+        };
+        let remote_addr = req
+            .extensions()
+            .get::<ConnectionInfo>()
+            .and_then(|c| c.remote_addr);
+        Ok(crate::proxy::forward(client, &shared.timer, &authority, &user, remote_addr, req).await)
+    })
+}

@@ -1,0 +1,234 @@
+//! A read-only `apiregistration.k8s.io/v1` API over the registry, so `kubectl get
+//! apiservices` works as against kube-apiserver: the APIServices with their current
+//! status, as JSON objects or as the `meta.k8s.io/v1` Table kubectl asks for (columns
+//! Name, Service, Available, Age, as kube-aggregator's table convertor prints them).
+
+use std::time::{Duration, SystemTime};
+
+use http::{HeaderValue, Method, Response, StatusCode, header, request::Parts};
+use serde_json::{Value, json};
+
+use crate::apiservice::{API_GROUP, API_VERSION, ApiService};
+use crate::body::{Body, full};
+use crate::registry::RoutingTable;
+use crate::status::{Status, plain_text_error};
+
+const RESOURCE: &str = "apiservices";
+
+/// Answers a request under `/apis/apiregistration.k8s.io`.
+pub(crate) fn handle(table: &RoutingTable, parts: &Parts) -> Response<Body> {
+    let rest = parts
+        .uri
+        .path()
+        .trim_start_matches("/apis/apiregistration.k8s.io");
+    let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    if parts.method != Method::GET && parts.method != Method::HEAD {
+        return Status::method_not_supported(
+            API_GROUP,
+            RESOURCE,
+            &parts.method.as_str().to_lowercase(),
+        )
+        .into_response();
+    }
+    match segments.as_slice() {
+        [] => json_response(&crate::discovery::api_group_json(
+            API_GROUP,
+            ["v1"].into_iter(),
+        )),
+        ["v1"] => json_response(&resource_list()),
+        ["v1", "apiservices"] => {
+            if is_watch(parts) {
+                return Status::method_not_supported(API_GROUP, RESOURCE, "watch").into_response();
+            }
+            let items: Vec<ApiService> = table
+                .routes()
+                .map(|r| with_type_meta(&r.apiservice))
+                .collect();
+            if wants_table(parts) {
+                return table_response(&items);
+            }
+            let list = json!({"kind": "APIServiceList", "apiVersion": API_VERSION, "metadata": {"resourceVersion": table.generation().to_string()}, "items": items});
+            json_response(&serde_json::to_vec(&list).unwrap_or_default())
+        }
+        ["v1", "apiservices", name] | ["v1", "apiservices", name, "status"] => {
+            match table.get(name) {
+                None => Status::not_found(API_GROUP, RESOURCE, name).into_response(),
+                Some(route) => {
+                    let svc = with_type_meta(&route.apiservice);
+                    if wants_table(parts) {
+                        return table_response(std::slice::from_ref(&svc));
+                    }
+                    json_response(&serde_json::to_vec(&svc).unwrap_or_default())
+                }
+            }
+        }
+        _ => plain_text_error(StatusCode::NOT_FOUND, "404 page not found"),
+    }
+}
+
+fn with_type_meta(svc: &ApiService) -> ApiService {
+    let mut svc = svc.clone();
+    svc.api_version = API_VERSION.to_owned();
+    svc.kind = "APIService".to_owned();
+    svc
+}
+
+fn resource_list() -> Vec<u8> {
+    let doc = json!({
+        "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": API_VERSION,
+        "resources": [
+            {"name": "apiservices", "singularName": "apiservice", "namespaced": false, "kind": "APIService",
+             "verbs": ["get", "list"], "categories": ["api-extensions"]},
+            {"name": "apiservices/status", "singularName": "", "namespaced": false, "kind": "APIService",
+             "verbs": ["get"]}
+        ]
+    });
+    serde_json::to_vec(&doc).unwrap_or_default()
+}
+
+fn is_watch(parts: &Parts) -> bool {
+    parts.uri.query().is_some_and(|q| {
+        form_urlencoded::parse(q.as_bytes())
+            .any(|(k, v)| k == "watch" && v != "0" && !v.eq_ignore_ascii_case("false"))
+    })
+}
+
+/// True when `Accept` names the `meta.k8s.io` Table (`application/json;as=Table;v=v1;g=meta.k8s.io`).
+fn wants_table(parts: &Parts) -> bool {
+    parts
+        .headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|media| {
+            let params: Vec<&str> = media.split(';').map(str::trim).collect();
+            params.first().is_some_and(|m| *m == "application/json")
+                && params.contains(&"as=Table")
+                && params.contains(&"g=meta.k8s.io")
+                && (params.contains(&"v=v1") || params.contains(&"v=v1beta1"))
+        })
+}
+
+fn json_response(bytes: &[u8]) -> Response<Body> {
+    let mut res = Response::new(full(bytes.to_vec()));
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}
+
+fn table_response(items: &[ApiService]) -> Response<Body> {
+    let rows: Vec<Value> = items
+        .iter()
+        .map(|svc| {
+            let service = svc.spec.service.as_ref().map_or_else(|| "Local".to_owned(), |s| format!("{}/{}", s.namespace, s.name));
+            let available = match svc.available_condition() {
+                None => "Unknown".to_owned(),
+                Some(c) if c.status == "True" || c.reason.is_empty() => c.status.clone(),
+                Some(c) => format!("{} ({})", c.status, c.reason),
+            };
+            let age = svc.metadata.creation_timestamp.as_deref().map_or_else(|| "<unknown>".to_owned(), human_age);
+            json!({
+                "cells": [svc.metadata.name, service, available, age],
+                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": svc.metadata},
+            })
+        })
+        .collect();
+    let table = json!({
+        "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {},
+        "columnDefinitions": [
+            {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0},
+            {"name": "Service", "type": "string", "format": "", "description": "The reference to the service that hosts this API endpoint.", "priority": 0},
+            {"name": "Available", "type": "string", "format": "", "description": "Whether this service is available.", "priority": 0},
+            {"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0}
+        ],
+        "rows": rows,
+    });
+    let mut res = Response::new(full(serde_json::to_vec(&table).unwrap_or_default()));
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json;as=Table;v=v1;g=meta.k8s.io"),
+    );
+    res
+}
+
+/// Age as apimachinery `duration.HumanDuration` prints it (`45s`, `12m`, `3h4m`, `5d`).
+fn human_age(rfc3339: &str) -> String {
+    let Ok(created) = humantime::parse_rfc3339_weak(rfc3339) else {
+        return "<invalid>".to_owned();
+    };
+    let age = SystemTime::now()
+        .duration_since(created)
+        .unwrap_or(Duration::ZERO);
+    human_duration(age)
+}
+
+pub(crate) fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=119 => format!("{s}s"),
+        120..=599 => {
+            let (m, r) = (s / 60, s % 60);
+            if r == 0 {
+                format!("{m}m")
+            } else {
+                format!("{m}m{r}s")
+            }
+        }
+        600..=10_799 => format!("{}m", s / 60),
+        10_800..=28_799 => {
+            let (h, m) = (s / 3600, (s % 3600) / 60);
+            if m == 0 {
+                format!("{h}h")
+            } else {
+                format!("{h}h{m}m")
+            }
+        }
+        28_800..=172_799 => format!("{}h", s / 3600),
+        _ => {
+            let days = s / 86_400;
+            if days < 8 {
+                let h = (s % 86_400) / 3600;
+                if h == 0 {
+                    format!("{days}d")
+                } else {
+                    format!("{days}d{h}h")
+                }
+            } else if days < 365 * 2 {
+                format!("{days}d")
+            } else {
+                format!("{}y", days / 365)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations_follow_apimachinery() {
+        assert_eq!(human_duration(Duration::from_secs(45)), "45s");
+        assert_eq!(human_duration(Duration::from_secs(150)), "2m30s");
+        assert_eq!(human_duration(Duration::from_secs(1200)), "20m");
+        assert_eq!(human_duration(Duration::from_secs(3 * 3600 + 240)), "3h4m");
+        assert_eq!(human_duration(Duration::from_secs(3 * 86_400)), "3d");
+    }
+
+    #[test]
+    fn table_accept_is_recognised() {
+        let req = http::Request::get("/apis/apiregistration.k8s.io/v1/apiservices")
+            .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
+            .body(())
+            .unwrap();
+        assert!(wants_table(&req.into_parts().0));
+        let plain = http::Request::get("/")
+            .header("accept", "application/json")
+            .body(())
+            .unwrap();
+        assert!(!wants_table(&plain.into_parts().0));
+    }
+}

@@ -1,0 +1,23 @@
+//! The APIService object (apiregistration.k8s.io/v1): serde types with the upstream JSON
+//! field names, validation with the upstream messages (reference §1.2), and the
+//! Kubernetes-aware version order and group/version priority sort (reference §2.3).
+//!
+//! ```
+//! use kube_aggregator::apiservice::{ApiService, validate};
+//! let svc: ApiService = serde_json::from_str(r#"{
+//!   "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+//!   "metadata": {"name": "v1beta1.metrics.k8s.io"},
+//!   "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"},
+//!            "group": "metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": true,
+//!            "groupPriorityMinimum": 100, "versionPriority": 100}}"#).unwrap();
+//! assert!(validate(&svc).is_ok());
+//! assert_eq!(svc.spec.service.unwrap().port_or_default(), 443);
+//! ```
+
+mod types;
+mod validation;
+mod version;
+
+pub use types::*;
+pub use validation::*;
+pub use version::*;

@@ -1,0 +1,175 @@
+//! The Forbidden (403) answer, word for word as k8s.io/apiserver
+//! `responsewriters/errors.go` `Forbidden` builds it (reference §8.6).
+
+use http::Response;
+
+use super::Attributes;
+use crate::body::Body;
+use crate::status::{Status, StatusDetails, html_escape};
+
+/// The message of the 403 for `attrs` with the authorizer's `reason` (may be empty).
+///
+/// Examples: `forbidden: User "alice" cannot get path "/metrics"`;
+/// `nodes.metrics.k8s.io "n1" is forbidden: User "alice" cannot get resource "nodes" in
+/// API group "metrics.k8s.io" at the cluster scope`. `&`, `<`, `>` are HTML-escaped.
+pub fn forbidden_message(attrs: &Attributes, reason: &str) -> String {
+    let user = go_quote(&attrs.user.name);
+    let mut msg = if !attrs.is_resource_request {
+        format!(
+            "forbidden: User {user} cannot {} path {}",
+            attrs.verb,
+            go_quote(&attrs.path)
+        )
+    } else {
+        let resource = if attrs.subresource.is_empty() {
+            attrs.resource.clone()
+        } else {
+            format!("{}/{}", attrs.resource, attrs.subresource)
+        };
+        let scope = if attrs.namespace.is_empty() {
+            "at the cluster scope".to_owned()
+        } else {
+            format!("in the namespace {}", go_quote(&attrs.namespace))
+        };
+        let what = format!(
+            "User {user} cannot {} resource {} in API group {} {scope}",
+            attrs.verb,
+            go_quote(&resource),
+            go_quote(&attrs.api_group)
+        );
+        let qualified = if attrs.api_group.is_empty() {
+            attrs.resource.clone()
+        } else {
+            format!("{}.{}", attrs.resource, attrs.api_group)
+        };
+        if attrs.name.is_empty() {
+            format!("{qualified} is forbidden: {what}")
+        } else {
+            format!("{qualified} {} is forbidden: {what}", go_quote(&attrs.name))
+        }
+    };
+    if !reason.is_empty() {
+        msg.push_str(": ");
+        msg.push_str(reason);
+    }
+    html_escape(&msg)
+}
+
+/// The 403 response for `attrs`.
+pub(crate) fn forbidden_response(attrs: &Attributes, reason: &str) -> Response<Body> {
+    let details = StatusDetails {
+        name: attrs.name.clone(),
+        group: attrs.api_group.clone(),
+        kind: attrs.resource.clone(),
+        ..StatusDetails::default()
+    };
+    Status::failure(
+        http::StatusCode::FORBIDDEN,
+        "Forbidden",
+        forbidden_message(attrs, reason),
+    )
+    .with_details(details)
+    .into_response()
+}
+
+/// Go's `%q` for a string: double-quoted with Go escapes for `"`, `\` and control or
+/// non-printable characters.
+fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authn::UserInfo;
+
+    fn attrs(resource_request: bool) -> Attributes {
+        Attributes {
+            user: UserInfo::new("NAME", Vec::<String>::new()),
+            verb: "get".into(),
+            namespace: String::new(),
+            api_group: String::new(),
+            api_version: String::new(),
+            resource: String::new(),
+            subresource: String::new(),
+            name: String::new(),
+            path: String::new(),
+            is_resource_request: resource_request,
+        }
+    }
+
+    async fn body_of(res: Response<Body>) -> String {
+        use http_body_util::BodyExt;
+        String::from_utf8(res.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        futures_util::FutureExt::now_or_never(f).expect("ready")
+    }
+
+    #[test]
+    fn upstream_forbidden_bodies() {
+        let mut a = attrs(false);
+        a.verb = "GET".into();
+        a.path = "/whatever".into();
+        assert_eq!(
+            block_on(body_of(forbidden_response(&a, ""))),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"forbidden: User \\\"NAME\\\" cannot GET path \\\"/whatever\\\"\",\"reason\":\"Forbidden\",\"details\":{},\"code\":403}\n"
+        );
+        a.path = "/<script>".into();
+        assert!(
+            block_on(body_of(forbidden_response(&a, "")))
+                .contains("cannot GET path \\\"/\\u0026lt;script\\u0026gt;\\\"\"")
+        );
+
+        let mut r = attrs(true);
+        r.resource = "pod".into();
+        assert_eq!(
+            block_on(body_of(forbidden_response(&r, ""))),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"pod is forbidden: User \\\"NAME\\\" cannot get resource \\\"pod\\\" in API group \\\"\\\" at the cluster scope\",\"reason\":\"Forbidden\",\"details\":{\"kind\":\"pod\"},\"code\":403}\n"
+        );
+        r.name = "mypod".into();
+        assert_eq!(
+            block_on(body_of(forbidden_response(&r, ""))),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"pod \\\"mypod\\\" is forbidden: User \\\"NAME\\\" cannot get resource \\\"pod\\\" in API group \\\"\\\" at the cluster scope\",\"reason\":\"Forbidden\",\"details\":{\"name\":\"mypod\",\"kind\":\"pod\"},\"code\":403}\n"
+        );
+        let mut s = attrs(true);
+        s.namespace = "test".into();
+        s.api_group = "v2".into();
+        s.resource = "pod".into();
+        s.subresource = "quota".into();
+        assert_eq!(
+            block_on(body_of(forbidden_response(&s, ""))),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"pod.v2 is forbidden: User \\\"NAME\\\" cannot get resource \\\"pod/quota\\\" in API group \\\"v2\\\" in the namespace \\\"test\\\"\",\"reason\":\"Forbidden\",\"details\":{\"group\":\"v2\",\"kind\":\"pod\"},\"code\":403}\n"
+        );
+    }
+
+    #[test]
+    fn reason_is_appended() {
+        let mut a = attrs(true);
+        a.user.name = "alice".into();
+        a.verb = "list".into();
+        a.api_group = "metrics.k8s.io".into();
+        a.resource = "nodes".into();
+        assert_eq!(
+            forbidden_message(&a, "deny by default"),
+            "nodes.metrics.k8s.io is forbidden: User \"alice\" cannot list resource \"nodes\" in API group \"metrics.k8s.io\" at the cluster scope: deny by default"
+        );
+    }
+}

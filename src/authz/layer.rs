@@ -1,0 +1,125 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::{Request, Response};
+use tower::{Layer, Service};
+
+use super::forbidden::forbidden_response;
+use super::{Attributes, Authorizer, Decision, RequestInfo};
+use crate::authn::UserInfo;
+use crate::body::Body;
+use crate::status::internal_error;
+
+/// Layer that authorizes every request with an [`Authorizer`].
+///
+/// Needs a [`UserInfo`] in the request extensions (put there by
+/// [`AuthenticationLayer`](crate::authn::AuthenticationLayer)). Computes the
+/// [`RequestInfo`] unless an earlier layer did, and leaves it in the extensions for
+/// everything behind. Answers: Allow, the inner service; Deny or NoOpinion, 403 with the
+/// upstream message; authorizer error, 500 `Internal Server Error: "<uri>": <error>`; no
+/// user, 500; a path RequestInfo cannot parse, 500 as upstream's RequestInfo filter.
+#[derive(Debug, Clone)]
+pub struct AuthorizationLayer<Z> {
+    authorizer: Arc<Z>,
+}
+
+impl<Z: Authorizer> AuthorizationLayer<Z> {
+    /// A layer using `authorizer`.
+    pub fn new(authorizer: Z) -> Self {
+        AuthorizationLayer {
+            authorizer: Arc::new(authorizer),
+        }
+    }
+}
+
+impl<S, Z> Layer<S> for AuthorizationLayer<Z> {
+    type Service = AuthorizationService<S, Z>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        AuthorizationService {
+            inner,
+            authorizer: self.authorizer.clone(),
+        }
+    }
+}
+
+/// Service of [`AuthorizationLayer`].
+#[derive(Debug, Clone)]
+pub struct AuthorizationService<S, Z> {
+    inner: S,
+    authorizer: Arc<Z>,
+}
+
+impl<S, Z> AuthorizationService<S, Z> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Consumes the layer, returning the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, Z, B> Service<Request<B>> for AuthorizationService<S, Z>
+where
+    S: Service<Request<B>, Response = Response<Body>> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Error: Send + 'static,
+    Z: Authorizer,
+    B: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let uri = req.uri().to_string();
+        let info = match req.extensions().get::<RequestInfo>() {
+            Some(info) => info.clone(),
+            None => match RequestInfo::from_parts(req.method(), req.uri()) {
+                Ok(info) => {
+                    req.extensions_mut().insert(info.clone());
+                    info
+                }
+                Err(e) => {
+                    let msg = format!("failed to create RequestInfo: {e}");
+                    return Box::pin(std::future::ready(Ok(internal_error(&uri, &msg))));
+                }
+            },
+        };
+        let Some(user) = req.extensions().get::<UserInfo>().cloned() else {
+            return Box::pin(std::future::ready(Ok(internal_error(
+                &uri,
+                &"no user found for request",
+            ))));
+        };
+        let attrs = Attributes::new(user, &info);
+        let pending = self.authorizer.authorize(&attrs);
+        Box::pin(async move {
+            match pending.await {
+                Ok(a) if a.decision == Decision::Allow => inner.call(req).await,
+                Ok(a) => {
+                    tracing::debug!(user = %attrs.user.name, verb = %attrs.verb, path = %attrs.path, reason = %a.reason, "forbidden");
+                    Ok(forbidden_response(&attrs, &a.reason))
+                }
+                // Fail closed: an authorizer that could not decide never allows (§8.2).
+                Err(e) => Ok(internal_error(&uri, &e)),
+            }
+        })
+    }
+}

@@ -1,0 +1,149 @@
+//! Authorization: may this user do this.
+//!
+//! [`AuthorizationLayer`] turns each request into a [`RequestInfo`] (the port of
+//! k8s.io/apiserver `requestinfo.go`) and [`Attributes`], asks an [`Authorizer`], and
+//! answers 403 with the upstream Forbidden `Status` when the answer is not Allow, or 500
+//! when the authorizer failed (mirrors `pkg/endpoints/filters/authorization.go`,
+//! reference §8.2). It never lets a request through on an error.
+//!
+//! ```
+//! use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer};
+//! let layer = AuthorizationLayer::new(AlwaysAllow);
+//! # let _ = layer;
+//! ```
+
+mod forbidden;
+mod layer;
+pub mod request_info;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+pub use forbidden::forbidden_message;
+pub use layer::{AuthorizationLayer, AuthorizationService};
+pub use request_info::{RequestInfo, RequestInfoError};
+
+use crate::authn::UserInfo;
+
+/// What is being asked for, by whom (k8s.io/apiserver `authorizer.Attributes`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attributes {
+    /// The caller.
+    pub user: UserInfo,
+    /// Verb, e.g. `get`, `list`, `watch`, `create`; for non-resource requests the
+    /// lower-cased HTTP method.
+    pub verb: String,
+    /// Namespace, empty for cluster-scoped requests.
+    pub namespace: String,
+    /// API group; empty for the core group.
+    pub api_group: String,
+    /// API version.
+    pub api_version: String,
+    /// Resource, e.g. `nodes`.
+    pub resource: String,
+    /// Subresource, e.g. `status`.
+    pub subresource: String,
+    /// Object name, empty for collections.
+    pub name: String,
+    /// The request path.
+    pub path: String,
+    /// True for requests to API resources, false for non-resource URLs.
+    pub is_resource_request: bool,
+}
+
+impl Attributes {
+    /// Builds the attributes from a user and the request's [`RequestInfo`] (upstream
+    /// `GetAuthorizerAttributes`).
+    pub fn new(user: UserInfo, info: &RequestInfo) -> Attributes {
+        Attributes {
+            user,
+            verb: info.verb.clone(),
+            namespace: info.namespace.clone(),
+            api_group: info.api_group.clone(),
+            api_version: info.api_version.clone(),
+            resource: info.resource.clone(),
+            subresource: info.subresource.clone(),
+            name: info.name.clone(),
+            path: info.path.clone(),
+            is_resource_request: info.is_resource_request,
+        }
+    }
+
+    /// True for `get`, `list` and `watch`.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.verb.as_str(), "get" | "list" | "watch")
+    }
+}
+
+/// An authorizer's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// The request is allowed.
+    Allow,
+    /// The request is denied; no other authorizer is asked.
+    Deny,
+    /// No opinion; the next authorizer is asked, and if none allows, the request is denied.
+    NoOpinion,
+}
+
+/// A decision with the authorizer's reason (may be empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authorization {
+    /// The verdict.
+    pub decision: Decision,
+    /// Why; appended to the Forbidden message as `: <reason>` when non-empty.
+    pub reason: String,
+}
+
+impl Authorization {
+    /// A decision without a reason.
+    pub fn new(decision: Decision) -> Authorization {
+        Authorization {
+            decision,
+            reason: String::new(),
+        }
+    }
+}
+
+/// An authorizer could not decide.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AuthorizationError(pub String);
+
+/// The boxed future an [`Authorizer`] returns.
+pub type AuthorizeFuture =
+    Pin<Box<dyn Future<Output = Result<Authorization, AuthorizationError>> + Send>>;
+
+/// A policy that decides requests (k8s.io/apiserver `authorizer.Authorizer`).
+pub trait Authorizer: Send + Sync + 'static {
+    /// Decides `attrs`. An `Err` means "could not decide": the request gets 500 and is
+    /// never allowed.
+    fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture;
+}
+
+impl<A: Authorizer + ?Sized> Authorizer for Arc<A> {
+    fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
+        (**self).authorize(attrs)
+    }
+}
+
+/// Allows everything (`--authorization-mode=AlwaysAllow`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlwaysAllow;
+
+impl Authorizer for AlwaysAllow {
+    fn authorize(&self, _: &Attributes) -> AuthorizeFuture {
+        Box::pin(std::future::ready(Ok(Authorization::new(Decision::Allow))))
+    }
+}
+
+/// Denies everything (`--authorization-mode=AlwaysDeny`), with upstream's empty reason.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlwaysDeny;
+
+impl Authorizer for AlwaysDeny {
+    fn authorize(&self, _: &Attributes) -> AuthorizeFuture {
+        Box::pin(std::future::ready(Ok(Authorization::new(Decision::Deny))))
+    }
+}

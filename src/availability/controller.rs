@@ -1,0 +1,297 @@
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::{Either, join_all, select};
+use http::{HeaderValue, Request};
+use tower::ServiceExt;
+
+use super::{AvailabilityMetrics, ResolveError, ServiceResolver};
+use crate::apiservice::{ConditionStatus, ServiceReference};
+use crate::body::empty;
+use crate::registry::{Backend, Registry, Route};
+use crate::rt::Timer;
+use crate::transport::BackendClient;
+
+/// Timing of the availability controller. Defaults are upstream's.
+#[derive(Debug, Clone)]
+pub struct AvailabilityConfig {
+    /// How often an available APIService is checked again (upstream: 30 s resync).
+    pub resync_period: Duration,
+    /// Timeout of one probe attempt (upstream: 5 s).
+    pub probe_timeout: Duration,
+    /// Probe attempts run in parallel; any success passes (upstream: 5).
+    pub probe_attempts: usize,
+    /// First retry delay after a failed check (upstream: 5 ms), doubled per failure.
+    pub backoff_base: Duration,
+    /// Longest retry delay (upstream: 30 s).
+    pub backoff_max: Duration,
+}
+
+impl Default for AvailabilityConfig {
+    fn default() -> Self {
+        AvailabilityConfig {
+            resync_period: Duration::from_secs(30),
+            probe_timeout: Duration::from_secs(5),
+            probe_attempts: 5,
+            backoff_base: Duration::from_millis(5),
+            backoff_max: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Keeps each remote APIService's `Available` condition current.
+#[derive(Clone)]
+pub struct AvailabilityController {
+    registry: Registry,
+    resolver: Arc<dyn ServiceResolver>,
+    timer: Timer,
+    config: AvailabilityConfig,
+    metrics: Arc<AvailabilityMetrics>,
+}
+
+impl std::fmt::Debug for AvailabilityController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AvailabilityController")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The outcome of one check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Outcome {
+    status: ConditionStatus,
+    reason: String,
+    message: String,
+}
+
+struct Schedule {
+    due: Instant,
+    failures: u32,
+    service: ServiceReference,
+}
+
+impl AvailabilityController {
+    /// A controller over `registry`'s APIServices.
+    pub fn new(
+        registry: Registry,
+        resolver: impl ServiceResolver,
+        timer: Timer,
+        config: AvailabilityConfig,
+        metrics: Arc<AvailabilityMetrics>,
+    ) -> AvailabilityController {
+        AvailabilityController {
+            registry,
+            resolver: Arc::new(resolver),
+            timer,
+            config,
+            metrics,
+        }
+    }
+
+    /// The metrics this controller maintains.
+    pub fn metrics(&self) -> &Arc<AvailabilityMetrics> {
+        &self.metrics
+    }
+
+    /// Runs forever: checks every remote APIService when it appears or its service
+    /// changes, then on its schedule. Spawn it on the host's executor.
+    pub async fn run(self) {
+        let mut schedule: HashMap<String, Schedule> = HashMap::new();
+        loop {
+            let table = self.registry.snapshot_owned();
+            let now = self.timer.now();
+            // Follow the table: new APIServices and changed services are due now.
+            schedule.retain(|name, _| {
+                let keep = table.get(name).is_some_and(|r| !r.apiservice.is_local());
+                if !keep {
+                    self.metrics.forget(name);
+                }
+                keep
+            });
+            for route in table.routes() {
+                let Some(service) = &route.apiservice.spec.service else {
+                    self.metrics.set_unavailable(route.apiservice.name(), false);
+                    continue;
+                };
+                let entry = schedule
+                    .entry(route.apiservice.name().to_owned())
+                    .or_insert_with(|| Schedule {
+                        due: now,
+                        failures: 0,
+                        service: service.clone(),
+                    });
+                if entry.service != *service {
+                    *entry = Schedule {
+                        due: now,
+                        failures: 0,
+                        service: service.clone(),
+                    };
+                }
+            }
+            let due: Vec<Arc<Route>> = schedule
+                .iter()
+                .filter(|(_, s)| s.due <= now)
+                .filter_map(|(name, _)| table.get(name).cloned())
+                .collect();
+            if !due.is_empty() {
+                let outcomes = join_all(due.iter().map(|r| self.check(r))).await;
+                let done = self.timer.now();
+                for (route, outcome) in due.iter().zip(outcomes) {
+                    let name = route.apiservice.name();
+                    let passed = outcome.status == ConditionStatus::True;
+                    self.record(name, &outcome);
+                    if let Some(s) = schedule.get_mut(name) {
+                        if passed {
+                            s.failures = 0;
+                            s.due = done + self.config.resync_period;
+                        } else {
+                            let delay = self
+                                .config
+                                .backoff_base
+                                .saturating_mul(1u32 << s.failures.min(20));
+                            s.failures = s.failures.saturating_add(1);
+                            s.due = done + delay.min(self.config.backoff_max);
+                        }
+                    }
+                }
+                continue;
+            }
+            let generation = table.generation();
+            drop(table);
+            let next = schedule.values().map(|s| s.due).min();
+            let wait = next.map_or(self.config.resync_period, |d| {
+                d.saturating_duration_since(self.timer.now())
+            });
+            let sleep = self.timer.sleep(wait);
+            let changed = self.registry.changed(generation);
+            match select(sleep, changed).await {
+                Either::Left(_) | Either::Right(_) => {}
+            }
+        }
+    }
+
+    fn record(&self, name: &str, outcome: &Outcome) {
+        let available = outcome.status == ConditionStatus::True;
+        self.metrics.set_unavailable(name, !available);
+        if let Some(was_available) = self.registry.set_available_condition(
+            name,
+            outcome.status,
+            &outcome.reason,
+            &outcome.message,
+        ) {
+            if was_available && !available {
+                self.metrics.unavailable_transition(name, &outcome.reason);
+            }
+            if was_available != available {
+                tracing::info!(apiservice = name, available, reason = %outcome.reason, message = %outcome.message, "availability changed");
+            }
+        }
+    }
+
+    /// One check of `route` (reference §4.3).
+    async fn check(&self, route: &Route) -> Outcome {
+        let Some(service) = route.apiservice.spec.service.clone() else {
+            return Outcome {
+                status: ConditionStatus::True,
+                reason: "Local".into(),
+                message: "Local APIServices are always available".into(),
+            };
+        };
+        if let Err(e) = self.resolver.resolve(&service).await {
+            return resolve_outcome(&e);
+        }
+        let client = match &route.backend {
+            Backend::Remote { client: Ok(c), .. } => c.clone(),
+            Backend::Remote { client: Err(e), .. } => return failed(e.to_string()),
+            Backend::Local => return failed("no backend".into()),
+        };
+        let gv_path = if route.apiservice.spec.group.is_empty() {
+            format!("/api/{}", route.apiservice.spec.version)
+        } else {
+            format!(
+                "/apis/{}/{}",
+                route.apiservice.spec.group, route.apiservice.spec.version
+            )
+        };
+        let attempts =
+            (0..self.config.probe_attempts.max(1)).map(|_| self.probe(&service, &client, &gv_path));
+        let results = join_all(attempts).await;
+        let mut last_error = None;
+        for r in results {
+            match r {
+                Ok(()) => {
+                    return Outcome {
+                        status: ConditionStatus::True,
+                        reason: "Passed".into(),
+                        message: "all checks passed".into(),
+                    };
+                }
+                Err(e) => last_error = Some(e),
+            }
+        }
+        failed(last_error.unwrap_or_default())
+    }
+
+    /// One probe attempt: resolve afresh, `GET` the group/version, 2xx passes.
+    async fn probe(
+        &self,
+        service: &ServiceReference,
+        client: &BackendClient,
+        path: &str,
+    ) -> Result<(), String> {
+        let authority = self
+            .resolver
+            .resolve(service)
+            .await
+            .map_err(|e| e.to_string())?;
+        let url = format!("https://{authority}{path}");
+        let mut req = Request::get(&url)
+            .body(empty())
+            .map_err(|e| format!("failing or missing response from {url}: {e}"))?;
+        req.headers_mut().insert(
+            "x-remote-user",
+            HeaderValue::from_static("system:kube-aggregator"),
+        );
+        req.headers_mut()
+            .insert("x-remote-group", HeaderValue::from_static("system:masters"));
+        let call = client.clone().oneshot(req);
+        match self.timer.timeout(self.config.probe_timeout, call).await {
+            Err(_) => Err(format!(
+                "failing or missing response from {url}: Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+            )),
+            Ok(Err(e)) => Err(format!(
+                "failing or missing response from {url}: Get \"{url}\": {}",
+                crate::status::error_chain(&*e)
+            )),
+            // Redirects are not followed and count as failures, as do 304 and every non-2xx.
+            Ok(Ok(res)) if res.status().is_success() => Ok(()),
+            Ok(Ok(res)) => Err(format!(
+                "failing or missing response from {url}: bad status from {url}: {}",
+                res.status().as_u16()
+            )),
+        }
+    }
+}
+
+fn resolve_outcome(e: &ResolveError) -> Outcome {
+    let status = if e.is_unknown() {
+        ConditionStatus::Unknown
+    } else {
+        ConditionStatus::False
+    };
+    Outcome {
+        status,
+        reason: e.reason().into(),
+        message: e.to_string(),
+    }
+}
+
+fn failed(message: String) -> Outcome {
+    Outcome {
+        status: ConditionStatus::False,
+        reason: "FailedDiscoveryCheck".into(),
+        message,
+    }
+}

@@ -1,0 +1,90 @@
+//! The body type used across the stack.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use http_body_util::{BodyExt, Empty, Full, combinators::UnsyncBoxBody};
+
+/// A boxed error, as tower and hyper use at service boundaries.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The body every service of the stack answers with, and the body of proxied requests:
+/// a boxed, streaming `http_body::Body` of [`Bytes`] frames.
+///
+/// Small documents the library produces are one frame ([`Body::full`]); proxied
+/// responses and watch streams flow frame by frame as the backend sends them.
+pub struct Body(UnsyncBoxBody<Bytes, BoxError>);
+
+impl Body {
+    /// Boxes any `http_body::Body` with `Bytes` frames.
+    pub fn new<B>(body: B) -> Body
+    where
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        Body(body.map_err(Into::into).boxed_unsync())
+    }
+
+    /// A body holding `bytes` in one frame.
+    pub fn full(bytes: impl Into<Bytes>) -> Body {
+        Body::new(Full::new(bytes.into()))
+    }
+
+    /// An empty body.
+    pub fn empty() -> Body {
+        Body::new(Empty::<Bytes>::new())
+    }
+}
+
+impl Default for Body {
+    fn default() -> Body {
+        Body::empty()
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Body")
+    }
+}
+
+impl http_body::Body for Body {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Pin::new(&mut self.0).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.0.size_hint()
+    }
+}
+
+/// A body holding `bytes` in one frame (same as [`Body::full`]).
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Body::full(bytes)
+}
+
+/// An empty body (same as [`Body::empty`]).
+pub fn empty() -> Body {
+    Body::empty()
+}
+
+/// Boxes any body into a [`Body`] (same as [`Body::new`]).
+pub fn boxed<B>(body: B) -> Body
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    Body::new(body)
+}

@@ -1,0 +1,31 @@
+#![doc = include_str!("../README.md")]
+//!
+//! # Feature flags
+//!
+//! - `tokio` (default): the tokio executor and timer ([`rt::Executor::tokio`],
+//!   [`rt::Timer::tokio`]), the rustls backend transport
+//!   ([`transport::RustlsTransport`]) and the TLS accept loop ([`server`]). Without it the
+//!   crate uses no runtime: the host brings an executor, a timer and a
+//!   [`transport::Transport`].
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+pub mod aggregator;
+mod apiregistration;
+pub mod apiservice;
+pub mod authn;
+pub mod authz;
+pub mod availability;
+pub mod body;
+pub mod discovery;
+pub mod proxy;
+pub mod registry;
+pub mod rt;
+#[cfg(feature = "tokio")]
+pub mod server;
+pub mod source;
+pub mod status;
+pub mod transport;
+
+pub use aggregator::{AggregatorLayer, AggregatorService};
+pub use body::Body;
+pub use registry::Registry;

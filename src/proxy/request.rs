@@ -1,0 +1,234 @@
+//! The upstream request (kube-aggregator `handler_proxy.go`, apiserver `proxy.go`).
+
+use std::net::SocketAddr;
+
+use http::header::{self, HeaderValue};
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{Request, Uri, Version};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+
+use super::headers::{remove_hop_by_hop, set_identity_headers};
+use crate::authn::UserInfo;
+use crate::body::Body;
+
+/// Bytes Go's `URL.EscapedPath` escapes: everything but unreserved characters and
+/// `$ & + , / : ; = @`.
+const PATH_ESCAPE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'+')
+    .remove(b',')
+    .remove(b'/')
+    .remove(b':')
+    .remove(b';')
+    .remove(b'=')
+    .remove(b'@');
+
+/// The upstream URI: `https://<authority>` + the decoded request path re-escaped Go-style
+/// (so `%2F` becomes `/`) + the query re-encoded with sorted keys (reference §3.2).
+pub fn upstream_uri(uri: &Uri, authority: &Authority) -> Result<Uri, http::Error> {
+    let decoded = percent_decode_str(uri.path()).decode_utf8_lossy();
+    let mut pq = utf8_percent_encode(&decoded, PATH_ESCAPE).to_string();
+    if pq.is_empty() {
+        pq.push('/');
+    }
+    if let Some(q) = uri.query() {
+        let encoded = encode_query(q);
+        if !encoded.is_empty() {
+            pq.push('?');
+            pq.push_str(&encoded);
+        }
+    }
+    Uri::builder()
+        .scheme(Scheme::HTTPS)
+        .authority(authority.clone())
+        .path_and_query(PathAndQuery::try_from(pq)?)
+        .build()
+}
+
+/// Go's `url.ParseQuery` then `Values.Encode`: pairs sorted by key (stable for equal
+/// keys), keys and values escaped with `QueryEscape` (space as `+`, unreserved kept).
+pub fn encode_query(query: &str) -> String {
+    let mut pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out = String::with_capacity(query.len() + 8);
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        query_escape(k, &mut out);
+        out.push('=');
+        query_escape(v, &mut out);
+    }
+    out
+}
+
+fn query_escape(s: &str, out: &mut String) {
+    for &b in s.as_bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+}
+
+/// Rewrites a client request into the request sent to the backend at `authority`.
+///
+/// Removes hop-by-hop headers, `Host`, credentials, impersonation and client-supplied
+/// identity headers; writes `user` as front-proxy headers; appends the client IP to
+/// `X-Forwarded-For`; sets `X-Forwarded-Proto: https`, `X-Forwarded-Uri` (the cleaned
+/// escaped path) and `X-Forwarded-Host` (the backend's host:port, as upstream).
+/// Errors only when the rewritten URI is not valid.
+pub fn upstream_request(
+    req: Request<Body>,
+    authority: &Authority,
+    user: &UserInfo,
+    remote_addr: Option<SocketAddr>,
+) -> Result<Request<Body>, http::Error> {
+    let (mut parts, body) = req.into_parts();
+    let forwarded_uri = clean_path(parts.uri.path());
+    parts.uri = upstream_uri(&parts.uri, authority)?;
+    // The pooled client picks HTTP/2 or HTTP/1.1 per connection by ALPN.
+    parts.version = Version::HTTP_11;
+    let h = &mut parts.headers;
+    remove_hop_by_hop(h);
+    h.remove(header::HOST);
+    set_identity_headers(h, user);
+    if let Some(addr) = remote_addr {
+        let ip = addr.ip().to_string();
+        let prior: Vec<&str> = h
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        let value = if prior.is_empty() {
+            ip
+        } else {
+            format!("{}, {ip}", prior.join(", "))
+        };
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            h.insert("x-forwarded-for", v);
+        }
+    }
+    h.insert("x-forwarded-proto", HeaderValue::from_static("https"));
+    if let Ok(v) = HeaderValue::from_str(&forwarded_uri) {
+        h.insert("x-forwarded-uri", v);
+    }
+    if let Ok(v) = HeaderValue::from_str(authority.as_str()) {
+        h.insert("x-forwarded-host", v);
+    }
+    Ok(Request::from_parts(parts, body))
+}
+
+/// `path.Join`-style cleaning of an escaped path, keeping a trailing `/`.
+fn clean_path(path: &str) -> String {
+    let mut stack: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                stack.pop();
+            }
+            s => stack.push(s),
+        }
+    }
+    let mut out = String::with_capacity(path.len());
+    for s in &stack {
+        out.push('/');
+        out.push_str(s);
+    }
+    if out.is_empty() || (path.ends_with('/') && !out.ends_with('/')) {
+        out.push('/');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uri(s: &str) -> String {
+        upstream_uri(&s.parse().unwrap(), &"10.0.0.5:4443".parse().unwrap())
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn upstream_url_construction_vectors() {
+        assert_eq!(
+            uri("/apis/metrics.k8s.io/v1beta1/nodes"),
+            "https://10.0.0.5:4443/apis/metrics.k8s.io/v1beta1/nodes"
+        );
+        assert_eq!(
+            uri("/apis/g/v/pods?watch=true&labelSelector=a%3Db&fieldSelector=metadata.name=x"),
+            "https://10.0.0.5:4443/apis/g/v/pods?fieldSelector=metadata.name%3Dx&labelSelector=a%3Db&watch=true"
+        );
+        assert_eq!(
+            uri("/apis/g/v/things?q=a%20b"),
+            "https://10.0.0.5:4443/apis/g/v/things?q=a+b"
+        );
+        assert_eq!(
+            uri("/apis/g/v/foo%2Fbar"),
+            "https://10.0.0.5:4443/apis/g/v/foo/bar"
+        );
+        assert_eq!(
+            uri("/apis/g/v/a%20b"),
+            "https://10.0.0.5:4443/apis/g/v/a%20b"
+        );
+    }
+
+    #[test]
+    fn request_headers_are_rewritten() {
+        let mut req = Request::get("/request/path?b=2&a=1")
+            .body(crate::body::empty())
+            .unwrap();
+        let h = req.headers_mut();
+        h.insert("authorization", HeaderValue::from_static("Bearer secret"));
+        h.insert("x-remote-user", HeaderValue::from_static("system:admin"));
+        h.insert("impersonate-user", HeaderValue::from_static("root"));
+        h.insert("x-forwarded-for", HeaderValue::from_static("192.0.2.1"));
+        h.insert("host", HeaderValue::from_static("gateway:6443"));
+        h.insert("user-agent", HeaderValue::from_static("kubectl/v1.32"));
+        let user = UserInfo::new("username", ["one", "two"]);
+        let out = upstream_request(
+            req,
+            &"10.0.0.5:4443".parse().unwrap(),
+            &user,
+            Some("127.0.0.1:5555".parse().unwrap()),
+        )
+        .unwrap();
+        assert_eq!(out.uri(), "https://10.0.0.5:4443/request/path?a=1&b=2");
+        let h = out.headers();
+        assert!(
+            !h.contains_key("authorization")
+                && !h.contains_key("impersonate-user")
+                && !h.contains_key("host")
+        );
+        assert_eq!(h["x-remote-user"], "username");
+        assert_eq!(
+            h.get_all("x-remote-group").iter().collect::<Vec<_>>(),
+            ["one", "two"]
+        );
+        assert_eq!(h["x-forwarded-for"], "192.0.2.1, 127.0.0.1");
+        assert_eq!(h["x-forwarded-proto"], "https");
+        assert_eq!(h["x-forwarded-uri"], "/request/path");
+        assert_eq!(h["x-forwarded-host"], "10.0.0.5:4443");
+        assert_eq!(h["user-agent"], "kubectl/v1.32");
+    }
+
+    #[test]
+    fn forwarded_uri_is_cleaned() {
+        assert_eq!(clean_path("/a//b/./c/../d/"), "/a/b/d/");
+        assert_eq!(clean_path("/"), "/");
+        assert_eq!(clean_path("/../x"), "/x");
+    }
+}

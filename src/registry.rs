@@ -1,0 +1,431 @@
+//! The registry: the single writer that validates APIServices and publishes the immutable
+//! [`RoutingTable`] the request path reads.
+//!
+//! Readers take one lock-free `arc-swap` load per request ([`Registry::snapshot`]).
+//! Writers ([`Registry::apply`], [`Registry::run`], the availability controller through
+//! [`Registry::set_available_condition`]) serialize on a mutex that the request path never
+//! touches, rebuild the table, and swap it in whole.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use arc_swap::{ArcSwap, Guard};
+use bytes::Bytes;
+
+use crate::apiservice::{
+    ApiService, CONDITION_AVAILABLE, ConditionStatus, ValidationError, sort_by_group_and_version,
+    validate,
+};
+use crate::discovery;
+use crate::source::{ApiServiceEvent, ApiServiceSource};
+use crate::transport::{BackendClient, BackendTarget, Transport, TransportError};
+
+/// One APIService as the request path sees it.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// The APIService, with its current status.
+    pub apiservice: ApiService,
+    /// How requests reach it.
+    pub backend: Backend,
+}
+
+/// Where a route's requests go.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// A local APIService: the host's own handlers.
+    Local,
+    /// A remote APIService: its client, or why the transport could not be built.
+    Remote {
+        /// TLS settings the client was built for.
+        target: BackendTarget,
+        /// The client, or the transport error answered as 500 (reference §3.1 step 4).
+        client: Result<BackendClient, TransportError>,
+    },
+}
+
+impl Route {
+    /// True when the route's `Available` condition is `True`.
+    pub fn is_available(&self) -> bool {
+        self.apiservice.is_available()
+    }
+}
+
+/// APIServices of one group, versions in priority order.
+#[derive(Debug, Clone)]
+pub struct GroupRoutes {
+    /// Group name.
+    pub name: String,
+    /// Versions, highest priority first.
+    pub versions: Vec<Arc<Route>>,
+    /// The `APIGroup` discovery document, pre-encoded.
+    pub api_group_json: Bytes,
+}
+
+/// An immutable snapshot of every APIService, indexed for the request path.
+#[derive(Debug, Default)]
+pub struct RoutingTable {
+    generation: u64,
+    by_name: BTreeMap<String, Arc<Route>>,
+    groups: HashMap<String, usize>,
+    ordered: Vec<GroupRoutes>,
+    api_group_list_json: Bytes,
+}
+
+impl RoutingTable {
+    /// Increases by one with each published change.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The route of APIService `name` (`<version>.<group>`).
+    pub fn get(&self, name: &str) -> Option<&Arc<Route>> {
+        self.by_name.get(name)
+    }
+
+    /// Every route, by name.
+    pub fn routes(&self) -> impl Iterator<Item = &Arc<Route>> {
+        self.by_name.values()
+    }
+
+    /// The number of APIServices.
+    pub fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    /// True when there are no APIServices.
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// The group's routes, if any APIService serves `group`.
+    pub fn group(&self, group: &str) -> Option<&GroupRoutes> {
+        self.groups.get(group).map(|&i| &self.ordered[i])
+    }
+
+    /// The route for `group`/`version`.
+    pub fn lookup(&self, group: &str, version: &str) -> Option<&Arc<Route>> {
+        self.group(group)?
+            .versions
+            .iter()
+            .find(|r| r.apiservice.spec.version == version)
+    }
+
+    /// Groups in discovery order (reference §2.3).
+    pub fn groups(&self) -> &[GroupRoutes] {
+        &self.ordered
+    }
+
+    /// The `/apis` `APIGroupList`, pre-encoded (apiregistration.k8s.io first).
+    pub fn api_group_list_json(&self) -> &Bytes {
+        &self.api_group_list_json
+    }
+
+    fn build(generation: u64, by_name: BTreeMap<String, Arc<Route>>) -> RoutingTable {
+        let sorted = sort_by_group_and_version(by_name.values().map(|r| &r.apiservice));
+        let mut ordered = Vec::with_capacity(sorted.len());
+        let mut groups = HashMap::with_capacity(sorted.len());
+        for gv in &sorted {
+            let versions: Vec<Arc<Route>> = gv
+                .versions
+                .iter()
+                .filter_map(|svc| by_name.get(svc.name()).cloned())
+                .collect();
+            let api_group_json = discovery::api_group_json(
+                gv.group,
+                gv.versions.iter().map(|s| s.spec.version.as_str()),
+            );
+            groups.insert(gv.group.to_owned(), ordered.len());
+            ordered.push(GroupRoutes {
+                name: gv.group.to_owned(),
+                versions,
+                api_group_json,
+            });
+        }
+        let api_group_list_json = discovery::api_group_list_json(&ordered);
+        RoutingTable {
+            generation,
+            by_name,
+            groups,
+            ordered,
+            api_group_list_json,
+        }
+    }
+}
+
+/// APIServices that an update could not apply, each with the upstream validation message.
+/// Everything else in the update was applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", rejected.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
+pub struct ApplyError {
+    /// One entry per rejected APIService.
+    pub rejected: Vec<ValidationError>,
+}
+
+/// Receives every change of an APIService's `Available` condition, so the host can write
+/// status back to where APIServices live.
+pub trait StatusSink: Send + Sync + 'static {
+    /// `apiservice` carries the new status; called after the snapshot is published.
+    fn status_changed(&self, apiservice: &ApiService);
+}
+
+struct Shared {
+    table: ArcSwap<RoutingTable>,
+    writer: Mutex<Writer>,
+    transport: Arc<dyn Transport>,
+    sinks: Mutex<Vec<Arc<dyn StatusSink>>>,
+    wakers: Mutex<Vec<Waker>>,
+}
+
+#[derive(Default)]
+struct Writer {
+    generation: u64,
+    by_name: BTreeMap<String, Arc<Route>>,
+}
+
+/// A cloneable handle to the registry.
+#[derive(Clone)]
+pub struct Registry {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("generation", &self.snapshot().generation())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// An empty registry that builds backend clients with `transport`.
+    pub fn new(transport: impl Transport) -> Registry {
+        Registry {
+            shared: Arc::new(Shared {
+                table: ArcSwap::from_pointee(RoutingTable::build(0, BTreeMap::new())),
+                writer: Mutex::new(Writer::default()),
+                transport: Arc::new(transport),
+                sinks: Mutex::new(Vec::new()),
+                wakers: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The current snapshot: one lock-free load.
+    pub fn snapshot(&self) -> Guard<Arc<RoutingTable>> {
+        self.shared.table.load()
+    }
+
+    /// The current snapshot as an owned `Arc` (for holding across awaits).
+    pub fn snapshot_owned(&self) -> Arc<RoutingTable> {
+        self.shared.table.load_full()
+    }
+
+    /// Adds a sink that hears every status change.
+    pub fn add_status_sink(&self, sink: impl StatusSink) {
+        lock(&self.shared.sinks).push(Arc::new(sink));
+    }
+
+    /// Applies one event: the in-memory handle for hosts that push updates.
+    ///
+    /// Each APIService is validated (upstream rules and messages, reference §1.2); an
+    /// invalid one is rejected whole and the previous version of that name, if any, stays.
+    /// For [`ApiServiceEvent::Resynced`] every valid object is applied and every name not
+    /// listed is deleted, in one published snapshot.
+    pub fn apply(&self, event: ApiServiceEvent) -> Result<(), ApplyError> {
+        let mut rejected = Vec::new();
+        let mut w = lock(&self.shared.writer);
+        let mut next = w.by_name.clone();
+        match event {
+            ApiServiceEvent::Applied(svc) => self.upsert(&mut next, &w.by_name, svc, &mut rejected),
+            ApiServiceEvent::Deleted(name) => {
+                next.remove(&name);
+            }
+            ApiServiceEvent::Resynced(all) => {
+                let keep: std::collections::HashSet<String> =
+                    all.iter().map(|s| s.metadata.name.clone()).collect();
+                next.retain(|name, _| keep.contains(name));
+                for svc in all {
+                    self.upsert(&mut next, &w.by_name, svc, &mut rejected);
+                }
+            }
+        }
+        self.publish(&mut w, next);
+        drop(w);
+        if rejected.is_empty() {
+            Ok(())
+        } else {
+            Err(ApplyError { rejected })
+        }
+    }
+
+    fn upsert(
+        &self,
+        next: &mut BTreeMap<String, Arc<Route>>,
+        prev: &BTreeMap<String, Arc<Route>>,
+        mut svc: ApiService,
+        rejected: &mut Vec<ValidationError>,
+    ) {
+        if let Err(e) = validate(&svc) {
+            rejected.push(e);
+            return;
+        }
+        let name = svc.metadata.name.clone();
+        let old = prev.get(&name);
+        // The registry owns status (as the upstream strategy wipes it on create and keeps
+        // it on update): a source only changes spec.
+        svc.status = old.map(|r| r.apiservice.status.clone()).unwrap_or_default();
+        if svc.metadata.creation_timestamp.is_none() {
+            svc.metadata.creation_timestamp = old
+                .and_then(|r| r.apiservice.metadata.creation_timestamp.clone())
+                .or_else(|| Some(crate::rt::rfc3339_now()));
+        }
+        let backend = match &svc.spec.service {
+            None => {
+                // Local APIServices are always available (local availability controller).
+                svc.set_condition(
+                    CONDITION_AVAILABLE,
+                    ConditionStatus::True,
+                    "Local",
+                    "Local APIServices are always available",
+                    &crate::rt::rfc3339_now(),
+                );
+                Backend::Local
+            }
+            Some(service) => {
+                let target = BackendTarget {
+                    server_name: service.server_name(),
+                    ca_bundle: svc.spec.ca_bundle.clone(),
+                    insecure_skip_tls_verify: svc.spec.insecure_skip_tls_verify,
+                };
+                match old.map(|r| &r.backend) {
+                    // Same TLS settings: keep the client and its pooled connections.
+                    Some(Backend::Remote { target: t, client }) if *t == target => {
+                        Backend::Remote {
+                            target,
+                            client: client.clone(),
+                        }
+                    }
+                    _ => {
+                        let client = self.shared.transport.client(&target);
+                        if let Err(e) = &client {
+                            tracing::warn!(apiservice = %name, error = %e, "cannot build the transport");
+                        }
+                        Backend::Remote { target, client }
+                    }
+                }
+            }
+        };
+        next.insert(
+            name,
+            Arc::new(Route {
+                apiservice: svc,
+                backend,
+            }),
+        );
+    }
+
+    fn publish(&self, w: &mut Writer, next: BTreeMap<String, Arc<Route>>) {
+        w.generation += 1;
+        w.by_name = next.clone();
+        self.shared
+            .table
+            .store(Arc::new(RoutingTable::build(w.generation, next)));
+        for waker in lock(&self.shared.wakers).drain(..) {
+            waker.wake();
+        }
+    }
+
+    /// Sets the `Available` condition of `name` with upstream semantics (reason and
+    /// message always, `lastTransitionTime` only when the status flips) and publishes it
+    /// when anything changed. Returns the previous availability, or `None` when `name` is
+    /// unknown or nothing changed.
+    pub fn set_available_condition(
+        &self,
+        name: &str,
+        status: ConditionStatus,
+        reason: &str,
+        message: &str,
+    ) -> Option<bool> {
+        let mut w = lock(&self.shared.writer);
+        let route = w.by_name.get(name)?;
+        let was_available = route.is_available();
+        let mut svc = route.apiservice.clone();
+        if !svc.set_condition(
+            CONDITION_AVAILABLE,
+            status,
+            reason,
+            message,
+            &crate::rt::rfc3339_now(),
+        ) {
+            return None;
+        }
+        let updated = Arc::new(Route {
+            apiservice: svc.clone(),
+            backend: route.backend.clone(),
+        });
+        let mut next = w.by_name.clone();
+        next.insert(name.to_owned(), updated);
+        self.publish(&mut w, next);
+        drop(w);
+        let sinks: Vec<Arc<dyn StatusSink>> = lock(&self.shared.sinks).clone();
+        for sink in sinks {
+            sink.status_changed(&svc);
+        }
+        Some(was_available)
+    }
+
+    /// Completes once the published generation is greater than `seen`.
+    pub fn changed(&self, seen: u64) -> Changed {
+        Changed {
+            registry: self.clone(),
+            seen,
+        }
+    }
+
+    /// Applies every event of `source` until it ends, logging rejected APIServices with
+    /// their reasons (the last good version of each stays).
+    pub async fn run<S: ApiServiceSource>(self, mut source: S) {
+        while let Some(event) = source.next_event().await {
+            if let Err(e) = self.apply(event) {
+                for r in &e.rejected {
+                    tracing::warn!(error = %r, "APIService rejected");
+                }
+            }
+        }
+    }
+}
+
+/// Future of [`Registry::changed`].
+#[derive(Debug)]
+pub struct Changed {
+    registry: Registry,
+    seen: u64,
+}
+
+impl Future for Changed {
+    type Output = u64;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u64> {
+        let g = self.registry.snapshot().generation();
+        if g > self.seen {
+            return Poll::Ready(g);
+        }
+        lock(&self.registry.shared.wakers).push(cx.waker().clone());
+        // Re-check after registering, so a publish between the two loads is not missed.
+        let g = self.registry.snapshot().generation();
+        if g > self.seen {
+            Poll::Ready(g)
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// Locks a mutex, recovering the data if a writer panicked (the data is replaced whole,
+/// never left half-written).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

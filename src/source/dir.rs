@@ -1,0 +1,290 @@
+//! A source over a directory of manifests: `*.yaml`, `*.yml` and `*.json` files, each with
+//! one or more documents (`---`-separated YAML), of `kind: APIService` or `kind: List` /
+//! `APIServiceList` holding APIServices.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+
+use super::{ApiServiceEvent, ApiServiceSource};
+use crate::apiservice::ApiService;
+use crate::rt::Timer;
+
+/// A manifest that could not be read: names the file, the document (0-based) and, when
+/// known, the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {}", file.display(), detail)]
+pub struct ManifestError {
+    /// The file.
+    pub file: PathBuf,
+    /// What is wrong, including the document index and field.
+    pub detail: String,
+}
+
+/// Watches a directory of APIService manifests by polling it.
+///
+/// Each change of a file's size, modification time or presence triggers a re-read; the
+/// source then yields [`ApiServiceEvent::Resynced`] with every APIService of every file.
+/// A file that does not parse is logged (with file, document index and field) and its
+/// last good content is kept, so one bad edit never drops routes. Reading uses blocking
+/// `std::fs` calls; manifest directories are small.
+#[derive(Debug)]
+pub struct ManifestDir {
+    dir: PathBuf,
+    timer: Timer,
+    interval: Duration,
+    seen: BTreeMap<PathBuf, (u64, Option<SystemTime>)>,
+    good: BTreeMap<PathBuf, Vec<ApiService>>,
+    errors: Vec<ManifestError>,
+    started: bool,
+}
+
+impl ManifestDir {
+    /// A source over `dir`, polled every `interval` through `timer`.
+    pub fn new(dir: impl Into<PathBuf>, timer: Timer, interval: Duration) -> ManifestDir {
+        ManifestDir {
+            dir: dir.into(),
+            timer,
+            interval,
+            seen: BTreeMap::new(),
+            good: BTreeMap::new(),
+            errors: Vec::new(),
+            started: false,
+        }
+    }
+
+    /// Reads every manifest of `dir` once, strictly: the first unreadable file or invalid
+    /// document is an error. Hosts use it at start-up to refuse a bad configuration.
+    pub fn load(dir: &Path) -> Result<Vec<ApiService>, ManifestError> {
+        let mut out = Vec::new();
+        for file in manifest_files(dir)? {
+            out.extend(parse_file(&file)?);
+        }
+        Ok(out)
+    }
+
+    /// The errors of the last scan (empty when every file parsed).
+    pub fn errors(&self) -> &[ManifestError] {
+        &self.errors
+    }
+
+    /// Re-reads the directory; true when anything changed since the last scan.
+    fn scan(&mut self) -> bool {
+        let files = match manifest_files(&self.dir) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list the APIService manifest directory; keeping the last good state");
+                return false;
+            }
+        };
+        let mut now_seen = BTreeMap::new();
+        for f in &files {
+            let meta = std::fs::metadata(f).ok();
+            let stamp = (
+                meta.as_ref().map_or(0, |m| m.len()),
+                meta.and_then(|m| m.modified().ok()),
+            );
+            now_seen.insert(f.clone(), stamp);
+        }
+        if now_seen == self.seen {
+            return false;
+        }
+        self.errors.clear();
+        let mut good = BTreeMap::new();
+        for f in &files {
+            match parse_file(f) {
+                Ok(list) => {
+                    good.insert(f.clone(), list);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "invalid APIService manifest; keeping its last good content");
+                    if let Some(prev) = self.good.get(f) {
+                        good.insert(f.clone(), prev.clone());
+                    }
+                    self.errors.push(e);
+                }
+            }
+        }
+        self.seen = now_seen;
+        self.good = good;
+        true
+    }
+
+    fn all(&self) -> Vec<ApiService> {
+        self.good.values().flatten().cloned().collect()
+    }
+}
+
+impl ApiServiceSource for ManifestDir {
+    async fn next_event(&mut self) -> Option<ApiServiceEvent> {
+        if !self.started {
+            self.started = true;
+            self.scan();
+            return Some(ApiServiceEvent::Resynced(self.all()));
+        }
+        loop {
+            self.timer.sleep(self.interval).await;
+            if self.scan() {
+                return Some(ApiServiceEvent::Resynced(self.all()));
+            }
+        }
+    }
+}
+
+fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| ManifestError {
+        file: dir.to_owned(),
+        detail: format!("cannot read directory: {e}"),
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            )
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Parses one manifest file into its APIServices.
+pub(crate) fn parse_file(file: &Path) -> Result<Vec<ApiService>, ManifestError> {
+    let text = std::fs::read_to_string(file).map_err(|e| ManifestError {
+        file: file.to_owned(),
+        detail: format!("cannot read: {e}"),
+    })?;
+    parse_manifests(&text).map_err(|detail| ManifestError {
+        file: file.to_owned(),
+        detail,
+    })
+}
+
+/// Parses multi-document YAML (JSON is YAML) into APIServices; the error names the
+/// document index and the field.
+pub(crate) fn parse_manifests(text: &str) -> Result<Vec<ApiService>, String> {
+    let mut out = Vec::new();
+    for (index, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let value =
+            serde_yaml_ng::Value::deserialize(doc).map_err(|e| format!("document {index}: {e}"))?;
+        if value.is_null() {
+            continue; // an empty document, e.g. after a trailing `---`
+        }
+        collect(value, index, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn collect(
+    value: serde_yaml_ng::Value,
+    index: usize,
+    out: &mut Vec<ApiService>,
+) -> Result<(), String> {
+    let kind = value
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or_default()
+        .to_owned();
+    match kind.as_str() {
+        "APIService" => {
+            let svc: ApiService =
+                serde_path_to_error(value).map_err(|e| format!("document {index}: {e}"))?;
+            out.push(svc);
+            Ok(())
+        }
+        "List" | "APIServiceList" => {
+            let items = match value.get("items") {
+                None => return Ok(()),
+                Some(serde_yaml_ng::Value::Sequence(items)) => items.clone(),
+                Some(_) => return Err(format!("document {index}: field items: expected a list")),
+            };
+            for (i, item) in items.into_iter().enumerate() {
+                let item_kind = item
+                    .get("kind")
+                    .and_then(|k| k.as_str())
+                    .unwrap_or_default();
+                if item_kind != "APIService" {
+                    return Err(format!(
+                        "document {index}: items[{i}].kind: expected APIService, found {item_kind:?}"
+                    ));
+                }
+                let svc: ApiService = serde_path_to_error(item)
+                    .map_err(|e| format!("document {index}: items[{i}].{e}"))?;
+                out.push(svc);
+            }
+            Ok(())
+        }
+        "" => Err(format!("document {index}: field kind: missing")),
+        other => Err(format!(
+            "document {index}: field kind: expected APIService or List, found {other:?}"
+        )),
+    }
+}
+
+/// Deserializes an APIService; the error names the failing field's path
+/// (e.g. `spec.groupPriorityMinimum`).
+fn serde_path_to_error(value: serde_yaml_ng::Value) -> Result<ApiService, String> {
+    serde_path_to_error::deserialize::<_, ApiService>(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            inner.to_string()
+        } else {
+            format!("field {path}: {inner}")
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_multi_document_yaml_and_lists() {
+        let text = r#"
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.metrics.k8s.io}
+spec:
+  service: {namespace: kube-system, name: metrics-server}
+  group: metrics.k8s.io
+  version: v1beta1
+  insecureSkipTLSVerify: true
+  groupPriorityMinimum: 100
+  versionPriority: 100
+---
+kind: List
+apiVersion: v1
+items:
+- apiVersion: apiregistration.k8s.io/v1
+  kind: APIService
+  metadata: {name: v1.example.com}
+  spec: {group: example.com, version: v1, groupPriorityMinimum: 1000, versionPriority: 15}
+---
+"#;
+        let got = parse_manifests(text).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].name(), "v1beta1.metrics.k8s.io");
+        assert_eq!(got[0].spec.service.as_ref().unwrap().port_or_default(), 443);
+        assert!(got[1].is_local());
+    }
+
+    #[test]
+    fn errors_name_document_and_field() {
+        let text = "kind: APIService\nmetadata: {name: v1.a}\nspec: {group: a, version: v1, groupPriorityMinimum: 1, versionPriority: 1}\n---\nkind: APIService\nmetadata: {name: v1.b}\nspec: {groupPriorityMinimum: lots}\n";
+        let err = parse_manifests(text).unwrap_err();
+        assert!(err.starts_with("document 1: "), "{err}");
+        assert!(err.contains("groupPriorityMinimum"), "{err}");
+        let err = parse_manifests("kind: Pod\n").unwrap_err();
+        assert_eq!(
+            err,
+            "document 0: field kind: expected APIService or List, found \"Pod\""
+        );
+        let err = parse_manifests("kind: APIService\nspec:\n  caBundle: '%%%'\n").unwrap_err();
+        assert!(err.contains("caBundle"), "{err}");
+    }
+}

@@ -1,0 +1,270 @@
+//! Kubernetes `Status` responses and the plain-text errors upstream writes with Go's `http.Error`.
+//!
+//! Mirrors k8s.io/apiserver `pkg/endpoints/handlers/responsewriters/{status.go,writers.go,errors.go}`
+//! (reference §8.6, §10): field order `kind, apiVersion, metadata, status, message, reason,
+//! details, code`, empty fields omitted, a trailing newline after the JSON.
+
+use http::{HeaderValue, Response, StatusCode, header};
+use serde::Serialize;
+
+use crate::body::{Body, full};
+
+/// A `metav1.Status` with `status: Failure`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Status {
+    kind: &'static str,
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    metadata: Empty,
+    status: &'static str,
+    /// Human-readable description.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// CamelCase reason, e.g. `Unauthorized`, `Forbidden`, `NotFound`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Extra detail; `None` omits the key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<StatusDetails>,
+    /// The HTTP status code.
+    pub code: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+struct Empty {}
+
+/// `metav1.StatusDetails`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusDetails {
+    /// Name of the object concerned.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// API group of the object concerned.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    /// Resource (kind) of the object concerned.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Seconds the client should wait before retrying; also sets `Retry-After`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub retry_after_seconds: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+impl Status {
+    /// A failure Status with the given code, reason and message.
+    pub fn failure(code: StatusCode, reason: &str, message: impl Into<String>) -> Status {
+        Status {
+            kind: "Status",
+            api_version: "v1",
+            metadata: Empty {},
+            status: "Failure",
+            message: message.into(),
+            reason: reason.to_owned(),
+            details: None,
+            code: code.as_u16(),
+        }
+    }
+
+    /// The 401 every failed authentication gets (reference §7.9):
+    /// `{"kind":"Status",...,"message":"Unauthorized","reason":"Unauthorized","code":401}`.
+    pub fn unauthorized() -> Status {
+        Status::failure(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized")
+    }
+
+    /// A 404 `NotFound` for `<resource>.<group> "<name>"` (apimachinery `NewNotFound`).
+    pub fn not_found(group: &str, resource: &str, name: &str) -> Status {
+        let qualified = if group.is_empty() {
+            resource.to_owned()
+        } else {
+            format!("{resource}.{group}")
+        };
+        let mut s = Status::failure(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("{qualified} \"{name}\" not found"),
+        );
+        s.details = Some(StatusDetails {
+            name: name.to_owned(),
+            group: group.to_owned(),
+            kind: resource.to_owned(),
+            ..StatusDetails::default()
+        });
+        s
+    }
+
+    /// A 405 `MethodNotAllowed` (apimachinery `NewMethodNotSupported`).
+    pub fn method_not_supported(group: &str, resource: &str, action: &str) -> Status {
+        let qualified = if group.is_empty() {
+            resource.to_owned()
+        } else {
+            format!("{resource}.{group}")
+        };
+        let mut s = Status::failure(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            format!("{action} is not supported on resources of kind \"{qualified}\""),
+        );
+        s.details = Some(StatusDetails {
+            group: group.to_owned(),
+            kind: resource.to_owned(),
+            ..StatusDetails::default()
+        });
+        s
+    }
+
+    /// Sets `details`.
+    pub fn with_details(mut self, details: StatusDetails) -> Status {
+        self.details = Some(details);
+        self
+    }
+
+    /// The JSON body, ending with a newline as upstream's encoder writes it.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut out = go_json(&serde_json::to_string(self).unwrap_or_default()).into_bytes();
+        out.push(b'\n');
+        out
+    }
+
+    /// The response: this Status as `application/json` with its code,
+    /// `X-Content-Type-Options: nosniff`, and `Retry-After` when details ask for it.
+    pub fn into_response(self) -> Response<Body> {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let retry_after = self
+            .details
+            .as_ref()
+            .map(|d| d.retry_after_seconds)
+            .unwrap_or(0);
+        let mut res = Response::new(full(self.to_json()));
+        *res.status_mut() = code;
+        let h = res.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        h.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        if retry_after > 0 {
+            h.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+        }
+        res
+    }
+}
+
+/// A response in the format of Go's `http.Error`: body `message + "\n"`,
+/// `Content-Type: text/plain; charset=utf-8`, `X-Content-Type-Options: nosniff`.
+pub fn plain_text_error(code: StatusCode, message: &str) -> Response<Body> {
+    let mut body = String::with_capacity(message.len() + 1);
+    body.push_str(message);
+    body.push('\n');
+    let mut res = Response::new(full(body));
+    *res.status_mut() = code;
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    res
+}
+
+/// The 500 upstream writes for internal errors (responsewriters `InternalError`):
+/// `Internal Server Error: "<uri>": <err>`, with `&`, `<`, `>` HTML-escaped.
+pub fn internal_error(request_uri: &str, err: &dyn std::fmt::Display) -> Response<Body> {
+    let text = format!(
+        "Internal Server Error: \"{}\": {}",
+        html_escape(request_uri),
+        html_escape(&err.to_string())
+    );
+    plain_text_error(StatusCode::INTERNAL_SERVER_ERROR, &text)
+}
+
+/// Applies Go's `encoding/json` HTML-safe escaping to serialized JSON: `&`, `<`, `>`,
+/// U+2028 and U+2029 become `\u0026`, `\u003c`, `\u003e`, `\u2028`, `\u2029`. Those
+/// characters can only occur inside JSON strings, so a textual replacement is exact.
+pub(crate) fn go_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c {
+            '&' => out.push_str("\\u0026"),
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Replaces `&`, `<` and `>` with their HTML entities, as upstream does before writing
+/// user-controlled text into error bodies.
+pub fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An error and its sources joined with `: ` (hyper and rustls keep the cause in `source`),
+/// skipping a source whose text the message already contains.
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cur = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unauthorized_body_matches_upstream() {
+        let body = Status::unauthorized().to_json();
+        assert_eq!(
+            std::str::from_utf8(&body).unwrap(),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}\n"
+        );
+    }
+
+    #[test]
+    fn not_found_names_the_qualified_resource() {
+        let s = Status::not_found("apiregistration.k8s.io", "apiservices", "v1.foo");
+        assert_eq!(
+            s.message,
+            "apiservices.apiregistration.k8s.io \"v1.foo\" not found"
+        );
+        let json = String::from_utf8(s.to_json()).unwrap();
+        assert!(json.contains("\"details\":{\"name\":\"v1.foo\",\"group\":\"apiregistration.k8s.io\",\"kind\":\"apiservices\"},\"code\":404"));
+    }
+
+    #[test]
+    fn internal_error_escapes_html() {
+        let res = internal_error("/<script>", &"ARGH");
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(html_escape("/<script>&"), "/&lt;script&gt;&amp;");
+    }
+}

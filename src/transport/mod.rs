@@ -1,0 +1,59 @@
+//! The pluggable transport to extension servers.
+//!
+//! A [`Transport`] builds one [`BackendClient`] per APIService from its [`BackendTarget`]
+//! (TLS server name, CA bundle, insecure flag). The registry asks for a client when an
+//! APIService appears or its TLS settings change, and keeps it (and its connection pool)
+//! otherwise. The client is any tower service from a request to a response, so hosts on
+//! other runtimes bring their own; with the `tokio` feature, [`RustlsTransport`] is the
+//! ready one: rustls with the proxy client certificate, HTTP/2 by ALPN with HTTP/1.1
+//! keep-alive as fallback, connections pooled per APIService.
+
+#[cfg(feature = "tokio")]
+mod rustls_transport;
+mod tls;
+
+use std::sync::Arc;
+
+use http::{Request, Response};
+use tower::util::BoxCloneSyncService;
+
+#[cfg(feature = "tokio")]
+pub use rustls_transport::{RustlsTransport, TcpConnector};
+pub(crate) use tls::provider as provider_for_server;
+pub use tls::{ClientCertificate, TlsConfigError, client_config};
+
+use crate::body::{Body, BoxError};
+
+/// How to reach and verify one APIService's backend (kube-aggregator `BuildTransportConfig`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BackendTarget {
+    /// The name the serving certificate must carry: `<service>.<namespace>.svc`.
+    pub server_name: String,
+    /// PEM CA bundle; empty means the platform's trust roots.
+    pub ca_bundle: Vec<u8>,
+    /// Skip verification of the serving certificate.
+    pub insecure_skip_tls_verify: bool,
+}
+
+/// A client for one backend: sends a request whose URI is `https://<resolved host:port>/...`
+/// and returns the backend's response with a streaming body. Errors mean the backend could
+/// not be reached (dial, TLS, protocol).
+pub type BackendClient = BoxCloneSyncService<Request<Body>, Response<Body>, BoxError>;
+
+/// The transport could not be built for a target (e.g. a caBundle that is not PEM).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TransportError(pub String);
+
+/// Builds backend clients.
+pub trait Transport: Send + Sync + 'static {
+    /// A client for `target`. Called when an APIService is added or its TLS settings
+    /// change; the returned client is reused for every request to that APIService.
+    fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError>;
+}
+
+impl<T: Transport + ?Sized> Transport for Arc<T> {
+    fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
+        (**self).client(target)
+    }
+}

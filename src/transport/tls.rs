@@ -1,0 +1,208 @@
+//! rustls client configuration for backends, as kube-aggregator builds its transport:
+//! roots from the caBundle (or the platform's), the proxy client certificate, TLS 1.2
+//! minimum, verification skipped only when `insecureSkipTLSVerify` says so.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+use rustls::client::ResolvesClientCert;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::sign::CertifiedKey;
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls_pki_types::pem::PemObject;
+
+use super::BackendTarget;
+
+/// The TLS configuration could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsConfigError {
+    /// The caBundle has no certificate or does not parse (upstream: "unable to load root
+    /// certificates: unable to parse bytes as PEM block").
+    #[error("unable to load root certificates: {0}")]
+    RootCertificates(String),
+    /// Both a caBundle and insecureSkipTLSVerify.
+    #[error("specifying a root certificates file with the insecure flag is not allowed")]
+    InsecureWithCa,
+    /// The client certificate or key does not parse or does not match.
+    #[error("invalid proxy client certificate: {0}")]
+    ClientCertificate(String),
+}
+
+/// The aggregator's proxy client certificate (`--proxy-client-cert-file` /
+/// `--proxy-client-key-file`), shared by every backend's TLS config and swappable at run
+/// time: [`ClientCertificate::set_pem`] takes effect on the next handshake, with no
+/// transport rebuilt (known failure B27).
+#[derive(Debug, Clone, Default)]
+pub struct ClientCertificate {
+    current: Arc<ArcSwapOption<CertifiedKey>>,
+}
+
+impl ClientCertificate {
+    /// No client certificate (backends that require one will refuse the handshake).
+    pub fn none() -> ClientCertificate {
+        ClientCertificate::default()
+    }
+
+    /// A client certificate from PEM chain and PEM private key.
+    pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<ClientCertificate, TlsConfigError> {
+        let c = ClientCertificate::default();
+        c.set_pem(cert_pem, key_pem)?;
+        Ok(c)
+    }
+
+    /// Replaces the certificate; in-flight connections keep the old one.
+    pub fn set_pem(&self, cert_pem: &[u8], key_pem: &[u8]) -> Result<(), TlsConfigError> {
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
+            .collect::<Result<_, _>>()
+            .map_err(|e| TlsConfigError::ClientCertificate(format!("certificate: {e}")))?;
+        if chain.is_empty() {
+            return Err(TlsConfigError::ClientCertificate(
+                "no certificate in PEM".into(),
+            ));
+        }
+        let key = PrivateKeyDer::from_pem_slice(key_pem)
+            .map_err(|e| TlsConfigError::ClientCertificate(format!("private key: {e}")))?;
+        let provider = provider();
+        let signing_key = provider
+            .key_provider
+            .load_private_key(key)
+            .map_err(|e| TlsConfigError::ClientCertificate(e.to_string()))?;
+        let certified = CertifiedKey::new(chain, signing_key);
+        certified
+            .keys_match()
+            .map_err(|e| TlsConfigError::ClientCertificate(e.to_string()))?;
+        self.current.store(Some(Arc::new(certified)));
+        Ok(())
+    }
+}
+
+impl ResolvesClientCert for ClientCertificate {
+    fn resolve(&self, _hints: &[&[u8]], _schemes: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
+        self.current.load_full()
+    }
+
+    fn has_certs(&self) -> bool {
+        self.current.load().is_some()
+    }
+}
+
+pub(crate) fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The rustls `ClientConfig` for `target`, offering `alpn` (e.g. `h2`, `http/1.1`).
+///
+/// The returned config verifies the serving certificate against the caBundle, or the
+/// platform's trust roots when the bundle is empty (as upstream falls back to the system
+/// pool), presents `client_cert`, and allows TLS 1.2 and 1.3.
+pub fn client_config(
+    target: &BackendTarget,
+    client_cert: &ClientCertificate,
+    alpn: &[&[u8]],
+) -> Result<Arc<ClientConfig>, TlsConfigError> {
+    if target.insecure_skip_tls_verify && !target.ca_bundle.is_empty() {
+        return Err(TlsConfigError::InsecureWithCa);
+    }
+    let provider = provider();
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| TlsConfigError::RootCertificates(e.to_string()))?;
+    let builder = if target.insecure_skip_tls_verify {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+    } else {
+        let mut roots = RootCertStore::empty();
+        if target.ca_bundle.is_empty() {
+            roots = platform_roots().clone();
+        } else {
+            let certs: Vec<CertificateDer<'static>> =
+                CertificateDer::pem_slice_iter(&target.ca_bundle)
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| {
+                        TlsConfigError::RootCertificates(
+                            "unable to parse bytes as PEM block".into(),
+                        )
+                    })?;
+            if certs.is_empty() {
+                return Err(TlsConfigError::RootCertificates(
+                    "unable to parse bytes as PEM block".into(),
+                ));
+            }
+            for c in certs {
+                roots
+                    .add(c)
+                    .map_err(|e| TlsConfigError::RootCertificates(e.to_string()))?;
+            }
+        }
+        builder.with_root_certificates(roots)
+    };
+    let mut config = builder.with_client_cert_resolver(Arc::new(client_cert.clone()));
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
+/// `insecureSkipTLSVerify`: accepts any serving certificate but still checks the
+/// handshake signature, so the session key belongs to whoever sent the certificate.
+#[derive(Debug)]
+struct NoVerify(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The platform's trust roots, loaded once (`rustls-native-certs`); unreadable ones are skipped.
+fn platform_roots() -> &'static RootCertStore {
+    static ROOTS: std::sync::OnceLock<RootCertStore> = std::sync::OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let mut roots = RootCertStore::empty();
+        let loaded = rustls_native_certs::load_native_certs();
+        let (added, _ignored) = roots.add_parsable_certificates(loaded.certs);
+        tracing::debug!(added, "loaded platform trust roots");
+        roots
+    })
+}
