@@ -1,1 +1,77 @@
-fn main() {}
+//! The main job: `kubectl` against a real TLS gateway that embeds the aggregator, which
+//! proxies `metrics.k8s.io` over mTLS to a sample extension server.
+//!
+//! ```text
+//! cargo run --example demo [-- --dir target/demo]
+//! ```
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+fn main() -> ExitCode {
+    let mut dir = PathBuf::from("target/demo");
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--dir" => match args.next() {
+                Some(d) => dir = PathBuf::from(d),
+                None => return usage("flag needs an argument: --dir"),
+            },
+            s if s.starts_with("--dir=") => dir = PathBuf::from(&s["--dir=".len()..]),
+            "-h" | "--help" => {
+                println!("usage: demo [--dir DIR]   (default target/demo)");
+                return ExitCode::SUCCESS;
+            }
+            other => return usage(&format!("unknown flag: {other}")),
+        }
+    }
+    support::gateway::init_logging(0);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("demo: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    rt.block_on(async move {
+        let demo = match support::demo::start(&dir, Duration::from_secs(30)).await {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("demo: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let kc = demo.kubeconfig.display().to_string();
+        println!("KUBECONFIG={kc}");
+        println!();
+        println!(
+            "{} is Available. Try, in another terminal:",
+            support::demo::APISERVICE
+        );
+        println!("  export KUBECONFIG={kc}");
+        println!("  kubectl get apiservices");
+        println!("  kubectl api-versions");
+        println!("  kubectl top nodes");
+        println!("  kubectl top pods -A");
+        println!("  kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes");
+        println!("  kubectl get nodes");
+        println!();
+        println!("Serving until Ctrl-C.");
+        let _ = tokio::signal::ctrl_c().await;
+        println!("Shutting down.");
+        demo.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("demo: {msg}\nusage: demo [--dir DIR]");
+    ExitCode::from(2)
+}

@@ -10,6 +10,7 @@
 //!   `Content-Type: application/json` and every column (kubectl hides priority-1 columns
 //!   without `-o wide`), and rows carry `PartialObjectMetadata` unless `includeObject` says
 //!   otherwise. Protobuf is never offered, so an `Accept` preferring it gets JSON.
+//!   Lists honour equality-based `fieldSelector` and `labelSelector`.
 //! - Errors: a missing object is a 404 `Status` (`nodes "x" not found`); an unknown resource
 //!   under `/api/v1` is a 404 `Status` from the route table; any other path gets Go's
 //!   plain-text `404 page not found`; methods other than GET and HEAD get a 405 `Status`;
@@ -88,17 +89,24 @@ fn handle_at(req: &Parts, now: i64) -> Response<Full<Bytes>> {
                     let name = target.name.unwrap_or_default();
                     status_response(Status::not_found(target.resource, name))
                 }
-                Some(objects) => match (format, target.name, objects.first()) {
-                    (Format::Table(version), ..) => {
-                        let include = query_value(query, "includeObject").unwrap_or("Metadata");
-                        encode(
-                            Format::Json,
-                            &table(&target, &objects, version, include, now),
-                        )
+                Some(mut objects) => {
+                    if target.name.is_none() {
+                        if let Err(message) = select(query, &mut objects) {
+                            return status_response(Status::bad_request(message));
+                        }
                     }
-                    (_, Some(_), Some((_, object))) => encode(format, object),
-                    _ => encode(format, &list(&target, &objects)),
-                },
+                    match (format, target.name, objects.first()) {
+                        (Format::Table(version), ..) => {
+                            let include = query_value(query, "includeObject").unwrap_or("Metadata");
+                            encode(
+                                Format::Json,
+                                &table(&target, &objects, version, include, now),
+                            )
+                        }
+                        (_, Some(_), Some((_, object))) => encode(format, object),
+                        _ => encode(format, &list(&target, &objects)),
+                    }
+                }
             }
         }
     }
@@ -167,6 +175,96 @@ fn lookup(target: &Target<'_>) -> Option<Vec<(&'static str, Value)>> {
             .find(|(n, _)| *n == name)
             .map(|found| vec![found]),
     }
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    Eq,
+    Ne,
+    Exists,
+    Absent,
+}
+
+/// Applies the list's `fieldSelector` and `labelSelector`. Only equality-based terms are
+/// supported (`k=v`, `k==v`, `k!=v`, and for labels `k` and `!k`, comma-joined), over the
+/// fields kube-apiserver indexes for these kinds (`metadata.name`, `metadata.namespace`,
+/// `spec.nodeName`, `status.phase`); `kubectl describe node` relies on `spec.nodeName`.
+fn select(query: &str, objects: &mut Vec<(&'static str, Value)>) -> Result<(), String> {
+    for (param, labels) in [("fieldSelector", false), ("labelSelector", true)] {
+        let raw = percent_decode(query_value(query, param).unwrap_or(""));
+        if raw.contains('(') {
+            return Err(format!(
+                "{param} {raw:?}: only equality-based requirements are supported"
+            ));
+        }
+        for term in raw.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let (key, op, value) = if let Some((k, v)) = term.split_once("!=") {
+                (k, Op::Ne, v)
+            } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+                (k, Op::Eq, v)
+            } else if !labels {
+                return Err(format!(
+                    "invalid field selector {term:?}: expected key=value or key!=value"
+                ));
+            } else if let Some(k) = term.strip_prefix('!') {
+                (k, Op::Absent, "")
+            } else {
+                (term, Op::Exists, "")
+            };
+            let (key, value) = (key.trim(), value.trim());
+            let pointer = if labels {
+                format!(
+                    "/metadata/labels/{}",
+                    key.replace('~', "~0").replace('/', "~1")
+                )
+            } else {
+                match key {
+                    "metadata.name" | "metadata.namespace" | "spec.nodeName" | "status.phase" => {
+                        format!("/{}", key.replace('.', "/"))
+                    }
+                    _ => return Err(format!("field label not supported: {key}")),
+                }
+            };
+            objects.retain(|(_, object)| {
+                let actual = object.pointer(&pointer).and_then(Value::as_str);
+                match op {
+                    Op::Eq => actual == Some(value),
+                    Op::Ne => actual != Some(value),
+                    Op::Exists => actual.is_some(),
+                    Op::Absent => actual.is_none(),
+                }
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Decodes a query value (`%XX` and `+`); malformed escapes are kept as written.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| bytes.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok());
+        match (escaped, bytes[i]) {
+            (Some(byte), _) => {
+                out.push(byte);
+                i += 3;
+            }
+            (None, b'+') => {
+                out.push(b' ');
+                i += 1;
+            }
+            (None, other) => {
+                out.push(other);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn list(target: &Target<'_>, objects: &[(&str, Value)]) -> Value {
@@ -716,12 +814,18 @@ struct Status {
     status: &'static str,
     message: String,
     reason: &'static str,
-    details: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<Value>,
     code: u16,
 }
 
 impl Status {
-    fn new(code: StatusCode, reason: &'static str, message: String, details: Value) -> Status {
+    fn new(
+        code: StatusCode,
+        reason: &'static str,
+        message: String,
+        details: Option<Value>,
+    ) -> Status {
         let (kind, api_version, status) = ("Status", "v1", "Failure");
         Status {
             kind,
@@ -748,7 +852,7 @@ impl Status {
                 "the server could not find the requested resource",
             )
         };
-        Status::new(code, reason, message.to_owned(), json!({}))
+        Status::new(code, reason, message.to_owned(), Some(json!({})))
     }
 
     fn not_found(resource: &str, name: &str) -> Status {
@@ -757,7 +861,7 @@ impl Status {
             StatusCode::NOT_FOUND,
             "NotFound",
             message,
-            json!({"name": name, "kind": resource}),
+            Some(json!({"name": name, "kind": resource})),
         )
     }
 
@@ -767,7 +871,7 @@ impl Status {
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
             message,
-            json!({"kind": resource}),
+            Some(json!({"kind": resource})),
         )
     }
 
@@ -778,8 +882,12 @@ impl Status {
             StatusCode::NOT_ACCEPTABLE,
             "NotAcceptable",
             message.to_owned(),
-            json!({}),
+            None,
         )
+    }
+
+    fn bad_request(message: String) -> Status {
+        Status::new(StatusCode::BAD_REQUEST, "BadRequest", message, None)
     }
 }
 
@@ -1023,6 +1131,53 @@ mod tests {
             get_json("/api/v1/namespaces/kube-system", None)["status"]["phase"],
             "Active"
         );
+    }
+
+    #[test]
+    fn list_selectors() {
+        let names = |uri: &str| -> Vec<String> {
+            let list = get_json(uri, None);
+            let items = list["items"].as_array().cloned().unwrap_or_default();
+            items
+                .iter()
+                .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_owned))
+                .collect()
+        };
+        // What `kubectl describe node node-b` sends.
+        let describe = "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-b%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed&limit=500";
+        assert_eq!(
+            names(describe),
+            ["metrics-server-7d4b8c6d9-q8mzs", "api-7b9f8c5d6-tm2lq"]
+        );
+        assert_eq!(
+            names("/api/v1/nodes?fieldSelector=metadata.name==node-a"),
+            ["node-a"]
+        );
+        assert_eq!(
+            names("/api/v1/pods?labelSelector=app%3Dweb"),
+            ["web-5c9d7f7b8-4hx2p"]
+        );
+        assert_eq!(
+            names("/api/v1/nodes?labelSelector=node-role.kubernetes.io/worker"),
+            ["node-b"]
+        );
+        assert_eq!(
+            names("/api/v1/nodes?labelSelector=!node-role.kubernetes.io/worker"),
+            ["node-a"]
+        );
+        assert_eq!(
+            names("/api/v1/namespaces/default/pods?labelSelector=app!=web,app"),
+            ["api-7b9f8c5d6-tm2lq"]
+        );
+        let (status, _, _, body) =
+            call(Method::GET, "/api/v1/pods?fieldSelector=spec.foo%3Dx", None);
+        assert_eq!(status, 400);
+        assert!(body.contains(r#""message":"field label not supported: spec.foo","reason":"BadRequest","code":400"#), "{body}");
+        assert_eq!(
+            call(Method::GET, "/api/v1/pods?labelSelector=app+in+(web)", None).0,
+            400
+        );
+        assert_eq!(percent_decode("a%3Db+c%2x%"), "a=b c%2x%");
     }
 
     #[test]

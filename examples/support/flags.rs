@@ -404,7 +404,8 @@ impl FlagSet {
         let mut out = format!("Usage:\n  {} [flags]\n\nFlags:\n", self.program);
         for (spec, left) in self.flags.iter().zip(lefts) {
             let default = match (spec.default, spec.type_name) {
-                ("", _) | ("false", "bool") => String::new(),
+                // pflag leaves zero-value defaults out.
+                ("", _) | ("false", "bool") | ("0", "int") | ("0s", "duration") => String::new(),
                 (d, "string") => format!(" (default {d:?})"),
                 (d, "strings") => format!(" (default [{d}])"),
                 (d, _) => format!(" (default {d})"),
@@ -1062,6 +1063,10 @@ mod tests {
         assert!(
             text.contains("(default [AlwaysAllow])") && text.contains("  -v, --v int "),
             "{text}"
+        );
+        assert!(
+            !text.contains("(default 0)"),
+            "pflag omits zero defaults: {text}"
         );
         assert!(
             text.contains("      --enable-http2 ") && text.contains("(default true)"),

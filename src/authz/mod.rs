@@ -147,3 +147,62 @@ impl Authorizer for AlwaysDeny {
         Box::pin(std::future::ready(Ok(Authorization::new(Decision::Deny))))
     }
 }
+
+/// Asks authorizers in order; the first Allow or Deny wins with its reason; if all have
+/// no opinion the result is NoOpinion with their reasons joined by newlines; an error
+/// stops nothing but is returned when nobody decided (k8s.io/apiserver `union.go`).
+#[derive(Clone, Default)]
+pub struct Union {
+    authorizers: Vec<(String, Arc<dyn Authorizer>)>,
+}
+
+impl std::fmt::Debug for Union {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.authorizers.iter().map(|(n, _)| n))
+            .finish()
+    }
+}
+
+impl Union {
+    /// An empty union (decides NoOpinion, so every request is forbidden).
+    pub fn new() -> Union {
+        Union::default()
+    }
+
+    /// Appends `authorizer`, named `name` in NoOpinion reasons.
+    pub fn push(mut self, name: impl Into<String>, authorizer: impl Authorizer) -> Union {
+        self.authorizers.push((name.into(), Arc::new(authorizer)));
+        self
+    }
+}
+
+impl Authorizer for Union {
+    fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
+        // Sequential, as upstream: a later authorizer is not asked once one decided.
+        let authorizers = self.authorizers.clone();
+        let attrs = attrs.clone();
+        Box::pin(async move {
+            let mut reasons = Vec::new();
+            let mut errors = Vec::new();
+            for (name, authorizer) in authorizers {
+                match authorizer.authorize(&attrs).await {
+                    Ok(a) if a.decision != Decision::NoOpinion => return Ok(a),
+                    Ok(a) => {
+                        if !a.reason.is_empty() {
+                            reasons.push(format!("{name}: {}", a.reason));
+                        }
+                    }
+                    Err(e) => errors.push(e.0),
+                }
+            }
+            if !errors.is_empty() {
+                return Err(AuthorizationError(errors.join(", ")));
+            }
+            Ok(Authorization {
+                decision: Decision::NoOpinion,
+                reason: reasons.join("\n"),
+            })
+        })
+    }
+}

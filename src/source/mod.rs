@@ -21,6 +21,7 @@ use crate::apiservice::ApiService;
 /// One change to the set of APIServices.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+#[allow(clippy::large_enum_variant)] // events are moved once, never stored in bulk
 pub enum ApiServiceEvent {
     /// Created or updated.
     Applied(ApiService),

@@ -1,0 +1,190 @@
+//! The demo: a PKI, the sample metrics server and the gateway on free loopback ports, and
+//! a kubeconfig for `kubectl`. Also used by the end-to-end test.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use super::flags::GatewayOptions;
+use super::gateway::{self, Gateway};
+use super::metrics_server::{self, MetricsServerConfig};
+use super::pki::Ca;
+
+/// The APIService the demo registers.
+pub const APISERVICE: &str = "v1beta1.metrics.k8s.io";
+
+/// A running demo.
+pub struct Demo {
+    /// Absolute path of the kubeconfig.
+    pub kubeconfig: PathBuf,
+    /// The gateway.
+    pub gateway: Gateway,
+    /// The metrics server's address.
+    pub metrics_addr: std::net::SocketAddr,
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Demo {
+    /// Stops both servers and waits for them.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+fn write(path: &Path, contents: &str) -> Result<(), String> {
+    std::fs::write(path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Generates everything under `dir` and starts both servers; returns once the
+/// APIService is `Available` (or fails after `ready_timeout`).
+pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> {
+    std::fs::create_dir_all(dir.join("apiservices"))
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let p = |name: &str| dir.join(name);
+
+    // Three trust domains, as in a cluster: clients and the gateway's serving cert; the
+    // front proxy (the aggregator's identity towards extension servers); and the
+    // extension server's serving cert, given to the APIService as caBundle.
+    let cluster_ca = Ca::new("kube-aggregator-demo-ca");
+    let front_proxy_ca = Ca::new("kube-aggregator-demo-front-proxy-ca");
+    let service_ca = Ca::new("kube-aggregator-demo-service-ca");
+    let serving = cluster_ca.server("kube-aggregator-gateway", &["127.0.0.1", "localhost"]);
+    let admin = cluster_ca.client("demo-admin", &["system:masters"]);
+    let proxy_client = front_proxy_ca.client("front-proxy-client", &[]);
+    let metrics_serving = service_ca.server(
+        "metrics-server.kube-system.svc",
+        &["metrics-server.kube-system.svc", "127.0.0.1"],
+    );
+    for (name, pem) in [
+        ("ca.crt", &cluster_ca.cert_pem),
+        ("front-proxy-ca.crt", &front_proxy_ca.cert_pem),
+        ("service-ca.crt", &service_ca.cert_pem),
+        ("gateway.crt", &serving.cert_pem),
+        ("gateway.key", &serving.key_pem),
+        ("admin.crt", &admin.cert_pem),
+        ("admin.key", &admin.key_pem),
+        ("front-proxy-client.crt", &proxy_client.cert_pem),
+        ("front-proxy-client.key", &proxy_client.key_pem),
+        ("metrics-server.crt", &metrics_serving.cert_pem),
+        ("metrics-server.key", &metrics_serving.key_pem),
+    ] {
+        write(&p(name), pem)?;
+    }
+
+    let metrics_listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot listen: {e}"))?;
+    let metrics_addr = metrics_listener.local_addr().map_err(|e| e.to_string())?;
+    let gateway_listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot listen: {e}"))?;
+    let gateway_addr = gateway_listener.local_addr().map_err(|e| e.to_string())?;
+
+    write(
+        &p("apiservices/metrics.k8s.io.yaml"),
+        &format!(
+            "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata:\n  name: {APISERVICE}\n  labels:\n    k8s-app: metrics-server\nspec:\n  service:\n    namespace: kube-system\n    name: metrics-server\n    port: 443\n  group: metrics.k8s.io\n  version: v1beta1\n  caBundle: {}\n  groupPriorityMinimum: 100\n  versionPriority: 100\n",
+            STANDARD.encode(&service_ca.cert_pem)
+        ),
+    )?;
+    write(
+        &p("service-endpoints.yaml"),
+        &format!(
+            "- namespace: kube-system\n  name: metrics-server\n  port: 443\n  address: \"{metrics_addr}\"\n"
+        ),
+    )?;
+    let b64 = |s: &str| STANDARD.encode(s);
+    write(
+        &p("kubeconfig"),
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: demo\n  cluster:\n    server: https://{gateway_addr}\n    certificate-authority-data: {}\nusers:\n- name: demo-admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: demo\n  context:\n    cluster: demo\n    user: demo-admin\ncurrent-context: demo\n",
+            b64(&cluster_ca.cert_pem),
+            b64(&admin.cert_pem),
+            b64(&admin.key_pem)
+        ),
+    )?;
+
+    let (stop, stopped) = watch::channel(false);
+    let until_stopped = move || {
+        let mut rx = stopped.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let mut tasks = Vec::new();
+    let config = MetricsServerConfig {
+        tls_cert_file: p("metrics-server.crt"),
+        tls_private_key_file: p("metrics-server.key"),
+        requestheader_client_ca_file: p("front-proxy-ca.crt"),
+        requestheader_allowed_names: vec!["front-proxy-client".into()],
+    };
+    let metrics_shutdown = until_stopped();
+    tasks.push(tokio::spawn(async move {
+        if let Err(e) = metrics_server::serve(config, metrics_listener, metrics_shutdown).await {
+            tracing::error!(error = %e, "metrics server failed");
+        }
+    }));
+
+    // The gateway gets its configuration as command-line flags, exactly as a user would
+    // start it, so the demo exercises the real flag parsing.
+    let arg = |flag: &str, path: &str| format!("--{flag}={}", p(path).display());
+    let args = vec![
+        "--bind-address=127.0.0.1".to_string(),
+        format!("--secure-port={}", gateway_addr.port()),
+        arg("tls-cert-file", "gateway.crt"),
+        arg("tls-private-key-file", "gateway.key"),
+        arg("client-ca-file", "ca.crt"),
+        arg("proxy-client-cert-file", "front-proxy-client.crt"),
+        arg("proxy-client-key-file", "front-proxy-client.key"),
+        arg("apiservice-dir", "apiservices"),
+        arg("service-endpoints", "service-endpoints.yaml"),
+        "--authorization-mode=AlwaysAllow".to_string(),
+        "--availability-resync-period=10s".to_string(),
+    ];
+    let opts = GatewayOptions::parse(args).map_err(|e| e.to_string())?;
+    let (gateway, handle) = gateway::start(opts, Some(gateway_listener), until_stopped())
+        .await
+        .map_err(|e| e.0)?;
+    tasks.push(handle);
+
+    let deadline = tokio::time::Instant::now() + ready_timeout;
+    loop {
+        let table = gateway.registry.snapshot();
+        let route = table.get(APISERVICE);
+        if route.is_some_and(|r| r.is_available()) {
+            break;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let why = route
+                .and_then(|r| r.apiservice.available_condition().cloned())
+                .map_or_else(
+                    || "no condition yet".to_owned(),
+                    |c| format!("{}: {}", c.reason, c.message),
+                );
+            let _ = stop.send(true);
+            return Err(format!(
+                "{APISERVICE} did not become Available within {ready_timeout:?} ({why})"
+            ));
+        }
+        drop(table);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(Demo {
+        kubeconfig: p("kubeconfig"),
+        gateway,
+        metrics_addr,
+        stop,
+        tasks,
+    })
+}

@@ -1,0 +1,270 @@
+//! A standalone gateway in the shape of kube-apiserver: TLS on `--secure-port`, client
+//! certificates checked against `--client-ca-file`, the aggregator routing
+//! `/apis/<group>/<version>` to extension servers over mTLS with the
+//! `--proxy-client-cert-file` identity, APIServices read from `--apiservice-dir`, Services
+//! resolved from `--service-endpoints`, and a small core API of its own.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use http::{HeaderValue, Request, Response, header};
+use kube_aggregator::aggregator::AggregatorLayer;
+use kube_aggregator::authn::{AuthenticationLayer, X509Authenticator};
+use kube_aggregator::authz::{AlwaysAllow, AlwaysDeny, AuthorizationLayer, Union};
+use kube_aggregator::availability::{
+    AvailabilityConfig, AvailabilityController, AvailabilityMetrics, StaticServiceResolver,
+};
+use kube_aggregator::registry::Registry;
+use kube_aggregator::rt::{Executor, Timer};
+use kube_aggregator::source::{ApiServiceEvent, ManifestDir};
+use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
+use kube_aggregator::{Body, server};
+use tokio::net::TcpListener;
+use tower::ServiceBuilder;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+use super::core_api;
+use super::flags::{GatewayOptions, load_service_endpoints};
+
+/// A started gateway.
+pub struct Gateway {
+    /// The APIService registry (status included).
+    pub registry: Registry,
+    /// The address it listens on.
+    pub local_addr: std::net::SocketAddr,
+    /// Availability metrics.
+    pub metrics: Arc<AvailabilityMetrics>,
+}
+
+/// A start-up failure: one line naming the flag or file.
+pub struct StartError(pub String);
+
+fn read(flag: &str, path: &Path) -> Result<Vec<u8>, StartError> {
+    std::fs::read(path)
+        .map_err(|e| StartError(format!("--{flag}: cannot read {}: {e}", path.display())))
+}
+
+/// Starts the gateway on `listener` (or on `--bind-address:--secure-port` when `None`);
+/// it serves until `shutdown` completes.
+pub async fn start(
+    opts: GatewayOptions,
+    listener: Option<TcpListener>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(Gateway, tokio::task::JoinHandle<()>), StartError> {
+    let cert = read("tls-cert-file", &opts.tls_cert_file)?;
+    let key = read("tls-private-key-file", &opts.tls_private_key_file)?;
+    let Some(client_ca_file) = &opts.client_ca_file else {
+        return Err(StartError(
+            "--client-ca-file: required (clients authenticate with certificates)".into(),
+        ));
+    };
+    let client_ca = read("client-ca-file", client_ca_file)?;
+    let x509 = X509Authenticator::from_pem(&client_ca).map_err(|e| {
+        StartError(format!(
+            "--client-ca-file: {}: {e}",
+            client_ca_file.display()
+        ))
+    })?;
+    let tls = server::server_config(&cert, &key, &client_ca, opts.enable_http2)
+        .map_err(|e| StartError(format!("--tls-cert-file/--tls-private-key-file: {e}")))?;
+
+    let proxy_cert = match (&opts.proxy_client_cert_file, &opts.proxy_client_key_file) {
+        (Some(c), Some(k)) => ClientCertificate::from_pem(
+            &read("proxy-client-cert-file", c)?,
+            &read("proxy-client-key-file", k)?,
+        )
+        .map_err(|e| {
+            StartError(format!(
+                "--proxy-client-cert-file/--proxy-client-key-file: {e}"
+            ))
+        })?,
+        (None, None) => ClientCertificate::none(),
+        _ => {
+            return Err(StartError(
+                "--proxy-client-cert-file and --proxy-client-key-file must be given together"
+                    .into(),
+            ));
+        }
+    };
+
+    let mut resolver = StaticServiceResolver::new();
+    if let Some(path) = &opts.service_endpoints {
+        for (i, ep) in load_service_endpoints(path)
+            .map_err(|e| StartError(format!("--service-endpoints: {e}")))?
+            .iter()
+            .enumerate()
+        {
+            resolver
+                .insert(&ep.namespace, &ep.name, i32::from(ep.port), &ep.address)
+                .map_err(|e| {
+                    StartError(format!(
+                        "--service-endpoints: {}: entry {i}: {e}",
+                        path.display()
+                    ))
+                })?;
+        }
+    }
+
+    let executor = Executor::tokio();
+    let timer = Timer::tokio();
+    let registry = Registry::new(RustlsTransport::new(
+        proxy_cert,
+        executor.clone(),
+        timer.clone(),
+    ));
+    if let Some(dir) = &opts.apiservice_dir {
+        // Start-up is strict: a bad manifest or an invalid APIService refuses to start.
+        // Later edits are applied leniently: bad ones are logged and the last good state stays.
+        let initial =
+            ManifestDir::load(dir).map_err(|e| StartError(format!("--apiservice-dir: {e}")))?;
+        registry
+            .apply(ApiServiceEvent::Resynced(initial))
+            .map_err(|e| StartError(format!("--apiservice-dir: {}: {e}", dir.display())))?;
+        let source = ManifestDir::new(
+            dir.clone(),
+            timer.clone(),
+            opts.apiservice_dir_poll_interval,
+        );
+        tokio::spawn(registry.clone().run(source));
+    }
+
+    let metrics = Arc::new(AvailabilityMetrics::default());
+    let config = AvailabilityConfig {
+        resync_period: opts.availability_resync_period,
+        probe_timeout: opts.discovery_check_timeout,
+        ..AvailabilityConfig::default()
+    };
+    let controller = AvailabilityController::new(
+        registry.clone(),
+        resolver.clone(),
+        timer.clone(),
+        config,
+        metrics.clone(),
+    );
+    tokio::spawn(controller.run());
+
+    let mut authorizer = Union::new();
+    for mode in &opts.authorization_mode {
+        authorizer = match mode.as_str() {
+            "AlwaysAllow" => authorizer.push(mode.clone(), AlwaysAllow),
+            "AlwaysDeny" => authorizer.push(mode.clone(), AlwaysDeny),
+            other => {
+                return Err(StartError(format!(
+                    "--authorization-mode: unsupported mode {other:?}"
+                )));
+            }
+        };
+    }
+
+    let inner_metrics = metrics.clone();
+    let inner = tower::service_fn(move |req: Request<Body>| {
+        let metrics = inner_metrics.clone();
+        async move { Ok::<_, Infallible>(local(req, &metrics)) }
+    });
+    // Outside in, as kube-apiserver's filter chain: Cache-Control on every answer, then
+    // authentication (401 stops here), authorization (403/500 stop here), and only then
+    // the aggregator, so no request reaches an extension server unauthorized.
+    let service = ServiceBuilder::new()
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-cache, private"),
+        ))
+        .layer(AuthenticationLayer::new(x509))
+        .layer(AuthorizationLayer::new(authorizer))
+        .layer(AggregatorLayer::new(registry.clone(), resolver, timer))
+        .service(inner);
+
+    let listener = match listener {
+        Some(l) => l,
+        None => TcpListener::bind(opts.listen_addr()).await.map_err(|e| {
+            StartError(format!(
+                "--secure-port: cannot listen on {}: {e}",
+                opts.listen_addr()
+            ))
+        })?,
+    };
+    let local_addr = listener
+        .local_addr()
+        .map_err(|e| StartError(e.to_string()))?;
+    tracing::info!(%local_addr, "serving securely");
+    let handle = tokio::spawn(server::serve_tls(listener, tls, service, shutdown));
+    Ok((
+        Gateway {
+            registry,
+            local_addr,
+            metrics,
+        },
+        handle,
+    ))
+}
+
+/// The gateway's own handlers: `/metrics`, then the core API (health included).
+fn local(req: Request<Body>, metrics: &AvailabilityMetrics) -> Response<Body> {
+    let (parts, _body) = req.into_parts();
+    if parts.uri.path() == "/metrics" {
+        let mut res = Response::new(Body::full(metrics.render()));
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        );
+        return res;
+    }
+    core_api::handle(&parts).map(Body::new)
+}
+
+/// `main` of the gateway example: parses flags, starts, serves until Ctrl-C.
+pub fn main_from_args(args: impl Iterator<Item = String>) -> ExitCode {
+    let opts = match GatewayOptions::parse(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("gateway: {e}");
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
+    init_logging(opts.v);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gateway: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    rt.block_on(async move {
+        let shutdown = async {
+            let _ = tokio::signal::ctrl_c().await;
+            tracing::info!("shutting down");
+        };
+        match start(opts, None, shutdown).await {
+            Ok((_, handle)) => {
+                let _ = handle.await;
+                ExitCode::SUCCESS
+            }
+            Err(StartError(line)) => {
+                eprintln!("gateway: {line}");
+                ExitCode::from(2)
+            }
+        }
+    })
+}
+
+/// Logging to stderr; `--v` as kube-apiserver's verbosity (0 info, 1–4 debug, 5+ trace),
+/// overridden by `RUST_LOG`.
+pub fn init_logging(v: u8) {
+    let level = match v {
+        0 => "info",
+        1..=4 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

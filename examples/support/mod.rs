@@ -1,0 +1,12 @@
+//! Code shared by the examples and the end-to-end tests: a kube-apiserver-like gateway
+//! embedding the aggregator, a metrics-server-like extension server, a demo PKI, and the
+//! fixed cluster data both serve.
+#![allow(dead_code, unreachable_pub)]
+
+pub mod cluster;
+pub mod core_api;
+pub mod demo;
+pub mod flags;
+pub mod gateway;
+pub mod metrics_server;
+pub mod pki;

@@ -1,0 +1,76 @@
+//! A throw-away PKI for the demo and the tests, made with rcgen: a CA per trust domain
+//! and the leaf certificates a small cluster needs.
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose,
+};
+
+/// A CA: its PEM certificate and what it needs to sign.
+pub struct Ca {
+    pub cert_pem: String,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+/// A leaf certificate and its key, PEM.
+#[derive(Clone)]
+pub struct Leaf {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl Ca {
+    /// A new self-signed CA named `common_name`.
+    pub fn new(common_name: &str) -> Ca {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("no SANs is valid");
+        params.distinguished_name = dn(common_name, &[]);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let key = KeyPair::generate().expect("key generation");
+        let cert = params.self_signed(&key).expect("self-signed CA");
+        Ca {
+            cert_pem: cert.pem(),
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// A serving certificate for `sans` (DNS names or IP addresses).
+    pub fn server(&self, common_name: &str, sans: &[&str]) -> Leaf {
+        self.leaf(common_name, &[], sans, ExtendedKeyUsagePurpose::ServerAuth)
+    }
+
+    /// A client certificate: CN = user, O = groups.
+    pub fn client(&self, user: &str, groups: &[&str]) -> Leaf {
+        self.leaf(user, groups, &[], ExtendedKeyUsagePurpose::ClientAuth)
+    }
+
+    fn leaf(&self, cn: &str, orgs: &[&str], sans: &[&str], eku: ExtendedKeyUsagePurpose) -> Leaf {
+        let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
+        let mut params = CertificateParams::new(sans).expect("valid SANs");
+        params.distinguished_name = dn(cn, orgs);
+        params.extended_key_usages = vec![eku];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        let key = KeyPair::generate().expect("key generation");
+        let cert = params.signed_by(&key, &self.issuer).expect("signing");
+        Leaf {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        }
+    }
+}
+
+fn dn(cn: &str, orgs: &[&str]) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    for o in orgs {
+        dn.push(DnType::OrganizationName, *o);
+    }
+    dn.push(DnType::CommonName, cn);
+    dn
+}
