@@ -10,8 +10,12 @@
 //!
 //! ```
 //! use kube_aggregator::authn::{AuthenticationLayer, X509Authenticator};
-//! # fn ca() -> Vec<rustls_pki_types::CertificateDer<'static>> { vec![] }
-//! let authn = X509Authenticator::new(ca()).expect("client CA");
+//! # let key = rcgen::KeyPair::generate().unwrap();
+//! # let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+//! # params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+//! # let client_ca_pem = params.self_signed(&key).unwrap().pem();
+//! // Users are the CN of client certificates signed by the client CA; groups their O.
+//! let authn = X509Authenticator::from_pem(client_ca_pem.as_bytes()).expect("client CA");
 //! let layer = AuthenticationLayer::new(authn);
 //! # let _ = layer;
 //! ```

@@ -19,6 +19,7 @@ use tower::util::BoxCloneSyncService;
 
 #[cfg(feature = "tokio")]
 pub use rustls_transport::{RustlsTransport, TcpConnector};
+#[cfg(feature = "tokio")]
 pub(crate) use tls::provider as provider_for_server;
 pub use tls::{ClientCertificate, TlsConfigError, client_config};
 

@@ -1,0 +1,124 @@
+//! End to end with the real `kubectl`: a TLS gateway embedding the aggregator, the sample
+//! metrics server behind it over mTLS, and the commands the README shows.
+//!
+//! Fails (never skips) when `kubectl` is not on `PATH`.
+
+#[path = "../examples/support/mod.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+async fn kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> String {
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new("kubectl")
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg(format!("--cache-dir={}", cache.display()))
+            .arg("--request-timeout=20s")
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("kubectl {args:?} did not finish within 60 s"))
+    .unwrap_or_else(|e| panic!("cannot run kubectl (the end-to-end test needs it on PATH): {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    stdout
+}
+
+fn scratch_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kube-aggregator-e2e-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Splits a kubectl table into rows of whitespace-separated cells.
+fn rows(table: &str) -> Vec<Vec<String>> {
+    table
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .filter(|r: &Vec<String>| !r.is_empty())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_reaches_the_extension_server_through_the_aggregator() {
+    let dir = scratch_dir();
+    let demo = support::demo::start(&dir, Duration::from_secs(30))
+        .await
+        .expect("demo starts and the APIService becomes Available");
+    let kc = demo.kubeconfig.clone();
+    let cache = dir.join("kube-cache");
+
+    // The raw document came from the extension server, through the proxy.
+    let raw = kubectl(
+        &kc,
+        &cache,
+        &["get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes"],
+    )
+    .await;
+    let list: serde_json::Value = serde_json::from_str(&raw).expect("NodeMetricsList JSON");
+    assert_eq!(list["kind"], "NodeMetricsList");
+    assert_eq!(list["apiVersion"], "metrics.k8s.io/v1beta1");
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["node-a", "node-b"]);
+    assert_eq!(list["items"][0]["usage"]["cpu"], "612345678n");
+
+    // kubectl top nodes: metrics through the aggregator, joined with the gateway's nodes.
+    let top = rows(&kubectl(&kc, &cache, &["top", "nodes"]).await);
+    assert_eq!(
+        top[0],
+        ["NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)", "MEMORY(%)"]
+    );
+    assert_eq!(top[1], ["node-a", "613m", "15%", "5120Mi", "32%"]);
+    assert_eq!(top[2], ["node-b", "1834m", "22%", "12288Mi", "38%"]);
+
+    let pods = rows(&kubectl(&kc, &cache, &["top", "pods", "-A"]).await);
+    assert_eq!(
+        pods[0],
+        ["NAMESPACE", "NAME", "CPU(cores)", "MEMORY(bytes)"]
+    );
+    assert!(
+        pods.contains(&vec![
+            "kube-system".into(),
+            "coredns-6f6b679f8f-x2k9d".into(),
+            "4m".into(),
+            "16Mi".into()
+        ]),
+        "{pods:?}"
+    );
+    assert_eq!(pods.len(), 5, "{pods:?}");
+
+    let versions = kubectl(&kc, &cache, &["api-versions"]).await;
+    assert!(
+        versions.lines().any(|l| l == "metrics.k8s.io/v1beta1"),
+        "{versions}"
+    );
+    assert!(
+        versions.lines().any(|l| l == "apiregistration.k8s.io/v1"),
+        "{versions}"
+    );
+
+    let apiservices = rows(&kubectl(&kc, &cache, &["get", "apiservices"]).await);
+    assert_eq!(apiservices[0], ["NAME", "SERVICE", "AVAILABLE", "AGE"]);
+    let row = apiservices
+        .iter()
+        .find(|r| r[0] == "v1beta1.metrics.k8s.io")
+        .expect("the APIService is listed");
+    assert_eq!(&row[1..3], ["kube-system/metrics-server", "True"]);
+
+    demo.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
