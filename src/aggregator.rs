@@ -26,7 +26,7 @@ use crate::authn::{ConnectionInfo, UserInfo};
 use crate::availability::ServiceResolver;
 use crate::body::{Body, BoxError, boxed, full};
 use crate::registry::{Backend, Registry, Route};
-use crate::rt::Timer;
+use crate::rt::{Executor, Timer};
 use crate::status::plain_text_error;
 
 /// Layer that puts the aggregator in front of the host's own handlers.
@@ -39,6 +39,8 @@ struct Shared {
     registry: Registry,
     resolver: Arc<dyn ServiceResolver>,
     timer: Timer,
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    executor: Option<Executor>,
 }
 
 impl std::fmt::Debug for AggregatorLayer {
@@ -52,16 +54,37 @@ impl std::fmt::Debug for AggregatorLayer {
 impl AggregatorLayer {
     /// Routes by `registry`, resolving Services with `resolver`; `timer` times the 5 s
     /// discovery deadline.
+    ///
+    /// With the `tokio` feature, upgrade requests are spliced on the tokio executor;
+    /// [`AggregatorLayer::executor`] sets another one.
     pub fn new(
         registry: Registry,
         resolver: impl ServiceResolver,
         timer: Timer,
     ) -> AggregatorLayer {
+        #[cfg(feature = "tokio")]
+        let executor = Some(Executor::tokio());
+        #[cfg(not(feature = "tokio"))]
+        let executor = None;
         AggregatorLayer {
             shared: Arc::new(Shared {
                 registry,
                 resolver: Arc::new(resolver),
                 timer,
+                executor,
+            }),
+        }
+    }
+
+    /// The executor that runs spliced upgrade connections (SPDY, WebSocket).
+    pub fn executor(self, executor: Executor) -> AggregatorLayer {
+        let s = &self.shared;
+        AggregatorLayer {
+            shared: Arc::new(Shared {
+                registry: s.registry.clone(),
+                resolver: s.resolver.clone(),
+                timer: s.timer.clone(),
+                executor: Some(executor),
             }),
         }
     }
@@ -268,6 +291,30 @@ fn remote(shared: Arc<Shared>, route: Arc<Route>, req: Request<Body>) -> Respons
             .extensions()
             .get::<ConnectionInfo>()
             .and_then(|c| c.remote_addr);
+        if crate::proxy::is_upgrade_request(&req) {
+            #[cfg(feature = "tokio")]
+            if let (
+                Some(executor),
+                Backend::Remote {
+                    upgrade_client: Ok(c),
+                    ..
+                },
+            ) = (&shared.executor, &route.backend)
+            {
+                let client = c.clone();
+                return Ok(crate::proxy::forward_upgrade(
+                    client,
+                    executor,
+                    &authority,
+                    &user,
+                    remote_addr,
+                    req,
+                )
+                .await);
+            }
+            let text = "error trying to reach service: upgrade requests are not supported by this transport";
+            return Ok(plain_text_error(StatusCode::SERVICE_UNAVAILABLE, text));
+        }
         Ok(crate::proxy::forward(client, &shared.timer, &authority, &user, remote_addr, req).await)
     })
 }

@@ -43,6 +43,8 @@ pub enum Backend {
         target: BackendTarget,
         /// The client, or the transport error answered as 500 (reference §3.1 step 4).
         client: Result<BackendClient, TransportError>,
+        /// The HTTP/1.1-only client for upgrade requests.
+        upgrade_client: Result<BackendClient, TransportError>,
     },
 }
 
@@ -302,18 +304,26 @@ impl Registry {
                 };
                 match old.map(|r| &r.backend) {
                     // Same TLS settings: keep the client and its pooled connections.
-                    Some(Backend::Remote { target: t, client }) if *t == target => {
-                        Backend::Remote {
-                            target,
-                            client: client.clone(),
-                        }
-                    }
+                    Some(Backend::Remote {
+                        target: t,
+                        client,
+                        upgrade_client,
+                    }) if *t == target => Backend::Remote {
+                        target,
+                        client: client.clone(),
+                        upgrade_client: upgrade_client.clone(),
+                    },
                     _ => {
                         let client = self.shared.transport.client(&target);
                         if let Err(e) = &client {
                             tracing::warn!(apiservice = %name, error = %e, "cannot build the transport");
                         }
-                        Backend::Remote { target, client }
+                        let upgrade_client = self.shared.transport.upgrade_client(&target);
+                        Backend::Remote {
+                            target,
+                            client,
+                            upgrade_client,
+                        }
                     }
                 }
             }
@@ -413,7 +423,13 @@ impl Future for Changed {
         if g > self.seen {
             return Poll::Ready(g);
         }
-        lock(&self.registry.shared.wakers).push(cx.waker().clone());
+        {
+            // One entry per waiting task: a task that polls again replaces nothing.
+            let mut wakers = lock(&self.registry.shared.wakers);
+            if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                wakers.push(cx.waker().clone());
+            }
+        }
         // Re-check after registering, so a publish between the two loads is not missed.
         let g = self.registry.snapshot().generation();
         if g > self.seen {

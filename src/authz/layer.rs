@@ -7,10 +7,10 @@ use http::{Request, Response};
 use tower::{Layer, Service};
 
 use super::forbidden::forbidden_response;
-use super::{Attributes, Authorizer, Decision, RequestInfo};
+use super::{Attributes, Authorizer, Decision, RequestInfo, RequestInfoError};
 use crate::authn::UserInfo;
 use crate::body::Body;
-use crate::status::internal_error;
+use crate::status::{internal_error, plain_text_error};
 
 /// Layer that authorizes every request with an [`Authorizer`].
 ///
@@ -96,9 +96,18 @@ where
                     req.extensions_mut().insert(info.clone());
                     info
                 }
-                Err(e) => {
+                // Go's HTTP server refuses a path it cannot decode with 400 before any
+                // filter runs; a path it decodes but RequestInfo cannot place is a 500.
+                Err(e @ RequestInfoError::UnknownKindAndNamespace { .. }) => {
                     let msg = format!("failed to create RequestInfo: {e}");
                     return Box::pin(std::future::ready(Ok(internal_error(&uri, &msg))));
+                }
+                Err(e) => {
+                    let res = plain_text_error(
+                        http::StatusCode::BAD_REQUEST,
+                        &format!("400 Bad Request: {e}"),
+                    );
+                    return Box::pin(std::future::ready(Ok(res)));
                 }
             },
         };

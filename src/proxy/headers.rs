@@ -100,6 +100,18 @@ pub fn escape_extra_key(key: &str) -> String {
     out
 }
 
+/// True when a `Connection` header value contains `upgrade` (httpstream `IsUpgradeRequest`).
+pub fn is_upgrade_request<B>(req: &http::Request<B>) -> bool {
+    req.headers()
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,10 +14,14 @@
 mod headers;
 mod request;
 mod response;
+#[cfg(feature = "tokio")]
+mod upgrade;
 
-pub use headers::{escape_extra_key, set_identity_headers};
+pub use headers::{escape_extra_key, is_upgrade_request, set_identity_headers};
 pub use request::{encode_query, upstream_request, upstream_uri};
 pub use response::{REDIRECT_REJECTED, upstream_response};
+#[cfg(feature = "tokio")]
+pub use upgrade::forward_upgrade;
 
 use std::net::SocketAddr;
 use std::time::Duration;

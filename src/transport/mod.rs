@@ -51,10 +51,24 @@ pub trait Transport: Send + Sync + 'static {
     /// A client for `target`. Called when an APIService is added or its TLS settings
     /// change; the returned client is reused for every request to that APIService.
     fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError>;
+
+    /// A client for upgrade requests (SPDY, WebSocket) to `target`: HTTP/1.1 only (ALPN
+    /// `http/1.1`), whose 101 responses carry hyper's `OnUpgrade` so the connection can be
+    /// taken over. The default refuses: upgrades are then answered 503.
+    fn upgrade_client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
+        let _ = target;
+        Err(TransportError(
+            "this transport does not support upgrade requests".into(),
+        ))
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Arc<T> {
     fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
         (**self).client(target)
+    }
+
+    fn upgrade_client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
+        (**self).upgrade_client(target)
     }
 }

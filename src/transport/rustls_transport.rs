@@ -69,9 +69,13 @@ impl RustlsTransport {
     }
 }
 
-impl Transport for RustlsTransport {
-    fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
-        let config = client_config(target, &self.client_cert, &[b"h2", b"http/1.1"])
+impl RustlsTransport {
+    fn build(
+        &self,
+        target: &BackendTarget,
+        alpn: &[&[u8]],
+    ) -> Result<BackendClient, TransportError> {
+        let config = client_config(target, &self.client_cert, alpn)
             .map_err(|e| TransportError(e.to_string()))?;
         let connector = TlsConnector {
             tcp: self.tcp.clone(),
@@ -90,6 +94,18 @@ impl Transport for RustlsTransport {
             .map_response(|res: Response<hyper::body::Incoming>| res.map(boxed))
             .map_err(BoxError::from);
         Ok(BackendClient::new(svc))
+    }
+}
+
+impl Transport for RustlsTransport {
+    fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
+        self.build(target, &[b"h2", b"http/1.1"])
+    }
+
+    // Upgrades take over the connection, which HTTP/2 cannot do: ALPN offers only
+    // HTTP/1.1, as upstream's upgrade dialer forces it.
+    fn upgrade_client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
+        self.build(target, &[b"http/1.1"])
     }
 }
 
