@@ -1,3 +1,4 @@
+#![allow(dead_code, unreachable_pub)]
 //! A throw-away PKI for the demo and the tests, made with rcgen: a CA per trust domain
 //! and the leaf certificates a small cluster needs.
 

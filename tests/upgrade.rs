@@ -1,0 +1,335 @@
+//! Upgrade requests through the aggregator over real TLS on loopback: a WebSocket-style
+//! upgrade is spliced end to end, and a backend that refuses the upgrade can never leave a
+//! tunnel open (CVE-2018-1002105) nor have a non-101 success relayed (CVE-2020-8559).
+
+#[path = "../examples/support/pki.rs"]
+mod pki;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use http::{Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper_util::rt::TokioIo;
+use kube_aggregator::apiservice::{ApiService, ConditionStatus};
+use kube_aggregator::authn::{AuthenticationLayer, X509Authenticator};
+use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer};
+use kube_aggregator::availability::StaticServiceResolver;
+use kube_aggregator::rt::{Executor, Timer};
+use kube_aggregator::source::ApiServiceEvent;
+use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
+use kube_aggregator::{AggregatorLayer, Body, Registry, server};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const T: Duration = Duration::from_secs(5);
+
+struct Fixture {
+    gateway: SocketAddr,
+    client_tls: Arc<rustls::ClientConfig>,
+    backend_requests: Arc<AtomicUsize>,
+}
+
+fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
+    CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The backend: `/apis/stream.example.com/v1/echo` upgrades and answers "hello " + the
+/// first 5 bytes; `.../refuse` answers 400 `some data`; `.../redirect` answers 302.
+async fn backend(
+    request: Request<Incoming>,
+    count: Arc<AtomicUsize>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    count.fetch_add(1, Ordering::SeqCst);
+    let path = request.uri().path().to_owned();
+    let user = request
+        .headers()
+        .get("x-remote-user")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    if path.ends_with("/echo") && user == "alice" {
+        let on_upgrade = hyper::upgrade::on(request);
+        tokio::spawn(async move {
+            let Ok(upgraded) = on_upgrade.await else {
+                return;
+            };
+            let mut io = TokioIo::new(upgraded);
+            let mut buf = [0u8; 5];
+            if io.read_exact(&mut buf).await.is_ok() {
+                let _ = io.write_all(&[b"hello ".as_slice(), &buf].concat()).await;
+                let _ = io.shutdown().await;
+            }
+        });
+        let res = Response::builder()
+            .status(StatusCode::SWITCHING_PROTOCOLS)
+            .header("connection", "Upgrade")
+            .header("upgrade", "websocket")
+            .body(Full::default())
+            .unwrap();
+        return Ok(res);
+    }
+    let res = if path.ends_with("/redirect") {
+        Response::builder()
+            .status(302)
+            .header("location", "https://example.com/there")
+            .body(Full::default())
+    } else {
+        Response::builder()
+            .status(400)
+            .body(Full::new(Bytes::from_static(b"some data")))
+    };
+    Ok(res.unwrap())
+}
+
+async fn start() -> Fixture {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cluster_ca = pki::Ca::new("cluster-ca");
+    let front_proxy_ca = pki::Ca::new("front-proxy-ca");
+    let service_ca = pki::Ca::new("service-ca");
+
+    // Backend: HTTP/1.1 with upgrades, requiring the front-proxy client certificate.
+    let serving = service_ca.server("streamer.default.svc", &["streamer.default.svc"]);
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(certs(&front_proxy_ca.cert_pem).remove(0))
+        .unwrap();
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .unwrap();
+    let mut backend_tls = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            certs(&serving.cert_pem),
+            PrivateKeyDer::from_pem_slice(serving.key_pem.as_bytes()).unwrap(),
+        )
+        .unwrap();
+    backend_tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(backend_tls));
+    let backend_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let backend_addr = backend_listener.local_addr().unwrap();
+    let backend_requests = Arc::new(AtomicUsize::new(0));
+    let count = backend_requests.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = backend_listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let count = count.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let svc = hyper::service::service_fn(move |r| backend(r, count.clone()));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .with_upgrades()
+                    .await;
+            });
+        }
+    });
+
+    // The gateway.
+    let proxy_client = front_proxy_ca.client("front-proxy-client", &[]);
+    let (exec, timer) = (Executor::tokio(), Timer::tokio());
+    let proxy_cert = ClientCertificate::from_pem(
+        proxy_client.cert_pem.as_bytes(),
+        proxy_client.key_pem.as_bytes(),
+    )
+    .unwrap();
+    let registry = Registry::new(RustlsTransport::new(proxy_cert, exec, timer.clone()));
+    let svc: ApiService = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "v1.stream.example.com"},
+        "spec": {"service": {"namespace": "default", "name": "streamer"}, "group": "stream.example.com", "version": "v1",
+                 "caBundle": base64_pem(&service_ca.cert_pem), "groupPriorityMinimum": 100, "versionPriority": 10}
+    }))
+    .unwrap();
+    registry.apply(ApiServiceEvent::Applied(svc)).unwrap();
+    registry.set_available_condition(
+        "v1.stream.example.com",
+        ConditionStatus::True,
+        "Passed",
+        "all checks passed",
+    );
+    let mut resolver = StaticServiceResolver::new();
+    resolver
+        .insert("default", "streamer", 443, &backend_addr.to_string())
+        .unwrap();
+
+    let gateway_serving = cluster_ca.server("gateway", &["127.0.0.1"]);
+    let tls = server::server_config(
+        gateway_serving.cert_pem.as_bytes(),
+        gateway_serving.key_pem.as_bytes(),
+        cluster_ca.cert_pem.as_bytes(),
+        true,
+    )
+    .unwrap();
+    let inner = tower::service_fn(|_: Request<Body>| async {
+        Ok::<_, Infallible>(Response::new(Body::empty()))
+    });
+    let stack = tower::ServiceBuilder::new()
+        .layer(AuthenticationLayer::new(
+            X509Authenticator::from_pem(cluster_ca.cert_pem.as_bytes()).unwrap(),
+        ))
+        .layer(AuthorizationLayer::new(AlwaysAllow))
+        .layer(AggregatorLayer::new(registry, resolver, timer))
+        .service(inner);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let gateway = listener.local_addr().unwrap();
+    tokio::spawn(server::serve_tls(
+        listener,
+        tls,
+        stack,
+        std::future::pending(),
+    ));
+
+    // A client certificate user, speaking HTTP/1.1 (upgrades cannot happen over HTTP/2).
+    let alice = cluster_ca.client("alice", &["dev"]);
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(certs(&cluster_ca.cert_pem).remove(0)).unwrap();
+    let mut client_tls = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_client_auth_cert(
+            certs(&alice.cert_pem),
+            PrivateKeyDer::from_pem_slice(alice.key_pem.as_bytes()).unwrap(),
+        )
+        .unwrap();
+    client_tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Fixture {
+        gateway,
+        client_tls: Arc::new(client_tls),
+        backend_requests,
+    }
+}
+
+fn base64_pem(pem: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
+async fn connect(f: &Fixture) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let tcp = tokio::net::TcpStream::connect(f.gateway).await.unwrap();
+    let name = ServerName::try_from("127.0.0.1").unwrap();
+    tokio_rustls::TlsConnector::from(f.client_tls.clone())
+        .connect(name, tcp)
+        .await
+        .unwrap()
+}
+
+fn upgrade_request(path: &str) -> String {
+    format!(
+        "GET /apis/stream.example.com/v1/{path} HTTP/1.1\r\nHost: gateway\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nX-Remote-User: system:admin\r\n\r\n"
+    )
+}
+
+/// Reads until the end of the response head and returns it (and anything after it).
+async fn read_head(io: &mut (impl AsyncReadExt + Unpin)) -> String {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(T, io.read(&mut byte))
+            .await
+            .expect("response head in time")
+            .unwrap();
+        assert!(
+            n > 0,
+            "connection closed before the response head: {:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.push(byte[0]);
+    }
+    String::from_utf8(buf).unwrap()
+}
+
+#[tokio::test]
+async fn upgrade_is_spliced_with_the_callers_identity() {
+    let f = start().await;
+    let mut io = connect(&f).await;
+    io.write_all(upgrade_request("echo").as_bytes())
+        .await
+        .unwrap();
+    let head = read_head(&mut io).await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    io.write_all(b"world").await.unwrap();
+    let mut echoed = Vec::new();
+    tokio::time::timeout(T, io.read_to_end(&mut echoed))
+        .await
+        .expect("echo in time")
+        .unwrap();
+    // The backend only upgrades for `alice`: the spoofed X-Remote-User was replaced.
+    assert_eq!(echoed, b"hello world");
+}
+
+#[tokio::test]
+async fn refused_upgrade_is_relayed_and_the_connection_closed() {
+    let f = start().await;
+    let mut io = connect(&f).await;
+    io.write_all(upgrade_request("refuse").as_bytes())
+        .await
+        .unwrap();
+    let head = read_head(&mut io).await;
+    assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("connection: close"),
+        "{head}"
+    );
+    let mut rest = Vec::new();
+    tokio::time::timeout(T, io.read_to_end(&mut rest))
+        .await
+        .expect("connection closes")
+        .ok();
+    assert!(
+        rest.ends_with(b"some data"),
+        "{:?}",
+        String::from_utf8_lossy(&rest)
+    );
+    // A second request on the same socket goes nowhere: the socket is closed, never a tunnel.
+    let before = f.backend_requests.load(Ordering::SeqCst);
+    let _ = io
+        .write_all(b"GET /apis/stream.example.com/v1/refuse HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await;
+    let mut more = Vec::new();
+    let _ = tokio::time::timeout(T, io.read_to_end(&mut more)).await;
+    assert!(more.is_empty(), "{:?}", String::from_utf8_lossy(&more));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(f.backend_requests.load(Ordering::SeqCst), before);
+}
+
+#[tokio::test]
+async fn non_101_success_is_never_relayed() {
+    let f = start().await;
+    let mut io = connect(&f).await;
+    io.write_all(upgrade_request("redirect").as_bytes())
+        .await
+        .unwrap();
+    let head = read_head(&mut io).await;
+    assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+    assert!(
+        !head.to_ascii_lowercase().contains("example.com/there"),
+        "{head}"
+    );
+    let mut body = vec![0u8; "invalid upgrade response: status code 302\n".len()];
+    tokio::time::timeout(T, io.read_exact(&mut body))
+        .await
+        .expect("body in time")
+        .unwrap();
+    assert_eq!(body, b"invalid upgrade response: status code 302\n");
+}
