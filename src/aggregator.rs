@@ -1,4 +1,4 @@
-//! The aggregator layer: routes each request by the current [`RoutingTable`] snapshot.
+//! The aggregator layer: routes each request by the current [`RoutingTable`](crate::registry::RoutingTable) snapshot.
 //!
 //! | path | answer |
 //! |---|---|

@@ -11,7 +11,7 @@
 //! to the registry with upstream condition semantics and reported to any
 //! [`StatusSink`](crate::registry::StatusSink). Successful checks repeat every resync
 //! period (30 s); failures retry with exponential backoff from 5 ms up to 30 s. All
-//! timing goes through the injected [`Timer`], so tests use short periods.
+//! timing goes through the injected [`Timer`](crate::rt::Timer), so tests use short periods.
 //!
 //! The gate itself lives in the aggregator's routing: a remote APIService whose condition
 //! is not `True` gets 503 `service unavailable` without a connection attempt.

@@ -1,7 +1,7 @@
 //! The reverse proxy to extension servers: the request and response rewriting of
 //! kube-aggregator `handler_proxy.go` and apimachinery's upgrade-aware proxy
 //! (reference §3.2–§3.6), and [`forward`], which sends a request through an APIService's
-//! [`BackendClient`](crate::transport::BackendClient).
+//! [`BackendClient`].
 //!
 //! Request side: upstream URL `https://<resolved>` + the decoded incoming path re-escaped +
 //! the query re-encoded Go-style; hop-by-hop headers, credentials, impersonation and
