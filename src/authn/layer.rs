@@ -16,7 +16,7 @@ use crate::status::Status;
 /// the request extensions and `Authorization`, `Proxy-Authorization`, `X-Remote-*` and
 /// `Impersonate-*` are gone from the headers. Otherwise the answer is 401 with the upstream
 /// Status body and the inner service is not called.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct AuthenticationLayer<A> {
     authenticator: Arc<A>,
 }
@@ -26,6 +26,24 @@ impl<A: Authenticator> AuthenticationLayer<A> {
     pub fn new(authenticator: A) -> Self {
         AuthenticationLayer {
             authenticator: Arc::new(authenticator),
+        }
+    }
+}
+
+// Clone without requiring `A: Clone`: the authenticator is shared behind an `Arc`.
+impl<A> Clone for AuthenticationLayer<A> {
+    fn clone(&self) -> Self {
+        AuthenticationLayer {
+            authenticator: self.authenticator.clone(),
+        }
+    }
+}
+
+impl<S: Clone, A> Clone for AuthenticationService<S, A> {
+    fn clone(&self) -> Self {
+        AuthenticationService {
+            inner: self.inner.clone(),
+            authenticator: self.authenticator.clone(),
         }
     }
 }
@@ -42,7 +60,7 @@ impl<S, A> Layer<S> for AuthenticationLayer<A> {
 }
 
 /// Service of [`AuthenticationLayer`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct AuthenticationService<S, A> {
     inner: S,
     authenticator: Arc<A>,

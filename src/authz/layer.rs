@@ -20,7 +20,7 @@ use crate::status::{internal_error, plain_text_error};
 /// everything behind. Answers: Allow, the inner service; Deny or NoOpinion, 403 with the
 /// upstream message; authorizer error, 500 `Internal Server Error: "<uri>": <error>`; no
 /// user, 500; a path RequestInfo cannot parse, 500 as upstream's RequestInfo filter.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct AuthorizationLayer<Z> {
     authorizer: Arc<Z>,
 }
@@ -30,6 +30,24 @@ impl<Z: Authorizer> AuthorizationLayer<Z> {
     pub fn new(authorizer: Z) -> Self {
         AuthorizationLayer {
             authorizer: Arc::new(authorizer),
+        }
+    }
+}
+
+// Clone without requiring `Z: Clone`: the authorizer is shared behind an `Arc`.
+impl<Z> Clone for AuthorizationLayer<Z> {
+    fn clone(&self) -> Self {
+        AuthorizationLayer {
+            authorizer: self.authorizer.clone(),
+        }
+    }
+}
+
+impl<S: Clone, Z> Clone for AuthorizationService<S, Z> {
+    fn clone(&self) -> Self {
+        AuthorizationService {
+            inner: self.inner.clone(),
+            authorizer: self.authorizer.clone(),
         }
     }
 }
@@ -46,7 +64,7 @@ impl<S, Z> Layer<S> for AuthorizationLayer<Z> {
 }
 
 /// Service of [`AuthorizationLayer`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct AuthorizationService<S, Z> {
     inner: S,
     authorizer: Arc<Z>,

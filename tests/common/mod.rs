@@ -1,0 +1,623 @@
+//! The fixture of the proxy tests: a throw-away PKI, an HTTPS extension server that
+//! requires the front-proxy client certificate and reports each request it receives, a
+//! gateway assembled from the library's layers behind `server::serve_tls`, and a client
+//! that speaks HTTP/1.1 or HTTP/2 over its own TLS connection per request. Everything
+//! listens on 127.0.0.1 and every network step is bounded by [`WAIT`].
+
+#[path = "../../examples/support/pki.rs"]
+pub(crate) mod pki;
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version, header};
+use http_body::Frame;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use kube_aggregator::apiservice::{
+    ApiService, ApiServiceSpec, ConditionStatus, ObjectMeta, ServiceReference,
+};
+use kube_aggregator::authn::{AuthenticateFuture, AuthenticationLayer, Authenticator, UserInfo};
+use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer};
+use kube_aggregator::availability::StaticServiceResolver;
+use kube_aggregator::rt::{Executor, Timer};
+use kube_aggregator::source::ApiServiceEvent;
+use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
+use kube_aggregator::{AggregatorLayer, Body, Registry, server};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use rustls_pki_types::pem::PemObject;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tower::ServiceBuilder;
+
+pub(crate) const GROUP: &str = "widgets.example.io";
+const VERSION: &str = "v1alpha1";
+pub(crate) const APISERVICE: &str = "v1alpha1.widgets.example.io";
+/// The APIService's group/version prefix.
+pub(crate) const BASE: &str = "/apis/widgets.example.io/v1alpha1";
+/// Every network step gets at most this long, so a broken proxy fails fast.
+pub(crate) const WAIT: Duration = Duration::from_secs(5);
+
+async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
+    tokio::time::timeout(WAIT, fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: nothing within {WAIT:?}"))
+}
+
+// ---------------------------------------------------------------------------------------
+// PKI
+// ---------------------------------------------------------------------------------------
+
+/// One CA per trust domain, as a real cluster keeps them apart (B06).
+pub(crate) struct Pki {
+    /// Signs the gateway's serving certificate; clients trust it.
+    pub(crate) gateway_ca: pki::Ca,
+    /// Signs user certificates; the gateway's x509 authenticator trusts it.
+    pub(crate) client_ca: pki::Ca,
+    /// Signs the gateway's proxy client certificate; the backend requires it.
+    pub(crate) front_proxy_ca: pki::Ca,
+    /// Signs the backend's serving certificate; it is the APIService's caBundle.
+    pub(crate) serving_ca: pki::Ca,
+}
+
+impl Pki {
+    pub(crate) fn new() -> Pki {
+        Pki {
+            gateway_ca: pki::Ca::new("gateway-ca"),
+            client_ca: pki::Ca::new("client-ca"),
+            front_proxy_ca: pki::Ca::new("front-proxy-ca"),
+            serving_ca: pki::Ca::new("serving-ca"),
+        }
+    }
+}
+
+fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
+    CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .expect("generated PEM certificates parse")
+}
+
+fn key(pem: &str) -> PrivateKeyDer<'static> {
+    PrivateKeyDer::from_pem_slice(pem.as_bytes()).expect("generated PEM key parses")
+}
+
+fn roots(ca_pem: &str) -> RootCertStore {
+    let mut roots = RootCertStore::empty();
+    for c in certs(ca_pem) {
+        roots.add(c).expect("generated CA is a trust anchor");
+    }
+    roots
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+// ---------------------------------------------------------------------------------------
+// The extension server
+// ---------------------------------------------------------------------------------------
+
+/// What the backend received: one request.
+#[derive(Debug)]
+pub(crate) struct Seen {
+    pub(crate) method: Method,
+    pub(crate) uri: Uri,
+    pub(crate) version: Version,
+    pub(crate) headers: HeaderMap,
+}
+
+impl Seen {
+    /// Every value of `name`, in arrival order.
+    pub(crate) fn all(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .get_all(name)
+            .iter()
+            .map(|v| v.to_str().expect("ASCII header value"))
+            .collect()
+    }
+
+    pub(crate) fn one(&self, name: &str) -> Option<&str> {
+        match self.all(name).as_slice() {
+            [] => None,
+            [v] => Some(v),
+            many => panic!("{name}: expected one value, got {many:?}"),
+        }
+    }
+
+    /// The target host: `Host` over HTTP/1.1, `:authority` over HTTP/2.
+    pub(crate) fn host(&self) -> String {
+        match self.version {
+            Version::HTTP_2 => self.uri.authority().map(ToString::to_string),
+            _ => self.one("host").map(str::to_owned),
+        }
+        .expect("the request names its host")
+    }
+
+    pub(crate) fn path_and_query(&self) -> &str {
+        self.uri.path_and_query().map_or("", |pq| pq.as_str())
+    }
+
+    /// Header names (hyper lower-cases them), sorted, without duplicates.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.headers.keys().map(|n| n.as_str()).collect();
+        names.sort_unstable();
+        names
+    }
+}
+
+type Handler = Arc<dyn Fn(&Seen) -> Response<Body> + Send + Sync>;
+
+/// ALPN offers of the backend.
+pub(crate) const H2_AND_HTTP11: &[&[u8]] = &[b"h2", b"http/1.1"];
+pub(crate) const HTTP11_ONLY: &[&[u8]] = &[b"http/1.1"];
+
+/// An HTTPS extension server on 127.0.0.1 that requires a client certificate from the
+/// front-proxy CA, counts accepted TCP connections and reports each request.
+pub(crate) struct Backend {
+    pub(crate) addr: SocketAddr,
+    seen: mpsc::UnboundedReceiver<Seen>,
+    connections: Arc<AtomicUsize>,
+}
+
+impl Backend {
+    pub(crate) async fn start(
+        pki: &Pki,
+        alpn: &[&[u8]],
+        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
+    ) -> Backend {
+        let leaf = pki.serving_ca.server("backend", &["backend.test-ns.svc"]);
+        let verifier = WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots(&pki.front_proxy_ca.cert_pem)),
+            provider(),
+        )
+        .build()
+        .expect("front-proxy client verifier");
+        let mut config = ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(certs(&leaf.cert_pem), key(&leaf.key_pem))
+            .expect("backend serving certificate");
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind backend");
+        let addr = listener.local_addr().expect("backend address");
+        let (tx, seen) = mpsc::unbounded_channel();
+        let connections = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(backend_accept_loop(
+            listener,
+            tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+            Arc::new(handler),
+            tx,
+            connections.clone(),
+        ));
+        Backend {
+            addr,
+            seen,
+            connections,
+        }
+    }
+
+    pub(crate) async fn next_request(&mut self) -> Seen {
+        within("a request at the backend", self.seen.recv())
+            .await
+            .expect("the backend is running")
+    }
+
+    pub(crate) fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    /// Nothing reached the backend: not a request, not even a TCP connection.
+    pub(crate) fn assert_untouched(&mut self) {
+        assert_eq!(self.connections(), 0, "the backend accepted a connection");
+        if let Ok(seen) = self.seen.try_recv() {
+            panic!("the backend received {} {}", seen.method, seen.uri);
+        }
+    }
+}
+
+async fn backend_accept_loop(
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    handler: Handler,
+    tx: mpsc::UnboundedSender<Seen>,
+    connections: Arc<AtomicUsize>,
+) {
+    while let Ok((tcp, _)) = listener.accept().await {
+        connections.fetch_add(1, Ordering::SeqCst);
+        let (acceptor, handler, tx) = (acceptor.clone(), handler.clone(), tx.clone());
+        tokio::spawn(async move {
+            let Ok(tls) = acceptor.accept(tcp).await else {
+                return;
+            };
+            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let (parts, _body) = req.into_parts();
+                let seen = Seen {
+                    method: parts.method,
+                    uri: parts.uri,
+                    version: parts.version,
+                    headers: parts.headers,
+                };
+                let res = handler(&seen);
+                let _ = tx.send(seen);
+                std::future::ready(Ok::<_, Infallible>(res))
+            });
+            let _ = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(tls), svc)
+                .await;
+        });
+    }
+}
+
+pub(crate) fn respond(status: u16, body: &'static str) -> Response<Body> {
+    let mut res = Response::new(Body::full(body));
+    *res.status_mut() = StatusCode::from_u16(status).expect("valid status");
+    res
+}
+
+/// A response body written frame by frame as the test sends chunks; it ends when the
+/// sender is dropped.
+pub(crate) struct ChannelBody(pub(crate) mpsc::UnboundedReceiver<Bytes>);
+
+impl http_body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.0.poll_recv(cx).map(|c| c.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The gateway
+// ---------------------------------------------------------------------------------------
+
+/// The stack of a kube-apiserver-like host, outside in: authentication, authorization,
+/// the aggregator, and the host's own handlers (which answer 404 naming the request, so a
+/// test can tell they answered).
+pub(crate) struct Gateway {
+    pub(crate) addr: SocketAddr,
+    pub(crate) registry: Registry,
+}
+
+impl Gateway {
+    /// Starts a gateway whose `test-ns/backend:443` Service resolves to `service_addr`,
+    /// with the widgets APIService registered and `Available=True`.
+    pub(crate) async fn start(
+        pki: &Pki,
+        authenticator: impl Authenticator + Clone,
+        service_addr: SocketAddr,
+    ) -> Gateway {
+        let proxy_leaf = pki.front_proxy_ca.client("front-proxy-client", &[]);
+        let proxy_cert = ClientCertificate::from_pem(
+            proxy_leaf.cert_pem.as_bytes(),
+            proxy_leaf.key_pem.as_bytes(),
+        )
+        .expect("proxy client certificate");
+        let timer = Timer::tokio();
+        let registry = Registry::new(RustlsTransport::new(
+            proxy_cert,
+            Executor::tokio(),
+            timer.clone(),
+        ));
+        let mut resolver = StaticServiceResolver::new();
+        resolver
+            .insert("test-ns", "backend", 443, &service_addr.to_string())
+            .expect("resolver entry");
+        registry
+            .apply(ApiServiceEvent::Applied(widgets_apiservice(pki)))
+            .expect("the widgets APIService is valid");
+        registry.set_available_condition(
+            APISERVICE,
+            ConditionStatus::True,
+            "Passed",
+            "all checks passed",
+        );
+
+        let inner = tower::service_fn(|req: Request<Body>| async move {
+            let mut res = Response::new(Body::full(format!(
+                "inner: {} {}",
+                req.method(),
+                req.uri().path()
+            )));
+            *res.status_mut() = StatusCode::NOT_FOUND;
+            Ok::<_, Infallible>(res)
+        });
+        // kube-apiserver's order: authentication (401 stops here) and authorization (403
+        // stops here) run before the aggregator, so no unauthenticated request reaches a
+        // backend, and the aggregator finds the user in the extensions.
+        let service = ServiceBuilder::new()
+            .layer(AuthenticationLayer::new(authenticator))
+            .layer(AuthorizationLayer::new(AlwaysAllow))
+            .layer(AggregatorLayer::new(registry.clone(), resolver, timer))
+            .service(inner);
+
+        let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
+        let tls = server::server_config(
+            leaf.cert_pem.as_bytes(),
+            leaf.key_pem.as_bytes(),
+            pki.client_ca.cert_pem.as_bytes(),
+            true,
+        )
+        .expect("gateway TLS config");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind gateway");
+        let addr = listener.local_addr().expect("gateway address");
+        tokio::spawn(server::serve_tls(
+            listener,
+            tls,
+            service,
+            std::future::pending(),
+        ));
+        Gateway { addr, registry }
+    }
+}
+
+/// `v1alpha1.widgets.example.io` served by `test-ns/backend:443`, verified with the
+/// serving CA.
+fn widgets_apiservice(pki: &Pki) -> ApiService {
+    ApiService {
+        metadata: ObjectMeta {
+            name: APISERVICE.into(),
+            ..ObjectMeta::default()
+        },
+        spec: ApiServiceSpec {
+            service: Some(ServiceReference {
+                namespace: "test-ns".into(),
+                name: "backend".into(),
+                port: Some(443),
+            }),
+            group: GROUP.into(),
+            version: VERSION.into(),
+            ca_bundle: pki.serving_ca.cert_pem.as_bytes().to_vec(),
+            group_priority_minimum: 1000,
+            version_priority: 15,
+            ..ApiServiceSpec::default()
+        },
+        ..ApiService::default()
+    }
+}
+
+/// Vouches for every request as one fixed user, as a token or OIDC authenticator would.
+#[derive(Clone)]
+pub(crate) struct FixedUser(UserInfo);
+
+impl Authenticator for FixedUser {
+    fn authenticate(&self, _parts: &http::request::Parts) -> AuthenticateFuture {
+        Box::pin(std::future::ready(Ok(Some(self.0.clone()))))
+    }
+}
+
+/// A user exercising every identity header: a UID, a group containing a comma (which must
+/// never be joined with or split from its neighbours) and extra keys needing escapes.
+pub(crate) fn alice() -> FixedUser {
+    FixedUser(UserInfo {
+        name: "alice".into(),
+        uid: "6b60d791-1af9-4513-92e5-e4252a1e0a78".into(),
+        groups: vec!["one".into(), "two".into(), "a,b".into()],
+        extra: BTreeMap::from([
+            ("example.com/two".into(), vec!["x".into(), "y".into()]),
+            ("scopes".into(), vec!["s".into()]),
+        ]),
+    })
+}
+
+/// A backend and a gateway in front of it.
+pub(crate) struct Fixture {
+    pub(crate) pki: Pki,
+    pub(crate) backend: Backend,
+    pub(crate) gateway: Gateway,
+}
+
+impl Fixture {
+    pub(crate) async fn start(
+        alpn: &[&[u8]],
+        authenticator: impl Authenticator + Clone,
+        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
+    ) -> Fixture {
+        let pki = Pki::new();
+        let backend = Backend::start(&pki, alpn, handler).await;
+        let gateway = Gateway::start(&pki, authenticator, backend.addr).await;
+        Fixture {
+            pki,
+            backend,
+            gateway,
+        }
+    }
+
+    /// A client presenting no certificate.
+    pub(crate) fn client(&self, protocol: Protocol) -> Client {
+        Client::new(&self.pki, self.gateway.addr, None, protocol)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The client
+// ---------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// One new TLS connection per request, so each request's protocol is exactly the one
+/// asked for.
+pub(crate) struct Client {
+    addr: SocketAddr,
+    tls: tokio_rustls::TlsConnector,
+    protocol: Protocol,
+}
+
+/// A complete response.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) status: StatusCode,
+    pub(crate) version: Version,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: String,
+}
+
+impl Client {
+    pub(crate) fn new(
+        pki: &Pki,
+        addr: SocketAddr,
+        cert: Option<&pki::Leaf>,
+        protocol: Protocol,
+    ) -> Client {
+        let builder = ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_root_certificates(roots(&pki.gateway_ca.cert_pem));
+        let mut config = match cert {
+            Some(leaf) => builder
+                .with_client_auth_cert(certs(&leaf.cert_pem), key(&leaf.key_pem))
+                .expect("client certificate"),
+            None => builder.with_no_client_auth(),
+        };
+        config.alpn_protocols = match protocol {
+            Protocol::Http1 => vec![b"http/1.1".to_vec()],
+            Protocol::Http2 => vec![b"h2".to_vec()],
+        };
+        Client {
+            addr,
+            tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            protocol,
+        }
+    }
+
+    /// Sends `GET path_and_query` with `headers` and returns the response head; the body
+    /// streams.
+    pub(crate) async fn open(
+        &self,
+        path_and_query: &str,
+        headers: &[(&str, &str)],
+    ) -> Response<Incoming> {
+        let host = format!("localhost:{}", self.addr.port());
+        let mut req = Request::get(match self.protocol {
+            Protocol::Http1 => path_and_query.to_owned(),
+            Protocol::Http2 => format!("https://{host}{path_and_query}"),
+        });
+        if self.protocol == Protocol::Http1 {
+            req = req.header(header::HOST, &host);
+        }
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        let req = req.body(Empty::<Bytes>::new()).expect("valid request");
+
+        let tcp = within("connect to the gateway", TcpStream::connect(self.addr))
+            .await
+            .expect("the gateway accepts connections");
+        let server_name = ServerName::try_from("localhost").expect("valid server name");
+        let tls = within(
+            "TLS handshake with the gateway",
+            self.tls.connect(server_name, tcp),
+        )
+        .await
+        .expect("TLS handshake with the gateway");
+        let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+        let io = TokioIo::new(tls);
+        let res = match self.protocol {
+            Protocol::Http1 => {
+                assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
+                let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+                    .await
+                    .expect("HTTP/1.1 handshake");
+                tokio::spawn(conn);
+                within("response head", sender.send_request(req)).await
+            }
+            Protocol::Http2 => {
+                assert_eq!(
+                    alpn.as_deref(),
+                    Some(&b"h2"[..]),
+                    "the gateway negotiates h2"
+                );
+                let (mut sender, conn) =
+                    hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+                        .await
+                        .expect("HTTP/2 handshake");
+                tokio::spawn(conn);
+                within("response head", sender.send_request(req)).await
+            }
+        };
+        res.expect("the gateway answers")
+    }
+
+    pub(crate) async fn get_with(&self, path_and_query: &str, headers: &[(&str, &str)]) -> Reply {
+        let res = self.open(path_and_query, headers).await;
+        let (parts, body) = res.into_parts();
+        let body = within("response body", body.collect())
+            .await
+            .expect("the response body arrives whole")
+            .to_bytes();
+        Reply {
+            status: parts.status,
+            version: parts.version,
+            headers: parts.headers,
+            body: String::from_utf8(body.to_vec()).expect("UTF-8 body"),
+        }
+    }
+
+    pub(crate) async fn get(&self, path_and_query: &str) -> Reply {
+        self.get_with(path_and_query, &[]).await
+    }
+}
+
+/// Reads a streaming body line by line, each read bounded by [`WAIT`].
+pub(crate) struct Lines {
+    body: Incoming,
+    buf: Vec<u8>,
+}
+
+impl Lines {
+    pub(crate) fn new(body: Incoming) -> Lines {
+        Lines {
+            body,
+            buf: Vec::new(),
+        }
+    }
+
+    pub(crate) async fn next(&mut self) -> Option<String> {
+        loop {
+            if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=i).collect();
+                return Some(String::from_utf8(line).expect("UTF-8 line"));
+            }
+            match within("the next body frame", self.body.frame()).await {
+                Some(frame) => {
+                    if let Ok(data) = frame.expect("body frame").into_data() {
+                        self.buf.extend_from_slice(&data);
+                    }
+                }
+                None => {
+                    assert!(self.buf.is_empty(), "unterminated line {:?}", self.buf);
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// The plain backend answer: 200 `some data` to everything.
+pub(crate) fn ok(_: &Seen) -> Response<Body> {
+    respond(200, "some data")
+}

@@ -1,0 +1,482 @@
+//! The aggregator's proxy over real TLS on 127.0.0.1, with no mocks: a gateway assembled
+//! from the library's layers and `server::serve_tls`, an extension server that requires the
+//! front-proxy client certificate and reports every request it receives, and clients that
+//! speak HTTP/1.1 or HTTP/2.
+//!
+//! The rows come from kube-aggregator `handler_proxy_test.go` (conformance vectors §5.1),
+//! the derived URL rows (§5.3a), client-go's identity header escaping (§5.4), apimachinery's
+//! redirect rejection (§5.5), and known failures B03, B05 and B07.
+
+mod common;
+
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use common::{
+    APISERVICE, BASE, Backend, ChannelBody, Client, Fixture, GROUP, Gateway, H2_AND_HTTP11,
+    HTTP11_ONLY, Lines, Pki, Protocol, Seen, alice, ok, pki, respond,
+};
+use http::{Method, Response, StatusCode, Version, header};
+use kube_aggregator::Body;
+use kube_aggregator::apiservice::{ApiService, ApiServiceSpec, ConditionStatus, ObjectMeta};
+use kube_aggregator::authn::X509Authenticator;
+use kube_aggregator::proxy::REDIRECT_REJECTED;
+use kube_aggregator::source::ApiServiceEvent;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// The 401 body of k8s.io/apiserver's authentication filter, byte for byte.
+const UNAUTHORIZED: &str = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}\n";
+
+/// §3.4, §5.1, §5.4: the caller's identity arrives as front-proxy headers, one line per
+/// group (a group containing a comma stays whole), extras escaped, forwarding headers set,
+/// and nothing else added; path kept and query re-encoded (§5.3a). Over both protocols.
+#[tokio::test]
+async fn identity_and_forwarding_headers_arrive_exactly() {
+    for (alpn, version) in [
+        (HTTP11_ONLY, Version::HTTP_11),
+        (H2_AND_HTTP11, Version::HTTP_2),
+    ] {
+        let mut f = Fixture::start(alpn, alice(), ok).await;
+        let path = format!("{BASE}/namespaces/default/widgets");
+        let reply = f
+            .client(Protocol::Http1)
+            .get_with(
+                &format!(
+                    "{path}?watch=false&labelSelector=a%3Db&fieldSelector=metadata.name=x&q=a%20b"
+                ),
+                &[
+                    ("user-agent", "proxy-test/1.0"),
+                    ("accept", "application/json"),
+                ],
+            )
+            .await;
+        assert_eq!(
+            (reply.status, reply.body.as_str()),
+            (StatusCode::OK, "some data")
+        );
+
+        let seen = f.backend.next_request().await;
+        let backend = f.backend.addr.to_string();
+        assert_eq!(seen.version, version);
+        assert_eq!(seen.method, Method::GET);
+        assert_eq!(
+            seen.path_and_query(),
+            format!("{path}?fieldSelector=metadata.name%3Dx&labelSelector=a%3Db&q=a+b&watch=false")
+        );
+        assert_eq!(seen.host(), backend);
+        assert_eq!(seen.one("x-remote-user"), Some("alice"));
+        assert_eq!(
+            seen.one("x-remote-uid"),
+            Some("6b60d791-1af9-4513-92e5-e4252a1e0a78")
+        );
+        assert_eq!(
+            seen.all("x-remote-group"),
+            ["one", "two", "a,b", "system:authenticated"]
+        );
+        assert_eq!(seen.all("x-remote-extra-example.com%2ftwo"), ["x", "y"]);
+        assert_eq!(seen.all("x-remote-extra-scopes"), ["s"]);
+        assert_eq!(seen.one("x-forwarded-proto"), Some("https"));
+        assert_eq!(seen.one("x-forwarded-for"), Some("127.0.0.1"));
+        assert_eq!(seen.one("x-forwarded-uri"), Some(path.as_str()));
+        assert_eq!(seen.one("x-forwarded-host"), Some(backend.as_str()));
+        assert_eq!(seen.one("user-agent"), Some("proxy-test/1.0"));
+        assert_eq!(seen.one("accept"), Some("application/json"));
+        let mut expected = vec![
+            "accept",
+            "user-agent",
+            "x-forwarded-for",
+            "x-forwarded-host",
+            "x-forwarded-proto",
+            "x-forwarded-uri",
+            "x-remote-extra-example.com%2ftwo",
+            "x-remote-extra-scopes",
+            "x-remote-group",
+            "x-remote-uid",
+            "x-remote-user",
+        ];
+        if version == Version::HTTP_11 {
+            expected.push("host");
+            expected.sort_unstable();
+        }
+        assert_eq!(
+            seen.names(),
+            expected,
+            "the complete header set over {version:?}"
+        );
+    }
+}
+
+/// §5.3a: the upstream URL is the decoded path re-escaped and the query parsed and
+/// re-encoded with sorted keys, as Go's `url.Values.Encode`.
+#[tokio::test]
+async fn upstream_url_is_rebuilt_as_upstream_does() {
+    let mut f = Fixture::start(H2_AND_HTTP11, alice(), ok).await;
+    let client = f.client(Protocol::Http1);
+    for (sent, upstream) in [
+        (
+            "/apis/widgets.example.io/v1alpha1/pods?watch=true&labelSelector=a%3Db&fieldSelector=metadata.name=x",
+            "/apis/widgets.example.io/v1alpha1/pods?fieldSelector=metadata.name%3Dx&labelSelector=a%3Db&watch=true",
+        ),
+        (
+            "/apis/widgets.example.io/v1alpha1/things?q=a%20b",
+            "/apis/widgets.example.io/v1alpha1/things?q=a+b",
+        ),
+        (
+            "/apis/widgets.example.io/v1alpha1/foo%2Fbar",
+            "/apis/widgets.example.io/v1alpha1/foo/bar",
+        ),
+        (
+            "/apis/widgets.example.io/v1alpha1",
+            "/apis/widgets.example.io/v1alpha1",
+        ),
+    ] {
+        let reply = client.get(sent).await;
+        assert_eq!(reply.status, StatusCode::OK, "{sent}");
+        let seen = f.backend.next_request().await;
+        assert_eq!(seen.path_and_query(), upstream, "{sent}");
+    }
+}
+
+/// B05, B07: identity and credential headers a client sends never reach the backend;
+/// only the identity the real x509 authenticator established does.
+#[tokio::test]
+async fn spoofed_identity_and_credentials_are_removed() {
+    let pki = Pki::new();
+    let mut backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
+    let x509 = X509Authenticator::from_pem(pki.client_ca.cert_pem.as_bytes()).expect("client CA");
+    let gateway = Gateway::start(&pki, x509, backend.addr).await;
+    let bob = pki.client_ca.client("bob", &["dev"]);
+    for protocol in [Protocol::Http1, Protocol::Http2] {
+        let client = Client::new(&pki, gateway.addr, Some(&bob), protocol);
+        let reply = client
+            .get_with(
+                &format!("{BASE}/widgets"),
+                &[
+                    ("X-Remote-User", "system:admin"),
+                    ("X-Remote-Group", "system:masters"),
+                    ("x-remote-group", "system:masters"),
+                    ("X-Remote-Uid", "0"),
+                    ("X-Remote-Extra-Foo", "bar"),
+                    ("X-Remote-Extra-Scopes", "all"),
+                    ("Authorization", "Bearer secret"),
+                    ("Proxy-Authorization", "Basic c2VjcmV0"),
+                    ("Impersonate-User", "root"),
+                    ("Impersonate-Group", "system:masters"),
+                    ("Impersonate-Extra-Reason", "test"),
+                    ("X-Forwarded-For", "192.0.2.1"),
+                ],
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{protocol:?}: {}", reply.body);
+
+        let seen = backend.next_request().await;
+        assert_eq!(seen.one("x-remote-user"), Some("bob"), "{protocol:?}");
+        assert_eq!(
+            seen.all("x-remote-group"),
+            ["dev", "system:authenticated"],
+            "{protocol:?}"
+        );
+        for name in seen.names() {
+            assert!(
+                !matches!(
+                    name,
+                    "authorization" | "proxy-authorization" | "x-remote-uid"
+                ) && !name.starts_with("x-remote-extra-")
+                    && !name.starts_with("impersonate-"),
+                "{protocol:?}: {name} reached the backend: {:?}",
+                seen.headers
+            );
+        }
+        // A client's X-Forwarded-For is kept and the peer appended, as Go's ReverseProxy.
+        assert_eq!(seen.one("x-forwarded-for"), Some("192.0.2.1, 127.0.0.1"));
+    }
+}
+
+/// §7.9: no certificate, or one from a CA the gateway does not trust, is 401 with the
+/// upstream Status body, and the backend is never contacted.
+#[tokio::test]
+async fn unauthenticated_clients_get_401_and_never_reach_the_backend() {
+    let pki = Pki::new();
+    let mut backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
+    let x509 = X509Authenticator::from_pem(pki.client_ca.cert_pem.as_bytes()).expect("client CA");
+    let gateway = Gateway::start(&pki, x509, backend.addr).await;
+    let stranger = pki::Ca::new("unknown-ca").client("mallory", &["system:masters"]);
+    for cert in [None, Some(&stranger)] {
+        let client = Client::new(&pki, gateway.addr, cert, Protocol::Http1);
+        let reply = client
+            .get_with(
+                &format!("{BASE}/widgets"),
+                &[("X-Remote-User", "system:admin")],
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(reply.body, UNAUTHORIZED);
+        assert_eq!(reply.headers[header::CONTENT_TYPE], "application/json");
+    }
+    backend.assert_untouched();
+}
+
+/// B03, §5.5: a backend 3xx with a Location becomes 502 with the fixed message and no
+/// backend headers; a 304 without Location and a 200 pass through.
+#[tokio::test]
+async fn backend_redirects_become_502() {
+    let f = Fixture::start(H2_AND_HTTP11, alice(), |seen: &Seen| {
+        let path = seen.uri.path();
+        let code: u16 = path
+            .rsplit('/')
+            .next()
+            .and_then(|c| c.parse().ok())
+            .expect("the path ends with a status code");
+        let mut res = respond(code, if code == 304 { "" } else { "some data" });
+        if path.contains("/redirect/") {
+            res.headers_mut().insert(
+                header::LOCATION,
+                "https://127.0.0.1:9/elsewhere".parse().expect("valid"),
+            );
+            res.headers_mut()
+                .insert("x-backend", "leaked".parse().expect("valid"));
+        }
+        res
+    })
+    .await;
+    let client = f.client(Protocol::Http1);
+    for code in [301, 302, 303, 307, 308, 304] {
+        let reply = client.get(&format!("{BASE}/redirect/{code}")).await;
+        assert_eq!(reply.status, StatusCode::BAD_GATEWAY, "{code}");
+        assert_eq!(reply.body, REDIRECT_REJECTED, "{code}");
+        assert_eq!(
+            reply.body,
+            "the backend attempted to redirect this request, which is not permitted"
+        );
+        assert_eq!(
+            reply.headers[header::CONTENT_TYPE],
+            "text/plain; charset=utf-8"
+        );
+        assert!(
+            !reply.headers.contains_key(header::LOCATION),
+            "{code}: {:?}",
+            reply.headers
+        );
+        assert!(
+            !reply.headers.contains_key("x-backend"),
+            "{code}: {:?}",
+            reply.headers
+        );
+    }
+    let reply = client.get(&format!("{BASE}/status/304")).await;
+    assert_eq!(
+        (reply.status, reply.body.as_str()),
+        (StatusCode::NOT_MODIFIED, "")
+    );
+    let reply = client.get(&format!("{BASE}/status/200")).await;
+    assert_eq!(
+        (reply.status, reply.body.as_str()),
+        (StatusCode::OK, "some data")
+    );
+}
+
+/// §3.5, B20: a watch streams: the client has the first event before the backend writes
+/// the second, so nothing on the way buffers the body.
+#[tokio::test]
+async fn watch_events_stream_through_without_buffering() {
+    let (events, rx) = mpsc::unbounded_channel::<Bytes>();
+    let rx = Mutex::new(Some(rx));
+    let f = Fixture::start(HTTP11_ONLY, alice(), move |seen: &Seen| {
+        assert_eq!(seen.uri.query(), Some("watch=true"));
+        let rx = rx.lock().expect("lock").take().expect("one watch request");
+        let mut res = Response::new(Body::new(ChannelBody(rx)));
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            "application/json".parse().expect("valid"),
+        );
+        res
+    })
+    .await;
+    let first =
+        "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Widget\",\"metadata\":{\"name\":\"a\"}}}\n";
+    let second =
+        "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Widget\",\"metadata\":{\"name\":\"a\"}}}\n";
+    events
+        .send(Bytes::from_static(first.as_bytes()))
+        .expect("backend body open");
+
+    let res = f
+        .client(Protocol::Http1)
+        .open(
+            &format!("{BASE}/namespaces/default/widgets?watch=true"),
+            &[],
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()[header::CONTENT_TYPE], "application/json");
+    let mut lines = Lines::new(res.into_body());
+    assert_eq!(lines.next().await.as_deref(), Some(first));
+    events
+        .send(Bytes::from_static(second.as_bytes()))
+        .expect("backend body open");
+    assert_eq!(lines.next().await.as_deref(), Some(second));
+    drop(events);
+    assert_eq!(
+        lines.next().await,
+        None,
+        "the stream ends when the backend ends it"
+    );
+}
+
+/// §3.1 step 8: a backend that cannot be reached is 503 naming the error.
+#[tokio::test]
+async fn unreachable_backend_is_503() {
+    let pki = Pki::new();
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        l.local_addr().expect("address")
+    };
+    let gateway = Gateway::start(&pki, alice(), closed).await;
+    let reply = Client::new(&pki, gateway.addr, None, Protocol::Http1)
+        .get(&format!("{BASE}/widgets"))
+        .await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        reply.body.starts_with("error trying to reach service: ") && reply.body.ends_with('\n'),
+        "{:?}",
+        reply.body
+    );
+    assert_eq!(
+        reply.headers[header::CONTENT_TYPE],
+        "text/plain; charset=utf-8"
+    );
+    assert_eq!(reply.headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+}
+
+/// §3.1 step 3, B11: an APIService whose Available condition is False is 503
+/// `service unavailable` without any connection to the backend; once True it is proxied.
+#[tokio::test]
+async fn unavailable_apiservice_is_503_without_a_connection() {
+    let mut f = Fixture::start(H2_AND_HTTP11, alice(), ok).await;
+    f.gateway.registry.set_available_condition(
+        APISERVICE,
+        ConditionStatus::False,
+        "FailedDiscoveryCheck",
+        "failing or missing response",
+    );
+    let client = f.client(Protocol::Http1);
+    for path in [format!("{BASE}/widgets"), BASE.to_owned()] {
+        let reply = client.get(&path).await;
+        assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE, "{path}");
+        assert_eq!(reply.body, "service unavailable\n", "{path}");
+        assert_eq!(
+            reply.headers[header::CONTENT_TYPE],
+            "text/plain; charset=utf-8"
+        );
+    }
+    f.backend.assert_untouched();
+
+    f.gateway.registry.set_available_condition(
+        APISERVICE,
+        ConditionStatus::True,
+        "Passed",
+        "all checks passed",
+    );
+    let reply = client.get(&format!("{BASE}/widgets")).await;
+    assert_eq!(
+        (reply.status, reply.body.as_str()),
+        (StatusCode::OK, "some data")
+    );
+    assert_eq!(f.backend.connections(), 1);
+}
+
+/// §3.8: HTTP/2 from the client, and to the backend when it offers h2 by ALPN; a backend
+/// that offers only http/1.1 is reached over HTTP/1.1.
+#[tokio::test]
+async fn http2_end_to_end_and_http11_fallback() {
+    for (alpn, upstream) in [
+        (H2_AND_HTTP11, Version::HTTP_2),
+        (HTTP11_ONLY, Version::HTTP_11),
+    ] {
+        let mut f = Fixture::start(alpn, alice(), ok).await;
+        let client = f.client(Protocol::Http2);
+        for _ in 0..2 {
+            let reply = client.get(&format!("{BASE}/widgets")).await;
+            assert_eq!(reply.version, Version::HTTP_2);
+            assert_eq!(
+                (reply.status, reply.body.as_str()),
+                (StatusCode::OK, "some data")
+            );
+            let seen = f.backend.next_request().await;
+            assert_eq!(seen.version, upstream);
+            if upstream == Version::HTTP_2 {
+                assert_eq!(seen.uri.scheme_str(), Some("https"));
+            }
+            assert_eq!(seen.one("x-remote-user"), Some("alice"));
+            assert_eq!(seen.host(), f.backend.addr.to_string());
+        }
+        // The APIService's client pools its backend connection across requests.
+        assert_eq!(f.backend.connections(), 1, "{upstream:?}");
+    }
+}
+
+/// §2.2, §5.1, §5.2: local APIServices and unknown paths go to the host's handlers;
+/// `/apis` lists apiregistration.k8s.io first, then the groups by priority; `/apis/<g>`
+/// is that group's APIGroup.
+#[tokio::test]
+async fn local_and_unknown_paths_reach_the_inner_service_and_discovery_is_served() {
+    let mut f = Fixture::start(H2_AND_HTTP11, alice(), ok).await;
+    f.gateway
+        .registry
+        .apply(ApiServiceEvent::Applied(ApiService {
+            metadata: ObjectMeta {
+                name: "v1.local.example.io".into(),
+                ..ObjectMeta::default()
+            },
+            spec: ApiServiceSpec {
+                group: "local.example.io".into(),
+                version: "v1".into(),
+                group_priority_minimum: 2000,
+                version_priority: 10,
+                ..ApiServiceSpec::default()
+            },
+            ..ApiService::default()
+        }))
+        .expect("the local APIService is valid");
+    let client = f.client(Protocol::Http1);
+
+    for path in [
+        "/apis/local.example.io/v1/things",
+        "/apis/unknown.example.io/v1/things",
+        "/healthz",
+    ] {
+        let reply = client.get(path).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(reply.body, format!("inner: GET {path}"));
+    }
+
+    let reply = client.get("/apis").await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.headers[header::CONTENT_TYPE], "application/json");
+    let list: serde_json::Value = serde_json::from_str(&reply.body).expect("APIGroupList JSON");
+    assert_eq!(
+        (&list["kind"], &list["apiVersion"]),
+        (&"APIGroupList".into(), &"v1".into())
+    );
+    let groups = list["groups"].as_array().expect("groups");
+    let names: Vec<&str> = groups
+        .iter()
+        .map(|g| g["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["apiregistration.k8s.io", "local.example.io", GROUP]);
+    let gv =
+        serde_json::json!({"groupVersion": "widgets.example.io/v1alpha1", "version": "v1alpha1"});
+    assert_eq!(
+        groups[2],
+        serde_json::json!({"name": GROUP, "versions": [gv], "preferredVersion": gv})
+    );
+
+    let reply = client.get("/apis/widgets.example.io").await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(
+        reply.body,
+        r#"{"kind":"APIGroup","apiVersion":"v1","name":"widgets.example.io","versions":[{"groupVersion":"widgets.example.io/v1alpha1","version":"v1alpha1"}],"preferredVersion":{"groupVersion":"widgets.example.io/v1alpha1","version":"v1alpha1"}}"#
+    );
+    f.backend.assert_untouched();
+}
