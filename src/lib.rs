@@ -25,6 +25,7 @@ pub mod server;
 pub mod source;
 pub mod status;
 pub mod transport;
+pub mod webhook;
 
 pub use aggregator::{AggregatorLayer, AggregatorService};
 pub use body::Body;
