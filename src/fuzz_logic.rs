@@ -137,8 +137,10 @@ pub fn fuzz_manifests(data: &[u8]) {
     let _ = registry.apply(ApiServiceEvent::Resynced(services));
     let table = registry.snapshot();
     // Later duplicates of a name replace earlier ones, so compare by name.
-    let published: std::collections::BTreeSet<String> =
-        table.routes().map(|r| r.apiservice.name().to_owned()).collect();
+    let published: std::collections::BTreeSet<String> = table
+        .routes()
+        .map(|r| r.apiservice.name().to_owned())
+        .collect();
     assert!(
         published.is_subset(&accepted),
         "published {published:?}, accepted {accepted:?}"
@@ -183,7 +185,10 @@ pub fn fuzz_proxy_rewrite(uri: &str, query: &str, extra_key: &str) {
         return;
     };
     if let Ok(out) = upstream_request(req, &authority, &user, None) {
-        assert_eq!(out.headers().get(name.as_str()).map(|v| v.as_bytes()), Some(&b"value"[..]));
+        assert_eq!(
+            out.headers().get(name.as_str()).map(|v| v.as_bytes()),
+            Some(&b"value"[..])
+        );
         assert_eq!(out.headers()["x-remote-user"], "alice");
     }
 }

@@ -238,10 +238,17 @@ impl Registry {
     /// listed is deleted, in one published snapshot.
     pub fn apply(&self, event: ApiServiceEvent) -> Result<(), ApplyError> {
         let mut rejected = Vec::new();
+        let mut changed_status = Vec::new();
         let mut w = lock(&self.shared.writer);
         let mut next = w.by_name.clone();
         match event {
-            ApiServiceEvent::Applied(svc) => self.upsert(&mut next, &w.by_name, svc, &mut rejected),
+            ApiServiceEvent::Applied(svc) => self.upsert(
+                &mut next,
+                &w.by_name,
+                svc,
+                &mut rejected,
+                &mut changed_status,
+            ),
             ApiServiceEvent::Deleted(name) => {
                 next.remove(&name);
             }
@@ -250,12 +257,19 @@ impl Registry {
                     all.iter().map(|s| s.metadata.name.clone()).collect();
                 next.retain(|name, _| keep.contains(name));
                 for svc in all {
-                    self.upsert(&mut next, &w.by_name, svc, &mut rejected);
+                    self.upsert(
+                        &mut next,
+                        &w.by_name,
+                        svc,
+                        &mut rejected,
+                        &mut changed_status,
+                    );
                 }
             }
         }
         self.publish(&mut w, next);
         drop(w);
+        self.notify(&changed_status);
         if rejected.is_empty() {
             Ok(())
         } else {
@@ -269,6 +283,7 @@ impl Registry {
         prev: &BTreeMap<String, Arc<Route>>,
         mut svc: ApiService,
         rejected: &mut Vec<ValidationError>,
+        changed_status: &mut Vec<ApiService>,
     ) {
         if let Err(e) = validate(&svc) {
             rejected.push(e);
@@ -287,13 +302,16 @@ impl Registry {
         let backend = match &svc.spec.service {
             None => {
                 // Local APIServices are always available (local availability controller).
-                svc.set_condition(
+                let changed = svc.set_condition(
                     CONDITION_AVAILABLE,
                     ConditionStatus::True,
                     "Local",
                     "Local APIServices are always available",
                     &crate::rt::rfc3339_now(),
                 );
+                if changed {
+                    changed_status.push(svc.clone());
+                }
                 Backend::Local
             }
             Some(service) => {
@@ -380,11 +398,21 @@ impl Registry {
         next.insert(name.to_owned(), updated);
         self.publish(&mut w, next);
         drop(w);
-        let sinks: Vec<Arc<dyn StatusSink>> = lock(&self.shared.sinks).clone();
-        for sink in sinks {
-            sink.status_changed(&svc);
-        }
+        self.notify(std::slice::from_ref(&svc));
         Some(was_available)
+    }
+
+    /// Tells every sink about each APIService whose status changed.
+    fn notify(&self, changed: &[ApiService]) {
+        if changed.is_empty() {
+            return;
+        }
+        let sinks: Vec<Arc<dyn StatusSink>> = lock(&self.shared.sinks).clone();
+        for svc in changed {
+            for sink in &sinks {
+                sink.status_changed(svc);
+            }
+        }
     }
 
     /// Completes once the published generation is greater than `seen`.

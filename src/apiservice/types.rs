@@ -77,7 +77,12 @@ pub struct ApiServiceSpec {
     #[serde(default)]
     pub version: String,
     /// Skip verification of the backend's serving certificate.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    // Upstream spells the acronym in capitals, which camelCase renaming would not.
+    #[serde(
+        rename = "insecureSkipTLSVerify",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub insecure_skip_tls_verify: bool,
     /// PEM CA bundle that verifies the backend's serving certificate (base64 in JSON).
     #[serde(default, with = "base64_bytes", skip_serializing_if = "Vec::is_empty")]

@@ -1,4 +1,4 @@
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -99,20 +99,28 @@ impl AvailabilityController {
     /// changes, then on its schedule. Spawn it on the host's executor.
     pub async fn run(self) {
         let mut schedule: HashMap<String, Schedule> = HashMap::new();
+        let mut gauged: HashSet<String> = HashSet::new();
         loop {
             let table = self.registry.snapshot_owned();
             let now = self.timer.now();
             // Follow the table: new APIServices and changed services are due now.
-            schedule.retain(|name, _| {
-                let keep = table.get(name).is_some_and(|r| !r.apiservice.is_local());
+            // Forget the gauge of every APIService that is gone, local ones included
+            // (upstream's local controller removes theirs too).
+            gauged.retain(|name| {
+                let keep = table.get(name).is_some();
                 if !keep {
                     self.metrics.forget(name);
                 }
                 keep
             });
+            schedule.retain(|name, _| table.get(name).is_some_and(|r| !r.apiservice.is_local()));
             for route in table.routes() {
+                let name = route.apiservice.name();
+                if !gauged.contains(name) {
+                    gauged.insert(name.to_owned());
+                }
                 let Some(service) = &route.apiservice.spec.service else {
-                    self.metrics.set_unavailable(route.apiservice.name(), false);
+                    self.metrics.set_unavailable(name, false);
                     continue;
                 };
                 let entry = schedule
