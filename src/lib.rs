@@ -17,6 +17,9 @@ pub mod authz;
 pub mod availability;
 pub mod body;
 pub mod discovery;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzz_logic;
 pub mod proxy;
 pub mod registry;
 pub mod rt;

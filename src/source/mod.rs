@@ -15,6 +15,8 @@ mod dir;
 use std::future::Future;
 
 pub use dir::{ManifestDir, ManifestError};
+#[cfg(fuzzing)]
+pub(crate) use dir::parse_manifests;
 
 use crate::apiservice::ApiService;
 

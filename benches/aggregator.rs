@@ -1,0 +1,314 @@
+//! Criterion benches of the request path, one group per concern, each with a baseline
+//! measured in the same group so results read as ratios (see `benches/README.md`).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::hint::black_box;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use http::{HeaderValue, Method, Request, Response, StatusCode, Uri};
+use kube_aggregator::apiservice::{ApiService, ConditionStatus, ServiceReference};
+use kube_aggregator::authn::{
+    AuthenticateFuture, AuthenticationLayer, Authenticator, ConnectionInfo, UserInfo,
+};
+use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer, RequestInfo};
+use kube_aggregator::availability::StaticServiceResolver;
+use kube_aggregator::body::BoxError;
+use kube_aggregator::proxy::upstream_request;
+use kube_aggregator::rt::Timer;
+use kube_aggregator::source::ApiServiceEvent;
+use kube_aggregator::transport::{BackendClient, BackendTarget, Transport, TransportError};
+use kube_aggregator::{AggregatorLayer, Body, Registry};
+use tower::util::BoxCloneSyncService;
+use tower::{ServiceBuilder, ServiceExt};
+
+/// The Service every benched APIService points at, and where the resolver sends it.
+const SERVICE_NAMESPACE: &str = "kube-system";
+const SERVICE_NAME: &str = "metrics-server";
+const BACKEND_ADDRESS: &str = "10.0.0.5:4443";
+
+/// An extension server that lives in memory: answers 200 with an empty body at once.
+fn in_memory_backend() -> BackendClient {
+    BoxCloneSyncService::new(tower::service_fn(|_req: Request<Body>| async {
+        Ok::<_, BoxError>(Response::new(Body::empty()))
+    }))
+}
+
+/// Hands every APIService the in-memory backend, so the stack runs without sockets.
+struct InMemoryTransport;
+
+impl Transport for InMemoryTransport {
+    fn client(&self, _target: &BackendTarget) -> Result<BackendClient, TransportError> {
+        Ok(in_memory_backend())
+    }
+}
+
+/// Says every request comes from `alice`: the cheapest authenticator that still takes
+/// the success path (identity stored, credentials stripped).
+#[derive(Debug, Clone, Copy)]
+struct AlwaysAlice;
+
+impl Authenticator for AlwaysAlice {
+    fn authenticate(&self, _parts: &http::request::Parts) -> AuthenticateFuture {
+        Box::pin(std::future::ready(Ok(Some(UserInfo::new(
+            "alice",
+            ["dev"],
+        )))))
+    }
+}
+
+/// A remote APIService `<version>.<group>` served by the benched Service.
+fn remote_apiservice(group: &str, version: &str) -> ApiService {
+    let mut svc = ApiService::default();
+    svc.metadata.name = format!("{version}.{group}");
+    svc.spec.group = group.to_owned();
+    svc.spec.version = version.to_owned();
+    svc.spec.group_priority_minimum = 100;
+    svc.spec.version_priority = 100;
+    svc.spec.insecure_skip_tls_verify = true;
+    svc.spec.service = Some(ServiceReference {
+        namespace: SERVICE_NAMESPACE.to_owned(),
+        name: SERVICE_NAME.to_owned(),
+        port: None,
+    });
+    svc
+}
+
+/// A registry of `count` available remote APIServices `v1.group<i>.example.com`.
+fn registry_with(count: usize) -> Registry {
+    let registry = Registry::new(InMemoryTransport);
+    let services = (0..count)
+        .map(|i| remote_apiservice(&format!("group{i}.example.com"), "v1"))
+        .collect();
+    if let Err(e) = registry.apply(ApiServiceEvent::Resynced(services)) {
+        panic!("bench APIServices rejected: {e}");
+    }
+    registry
+}
+
+/// Resource, subresource, selector, discovery and non-resource requests, as a cluster
+/// sees them.
+fn request_info(c: &mut Criterion) {
+    let requests: Vec<(Method, Uri)> = [
+        (Method::GET, "/api/v1/namespaces/default/pods/web-0"),
+        (
+            Method::GET,
+            "/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods?labelSelector=app%3Dweb&limit=500",
+        ),
+        (
+            Method::GET,
+            "/api/v1/namespaces/default/pods?fieldSelector=metadata.name%3Dweb-0&watch=true",
+        ),
+        (
+            Method::POST,
+            "/api/v1/namespaces/default/pods/web-0/exec?command=sh&stdin=true",
+        ),
+        (Method::GET, "/apis/metrics.k8s.io/v1beta1"),
+        (Method::GET, "/healthz"),
+    ]
+    .into_iter()
+    .map(|(m, u)| (m, Uri::from_static(u)))
+    .collect();
+
+    let mut group = c.benchmark_group("request_info");
+    group.bench_function("baseline_split_count", |b| {
+        b.iter(|| {
+            for (_, uri) in &requests {
+                black_box(black_box(uri).path().split('/').count());
+            }
+        })
+    });
+    group.bench_function("from_parts", |b| {
+        b.iter(|| {
+            for (method, uri) in &requests {
+                let _ = black_box(RequestInfo::from_parts(black_box(method), black_box(uri)));
+            }
+        })
+    });
+    group.finish();
+}
+
+/// Finding the route of a group/version among many APIServices.
+fn routing_lookup(c: &mut Criterion) {
+    let mut group = c.benchmark_group("routing_lookup");
+    for count in [10usize, 1_000, 10_000] {
+        let registry = registry_with(count);
+        // A group in the middle of the discovery order, so nothing benefits from being first.
+        let wanted = format!("group{}.example.com", count / 2);
+        let table = registry.snapshot_owned();
+        let baseline: HashMap<String, _> = table
+            .routes()
+            .map(|r| (r.apiservice.spec.group.clone(), r.clone()))
+            .collect();
+        assert!(table.lookup(&wanted, "v1").is_some());
+
+        group.bench_with_input(
+            BenchmarkId::new("baseline_hashmap_get", count),
+            &wanted,
+            |b, wanted| {
+                b.iter(|| black_box(baseline.get(black_box(wanted.as_str())).map(Arc::as_ptr)))
+            },
+        );
+        // Includes the per-request snapshot load, as the aggregator pays it.
+        group.bench_with_input(BenchmarkId::new("lookup", count), &wanted, |b, wanted| {
+            b.iter(|| {
+                let table = registry.snapshot();
+                black_box(
+                    table
+                        .lookup(black_box(wanted.as_str()), "v1")
+                        .map(Arc::as_ptr),
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+/// The request `kubectl top pods` sends, with the 10 headers it carries through a
+/// front proxy.
+fn kubectl_request() -> Request<Body> {
+    let mut req = Request::get(
+        "/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods?labelSelector=app%3Dweb&limit=500",
+    )
+    .body(Body::empty())
+    .unwrap_or_default();
+    for (name, value) in [
+        ("host", "kubernetes.default.svc:443"),
+        (
+            "user-agent",
+            "kubectl/v1.32.0 (linux/amd64) kubernetes/70d3cc9",
+        ),
+        (
+            "accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+        ),
+        ("accept-encoding", "gzip"),
+        (
+            "authorization",
+            "Bearer eyJhbGciOiJSUzI1NiIsImtpZCI6IjEifQ.e30.c2ln",
+        ),
+        ("kubectl-command", "kubectl top pods"),
+        ("kubectl-session", "4b8e1e0c-5ad2-4a8f-9d64-0b5d9f7c2a11"),
+        ("audit-id", "b7f3c2d1-7e44-4c1c-9f0a-3b9b2f5d8e77"),
+        ("x-forwarded-for", "192.0.2.10"),
+        ("connection", "keep-alive"),
+    ] {
+        req.headers_mut()
+            .insert(name, HeaderValue::from_static(value));
+    }
+    req
+}
+
+/// Rewriting a client request into the backend request.
+fn proxy_rewrite(c: &mut Criterion) {
+    let (template, _) = kubectl_request().into_parts();
+    let authority: http::uri::Authority = BACKEND_ADDRESS.parse().unwrap_or_else(|e| {
+        panic!("{BACKEND_ADDRESS} is not an authority: {e}");
+    });
+    let mut user = UserInfo::new("alice", ["dev", "ops", "system:authenticated"]);
+    user.uid = "7db46926-e803-4337-9a29-f9c1fab7d34a".to_owned();
+    user.extra.insert(
+        "authentication.kubernetes.io/credential-id".to_owned(),
+        vec!["X509SHA256=8f4e1a9c".to_owned()],
+    );
+    let remote: SocketAddr = SocketAddr::from(([192, 0, 2, 20], 51234));
+
+    let mut group = c.benchmark_group("proxy_rewrite");
+    group.bench_function("baseline_clone_parts", |b| {
+        b.iter(|| black_box(black_box(&template).clone()))
+    });
+    group.bench_function("upstream_request", |b| {
+        b.iter_batched(
+            || Request::from_parts(template.clone(), Body::empty()),
+            |req| black_box(upstream_request(req, &authority, &user, Some(remote))),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+/// A whole request through authentication, authorization and the aggregator to an
+/// in-memory extension server.
+fn stack_in_memory(c: &mut Criterion) {
+    // Criterion's async support needs a feature the crate does not enable; blocking on a
+    // pre-built current-thread runtime per iteration costs the same on both sides.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("cannot build the bench runtime: {e}"));
+
+    let registry = registry_with(10);
+    let group_name = "metrics.k8s.io";
+    if let Err(e) = registry.apply(ApiServiceEvent::Applied(remote_apiservice(
+        group_name, "v1beta1",
+    ))) {
+        panic!("metrics APIService rejected: {e}");
+    }
+    // The gate answers 503 until the availability controller would have said True.
+    registry.set_available_condition(
+        "v1beta1.metrics.k8s.io",
+        ConditionStatus::True,
+        "Passed",
+        "all checks passed",
+    );
+    let mut resolver = StaticServiceResolver::new();
+    if let Err(e) = resolver.insert(SERVICE_NAMESPACE, SERVICE_NAME, 443, BACKEND_ADDRESS) {
+        panic!("{e}");
+    }
+    let host = tower::service_fn(|_req: Request<Body>| async {
+        Ok::<_, Infallible>(
+            Response::builder()
+                .status(StatusCode::NOT_FOUND)
+                .body(Body::empty())
+                .unwrap_or_default(),
+        )
+    });
+    let stack = ServiceBuilder::new()
+        .layer(AuthenticationLayer::new(AlwaysAlice))
+        .layer(AuthorizationLayer::new(AlwaysAllow))
+        .layer(AggregatorLayer::new(registry, resolver, Timer::tokio()))
+        .service(host);
+    let backend = in_memory_backend();
+
+    let request = || {
+        let mut req = kubectl_request();
+        req.extensions_mut().insert(ConnectionInfo {
+            remote_addr: Some(SocketAddr::from(([192, 0, 2, 20], 51234))),
+            ..ConnectionInfo::default()
+        });
+        req
+    };
+    // Bench the proxied path, not an error page.
+    let status = rt
+        .block_on(stack.clone().oneshot(request()))
+        .map(|r| r.status());
+    assert_eq!(status.ok(), Some(StatusCode::OK), "the stack did not proxy");
+
+    let mut group = c.benchmark_group("stack_in_memory");
+    group.bench_function("baseline_backend_direct", |b| {
+        b.iter_batched(
+            request,
+            |req| black_box(rt.block_on(backend.clone().oneshot(req)).is_ok()),
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("full_stack", |b| {
+        b.iter_batched(
+            request,
+            |req| black_box(rt.block_on(stack.clone().oneshot(req)).is_ok()),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    request_info,
+    routing_lookup,
+    proxy_rewrite,
+    stack_in_memory
+);
+criterion_main!(benches);
