@@ -25,7 +25,7 @@ use rustls_pki_types::pem::PemObject;
 use tokio::net::TcpListener;
 use tower::{Service, ServiceExt};
 
-use crate::authn::ConnectionInfo;
+use crate::authn::{CloseConnection, ConnectionInfo};
 use crate::body::Body;
 
 /// The serving TLS configuration could not be built.
@@ -144,10 +144,13 @@ impl ClientCertVerifier for RequestClientCert {
 }
 
 /// Serves `service` on `listener` over TLS until `shutdown` completes, then stops
-/// accepting and waits for open connections to finish (at most 10 s).
+/// accepting, asks open connections to finish (HTTP/2 GOAWAY, HTTP/1.1 close after the
+/// current response) and waits for them at most 10 s.
 ///
-/// Each request carries a [`ConnectionInfo`]. Handshake failures are logged and the
-/// connection dropped; a handshake has 10 s to finish.
+/// Each request carries a [`ConnectionInfo`]. A response marked with
+/// [`CloseConnection`] (an HTTP/2 401, as upstream) shuts its connection down gracefully
+/// once the response is sent. Handshake failures are logged and the connection dropped; a
+/// handshake has 10 s to finish.
 pub async fn serve_tls<S>(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
@@ -162,9 +165,12 @@ pub async fn serve_tls<S>(
     S::Future: Send + 'static,
 {
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
+        // Reap finished connection tasks so the set stays the size of the open ones.
+        while connections.try_join_next().is_some() {}
         let (tcp, remote_addr) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -179,54 +185,71 @@ pub async fn serve_tls<S>(
         let _ = tcp.set_nodelay(true);
         let acceptor = acceptor.clone();
         let service = service.clone();
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let stream =
-                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                    Ok(Ok(s)) => s,
-                    Ok(Err(e)) => {
-                        tracing::debug!(%remote_addr, error = %e, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => {
-                        tracing::debug!(%remote_addr, "TLS handshake timed out");
-                        return;
-                    }
-                };
+        let mut stop = stop_rx.clone();
+        connections.spawn(async move {
+            let stream = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    tracing::debug!(%remote_addr, error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%remote_addr, "TLS handshake timed out");
+                    return;
+                }
+            };
             let peer: Arc<[CertificateDer<'static>]> = stream
                 .get_ref()
                 .1
                 .peer_certificates()
-                .map(|c| {
-                    c.iter()
-                        .map(|c| c.clone().into_owned())
-                        .collect::<Vec<_>>()
-                        .into()
-                })
+                .map(|c| c.iter().map(|c| c.clone().into_owned()).collect::<Vec<_>>().into())
                 .unwrap_or_else(|| Arc::from(Vec::new()));
-            let info = ConnectionInfo {
-                remote_addr: Some(remote_addr),
-                peer_certificates: peer,
-            };
-            let svc = service.map_request(move |mut req: Request<Incoming>| {
-                req.extensions_mut().insert(info.clone());
-                req
-            });
+            let info = ConnectionInfo { remote_addr: Some(remote_addr), peer_certificates: peer };
+            let close = Arc::new(tokio::sync::Notify::new());
+            let close_on = close.clone();
+            let svc = service
+                .map_request(move |mut req: Request<Incoming>| {
+                    req.extensions_mut().insert(info.clone());
+                    req
+                })
+                .map_response(move |res: Response<Body>| {
+                    if res.extensions().get::<CloseConnection>().is_some() {
+                        close_on.notify_one();
+                    }
+                    res
+                });
             let builder = auto::Builder::new(TokioExecutor::new());
-            let conn = builder.serve_connection_with_upgrades(
-                TokioIo::new(stream),
-                TowerToHyperService::new(svc),
-            );
-            if let Err(e) = watcher.watch(conn.into_owned()).await {
-                tracing::debug!(%remote_addr, error = %e, "connection ended with an error");
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(svc));
+            let mut conn = std::pin::pin!(conn);
+            let mut closing = false;
+            loop {
+                tokio::select! {
+                    res = conn.as_mut() => {
+                        if let Err(e) = res {
+                            tracing::debug!(%remote_addr, error = %e, "connection ended with an error");
+                        }
+                        return;
+                    }
+                    () = close.notified(), if !closing => {
+                        closing = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
+                    _ = stop.wait_for(|s| *s), if !closing => {
+                        closing = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
+                }
             }
         });
     }
     drop(listener);
-    if tokio::time::timeout(Duration::from_secs(10), graceful.shutdown())
-        .await
-        .is_err()
-    {
+    let _ = stop_tx.send(true);
+    let drained = tokio::time::timeout(Duration::from_secs(10), async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
         tracing::info!("connections still open after 10 s; closing them");
+        connections.abort_all();
     }
 }

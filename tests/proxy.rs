@@ -177,12 +177,21 @@ async fn spoofed_identity_and_credentials_are_removed() {
             ["dev", "system:authenticated"],
             "{protocol:?}"
         );
+        // The only extra is the one the x509 authenticator itself adds, as upstream does:
+        // the credential id of bob's certificate, never the client's own extras.
+        let credential_id = seen.all("x-remote-extra-authentication.kubernetes.io%2fcredential-id");
+        assert_eq!(credential_id.len(), 1, "{protocol:?}: {:?}", seen.headers);
+        assert!(
+            credential_id[0].starts_with("X509SHA256="),
+            "{credential_id:?}"
+        );
         for name in seen.names() {
             assert!(
                 !matches!(
                     name,
                     "authorization" | "proxy-authorization" | "x-remote-uid"
-                ) && !name.starts_with("x-remote-extra-")
+                ) && (!name.starts_with("x-remote-extra-")
+                    || name == "x-remote-extra-authentication.kubernetes.io%2fcredential-id")
                     && !name.starts_with("impersonate-"),
                 "{protocol:?}: {name} reached the backend: {:?}",
                 seen.headers

@@ -13,6 +13,7 @@ use super::flags::GatewayOptions;
 use super::gateway::{self, Gateway};
 use super::metrics_server::{self, MetricsServerConfig};
 use super::pki::Ca;
+use super::policy;
 
 /// The APIService the demo registers.
 pub const APISERVICE: &str = "v1beta1.metrics.k8s.io";
@@ -61,6 +62,9 @@ pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> 
     let service_ca = Ca::new("kube-aggregator-demo-service-ca");
     let serving = cluster_ca.server("kube-aggregator-gateway", &["127.0.0.1", "localhost"]);
     let admin = cluster_ca.client("demo-admin", &["system:masters"]);
+    // An unprivileged user: the demo policy lets it read core nodes and pods only.
+    let viewer = cluster_ca.client("demo-viewer", &[]);
+    let policy_serving = cluster_ca.server("demo-policy", &["127.0.0.1"]);
     let proxy_client = front_proxy_ca.client("front-proxy-client", &[]);
     let metrics_serving = service_ca.server(
         "metrics-server.kube-system.svc",
@@ -74,6 +78,8 @@ pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> 
         ("gateway.key", &serving.key_pem),
         ("admin.crt", &admin.cert_pem),
         ("admin.key", &admin.key_pem),
+        ("viewer.crt", &viewer.cert_pem),
+        ("viewer.key", &viewer.key_pem),
         ("front-proxy-client.crt", &proxy_client.cert_pem),
         ("front-proxy-client.key", &proxy_client.key_pem),
         ("metrics-server.crt", &metrics_serving.cert_pem),
@@ -82,10 +88,28 @@ pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> 
         write(&p(name), pem)?;
     }
 
+    // A bearer-token user, as with --token-auth-file on kube-apiserver.
+    let token = random_token();
+    write(
+        &p("tokens.csv"),
+        &format!("{token},demo-token-user,demo-token-uid,\"system:masters\"\n"),
+    )?;
+
     let metrics_listener = TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| format!("cannot listen: {e}"))?;
     let metrics_addr = metrics_listener.local_addr().map_err(|e| e.to_string())?;
+    let policy_listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot listen: {e}"))?;
+    let policy_addr = policy_listener.local_addr().map_err(|e| e.to_string())?;
+    write(
+        &p("authz-webhook.kubeconfig"),
+        &policy::webhook_kubeconfig(
+            &format!("https://{policy_addr}/authorize"),
+            cluster_ca.cert_pem.as_bytes(),
+        ),
+    )?;
     let gateway_listener = TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| format!("cannot listen: {e}"))?;
@@ -108,10 +132,13 @@ pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> 
     write(
         &p("kubeconfig"),
         &format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: demo\n  cluster:\n    server: https://{gateway_addr}\n    certificate-authority-data: {}\nusers:\n- name: demo-admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: demo\n  context:\n    cluster: demo\n    user: demo-admin\ncurrent-context: demo\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: demo\n  cluster:\n    server: https://{gateway_addr}\n    certificate-authority-data: {}\nusers:\n- name: demo-admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n- name: demo-viewer\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n- name: demo-token\n  user:\n    token: {}\ncontexts:\n- name: demo\n  context:\n    cluster: demo\n    user: demo-admin\ncurrent-context: demo\n",
             b64(&cluster_ca.cert_pem),
             b64(&admin.cert_pem),
-            b64(&admin.key_pem)
+            b64(&admin.key_pem),
+            b64(&viewer.cert_pem),
+            b64(&viewer.key_pem),
+            token
         ),
     )?;
 
@@ -129,6 +156,23 @@ pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> 
         requestheader_client_ca_file: p("front-proxy-ca.crt"),
         requestheader_allowed_names: vec!["front-proxy-client".into()],
     };
+    let (policy_cert, policy_key) = (
+        policy_serving.cert_pem.clone(),
+        policy_serving.key_pem.clone(),
+    );
+    let policy_shutdown = until_stopped();
+    tasks.push(tokio::spawn(async move {
+        if let Err(e) = policy::serve(
+            policy_listener,
+            policy_cert.as_bytes(),
+            policy_key.as_bytes(),
+            policy_shutdown,
+        )
+        .await
+        {
+            tracing::error!(error = %e, "policy webhook failed");
+        }
+    }));
     let metrics_shutdown = until_stopped();
     tasks.push(tokio::spawn(async move {
         if let Err(e) = metrics_server::serve(config, metrics_listener, metrics_shutdown).await {
@@ -145,11 +189,17 @@ pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> 
         arg("tls-cert-file", "gateway.crt"),
         arg("tls-private-key-file", "gateway.key"),
         arg("client-ca-file", "ca.crt"),
+        arg("token-auth-file", "tokens.csv"),
         arg("proxy-client-cert-file", "front-proxy-client.crt"),
         arg("proxy-client-key-file", "front-proxy-client.key"),
         arg("apiservice-dir", "apiservices"),
         arg("service-endpoints", "service-endpoints.yaml"),
-        "--authorization-mode=AlwaysAllow".to_string(),
+        "--authorization-mode=Webhook".to_string(),
+        arg(
+            "authorization-webhook-config-file",
+            "authz-webhook.kubeconfig",
+        ),
+        "--authorization-webhook-version=v1".to_string(),
         "--availability-resync-period=10s".to_string(),
     ];
     let opts = GatewayOptions::parse(args).map_err(|e| e.to_string())?;
@@ -187,4 +237,14 @@ pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> 
         stop,
         tasks,
     })
+}
+
+/// 32 random bytes, hex: a bearer token nobody can guess.
+fn random_token() -> String {
+    use ring::rand::{SecureRandom, SystemRandom};
+    let mut bytes = [0u8; 32];
+    SystemRandom::new()
+        .fill(&mut bytes)
+        .expect("the system random source works");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

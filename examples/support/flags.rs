@@ -531,10 +531,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// The authorization modes the gateway implements, in the spelling of kube-apiserver's
 /// `--authorization-mode`.
-pub const SUPPORTED_AUTHORIZATION_MODES: &[&str] = &["AlwaysAllow", "AlwaysDeny"];
+pub const SUPPORTED_AUTHORIZATION_MODES: &[&str] = &["AlwaysAllow", "AlwaysDeny", "Webhook"];
 
 /// kube-apiserver modes that are valid upstream but not implemented here yet.
-const KNOWN_AUTHORIZATION_MODES: &[&str] = &["ABAC", "Webhook", "RBAC", "Node"];
+const KNOWN_AUTHORIZATION_MODES: &[&str] = &["ABAC", "RBAC", "Node"];
 
 #[rustfmt::skip]
 const GATEWAY_FLAGS: &[FlagSpec] = &[
@@ -548,6 +548,26 @@ const GATEWAY_FLAGS: &[FlagSpec] = &[
         "File containing the PEM private key matching --tls-cert-file.").required(),
     FlagSpec::of::<Option<PathBuf>>("client-ca-file", "",
         "PEM bundle of CAs whose client certificates authenticate users (CN = user, O = groups)."),
+    FlagSpec::of::<Option<PathBuf>>("token-auth-file", "",
+        "If set, the file that will be used to secure the secure port of the API server via token authentication."),
+    FlagSpec::of::<bool>("anonymous-auth", "true",
+        "Enables anonymous requests to the secure port. Requests that are not rejected by another authentication method are treated as anonymous requests (system:anonymous, group system:unauthenticated)."),
+    FlagSpec::of::<Option<PathBuf>>("requestheader-client-ca-file", "",
+        "Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers specified by --requestheader-username-headers."),
+    FlagSpec::of::<Vec<String>>("requestheader-allowed-names", "",
+        "List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed."),
+    FlagSpec::of::<Vec<String>>("requestheader-username-headers", "",
+        "List of request headers to inspect for usernames. X-Remote-User is common."),
+    FlagSpec::of::<Vec<String>>("requestheader-uid-headers", "",
+        "List of request headers to inspect for UIDs. X-Remote-Uid is suggested."),
+    FlagSpec::of::<Vec<String>>("requestheader-group-headers", "",
+        "List of request headers to inspect for groups. X-Remote-Group is suggested."),
+    FlagSpec::of::<Vec<String>>("requestheader-extra-headers-prefix", "",
+        "List of request header prefixes to inspect. X-Remote-Extra- is suggested."),
+    FlagSpec::of::<Option<PathBuf>>("authentication-token-webhook-config-file", "",
+        "File with webhook configuration for token authentication in kubeconfig format."),
+    FlagSpec::of::<Duration>("authentication-token-webhook-cache-ttl", "2m",
+        "The duration to cache responses from the webhook token authenticator."),
     FlagSpec::of::<Option<PathBuf>>("proxy-client-cert-file", "",
         "PEM client certificate the gateway presents to extension API servers."),
     FlagSpec::of::<Option<PathBuf>>("proxy-client-key-file", "",
@@ -557,7 +577,15 @@ const GATEWAY_FLAGS: &[FlagSpec] = &[
     FlagSpec::of::<Option<PathBuf>>("service-endpoints", "",
         "YAML or JSON list mapping each Service (namespace, name, port) to the host:port to dial."),
     FlagSpec::of::<Vec<String>>("authorization-mode", "AlwaysAllow",
-        "Ordered list of plug-ins to authorize requests: AlwaysAllow, AlwaysDeny."),
+        "Ordered list of plug-ins to authorize requests: AlwaysAllow, AlwaysDeny, Webhook."),
+    FlagSpec::of::<Option<PathBuf>>("authorization-webhook-config-file", "",
+        "File with webhook configuration in kubeconfig format, used with --authorization-mode=Webhook."),
+    FlagSpec::of::<Duration>("authorization-webhook-cache-authorized-ttl", "5m",
+        "The duration to cache 'authorized' responses from the webhook authorizer."),
+    FlagSpec::of::<Duration>("authorization-webhook-cache-unauthorized-ttl", "30s",
+        "The duration to cache 'unauthorized' responses from the webhook authorizer."),
+    FlagSpec::of::<String>("authorization-webhook-version", "v1beta1",
+        "The API version of the authorization.k8s.io SubjectAccessReview to send to and expect from the webhook."),
     FlagSpec::of::<Duration>("availability-resync-period", "30s",
         "How often every APIService's availability is re-checked."),
     FlagSpec::of::<Duration>("discovery-check-timeout", "5s",
@@ -594,6 +622,26 @@ pub struct GatewayOptions {
     pub tls_private_key_file: PathBuf,
     /// `--client-ca-file`: CAs for client-certificate authentication.
     pub client_ca_file: Option<PathBuf>,
+    /// `--token-auth-file`: static bearer tokens, CSV `token,user,uid,"group1,group2"`.
+    pub token_auth_file: Option<PathBuf>,
+    /// `--anonymous-auth`, default true as kube-apiserver.
+    pub anonymous_auth: bool,
+    /// `--requestheader-client-ca-file`: CAs of front proxies allowed to assert identities.
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// `--requestheader-allowed-names`: front-proxy certificate CNs; empty allows any.
+    pub requestheader_allowed_names: Vec<String>,
+    /// `--requestheader-username-headers`.
+    pub requestheader_username_headers: Vec<String>,
+    /// `--requestheader-uid-headers`.
+    pub requestheader_uid_headers: Vec<String>,
+    /// `--requestheader-group-headers`.
+    pub requestheader_group_headers: Vec<String>,
+    /// `--requestheader-extra-headers-prefix`.
+    pub requestheader_extra_headers_prefix: Vec<String>,
+    /// `--authentication-token-webhook-config-file`: kubeconfig of the TokenReview webhook.
+    pub authentication_token_webhook_config_file: Option<PathBuf>,
+    /// `--authentication-token-webhook-cache-ttl`, default 2m.
+    pub authentication_token_webhook_cache_ttl: Duration,
     /// `--proxy-client-cert-file`: the gateway's client certificate towards backends.
     pub proxy_client_cert_file: Option<PathBuf>,
     /// `--proxy-client-key-file`: its key. Given together with the certificate or not at all.
@@ -605,6 +653,14 @@ pub struct GatewayOptions {
     /// `--authorization-mode`, default `[AlwaysAllow]`; each one of
     /// [`SUPPORTED_AUTHORIZATION_MODES`], no repeats.
     pub authorization_mode: Vec<String>,
+    /// `--authorization-webhook-config-file`: kubeconfig of the SubjectAccessReview webhook.
+    pub authorization_webhook_config_file: Option<PathBuf>,
+    /// `--authorization-webhook-cache-authorized-ttl`, default 5m.
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+    /// `--authorization-webhook-cache-unauthorized-ttl`, default 30s.
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
+    /// `--authorization-webhook-version`, `v1beta1` (kube-apiserver's default) or `v1`.
+    pub authorization_webhook_version: String,
     /// `--availability-resync-period`, default 30s, greater than zero.
     pub availability_resync_period: Duration,
     /// `--discovery-check-timeout`, default 5s, greater than zero.
@@ -632,11 +688,29 @@ impl GatewayOptions {
             tls_cert_file: f.get("tls-cert-file")?,
             tls_private_key_file: f.get("tls-private-key-file")?,
             client_ca_file: f.get("client-ca-file")?,
+            token_auth_file: f.get("token-auth-file")?,
+            anonymous_auth: f.get("anonymous-auth")?,
+            requestheader_client_ca_file: f.get("requestheader-client-ca-file")?,
+            requestheader_allowed_names: f.get("requestheader-allowed-names")?,
+            requestheader_username_headers: f.get("requestheader-username-headers")?,
+            requestheader_uid_headers: f.get("requestheader-uid-headers")?,
+            requestheader_group_headers: f.get("requestheader-group-headers")?,
+            requestheader_extra_headers_prefix: f.get("requestheader-extra-headers-prefix")?,
+            authentication_token_webhook_config_file: f
+                .get("authentication-token-webhook-config-file")?,
+            authentication_token_webhook_cache_ttl: f
+                .get("authentication-token-webhook-cache-ttl")?,
             proxy_client_cert_file: f.get("proxy-client-cert-file")?,
             proxy_client_key_file: f.get("proxy-client-key-file")?,
             apiservice_dir: f.get("apiservice-dir")?,
             service_endpoints: f.get("service-endpoints")?,
             authorization_mode: f.get("authorization-mode")?,
+            authorization_webhook_config_file: f.get("authorization-webhook-config-file")?,
+            authorization_webhook_cache_authorized_ttl: f
+                .get("authorization-webhook-cache-authorized-ttl")?,
+            authorization_webhook_cache_unauthorized_ttl: f
+                .get("authorization-webhook-cache-unauthorized-ttl")?,
+            authorization_webhook_version: f.get("authorization-webhook-version")?,
             availability_resync_period: f.get("availability-resync-period")?,
             discovery_check_timeout: f.get("discovery-check-timeout")?,
             apiservice_dir_poll_interval: f.get("apiservice-dir-poll-interval")?,
@@ -689,6 +763,24 @@ impl GatewayOptions {
                 return invalid(format!("authorization-mode {mode:?} is not a valid mode"));
             }
         }
+        // As kube-apiserver: the webhook mode needs its configuration file.
+        if self.authorization_mode.iter().any(|m| m == "Webhook")
+            && self.authorization_webhook_config_file.is_none()
+        {
+            return invalid(
+                "authorization-mode Webhook's authorization config file not passed (--authorization-webhook-config-file)"
+                    .to_owned(),
+            );
+        }
+        if !matches!(
+            self.authorization_webhook_version.as_str(),
+            "v1" | "v1beta1"
+        ) {
+            return invalid(format!(
+                "--authorization-webhook-version: unsupported version {:?} (v1 or v1beta1)",
+                self.authorization_webhook_version
+            ));
+        }
         if self.proxy_client_cert_file.is_some() != self.proxy_client_key_file.is_some() {
             return invalid(
                 "--proxy-client-cert-file and --proxy-client-key-file must be given together"
@@ -723,11 +815,25 @@ impl Default for GatewayOptions {
             tls_cert_file: PathBuf::new(),
             tls_private_key_file: PathBuf::new(),
             client_ca_file: None,
+            token_auth_file: None,
+            anonymous_auth: true,
+            requestheader_client_ca_file: None,
+            requestheader_allowed_names: Vec::new(),
+            requestheader_username_headers: Vec::new(),
+            requestheader_uid_headers: Vec::new(),
+            requestheader_group_headers: Vec::new(),
+            requestheader_extra_headers_prefix: Vec::new(),
+            authentication_token_webhook_config_file: None,
+            authentication_token_webhook_cache_ttl: Duration::from_secs(120),
             proxy_client_cert_file: None,
             proxy_client_key_file: None,
             apiservice_dir: None,
             service_endpoints: None,
             authorization_mode: vec!["AlwaysAllow".to_owned()],
+            authorization_webhook_config_file: None,
+            authorization_webhook_cache_authorized_ttl: Duration::from_secs(300),
+            authorization_webhook_cache_unauthorized_ttl: Duration::from_secs(30),
+            authorization_webhook_version: "v1beta1".to_owned(),
             availability_resync_period: Duration::from_secs(30),
             discovery_check_timeout: Duration::from_secs(5),
             apiservice_dir_poll_interval: Duration::from_secs(2),
@@ -1082,7 +1188,15 @@ mod tests {
     fn gateway_validation() {
         assert_eq!(
             err(&["--authorization-mode=RBAC"]),
-            r#"authorization-mode "RBAC" is not supported by this gateway (supported: AlwaysAllow, AlwaysDeny)"#
+            r#"authorization-mode "RBAC" is not supported by this gateway (supported: AlwaysAllow, AlwaysDeny, Webhook)"#
+        );
+        assert_eq!(
+            err(&["--authorization-mode=Webhook"]),
+            "authorization-mode Webhook's authorization config file not passed (--authorization-webhook-config-file)"
+        );
+        assert_eq!(
+            err(&["--authorization-webhook-version=v2"]),
+            r#"--authorization-webhook-version: unsupported version "v2" (v1 or v1beta1)"#
         );
         assert_eq!(
             err(&["--authorization-mode=Foo"]),

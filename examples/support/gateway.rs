@@ -12,8 +12,15 @@ use std::sync::Arc;
 
 use http::{HeaderValue, Request, Response, header};
 use kube_aggregator::aggregator::AggregatorLayer;
-use kube_aggregator::authn::{AuthenticationLayer, X509Authenticator};
-use kube_aggregator::authz::{AlwaysAllow, AlwaysDeny, AuthorizationLayer, Union};
+use kube_aggregator::authn::{
+    Anonymous, AuthenticationLayer, BearerToken, CacheTtl, RequestHeaderAuthenticator,
+    RequestHeaderConfig, TokenFileAuthenticator, TokenReviewAuthenticator, Union,
+    X509Authenticator,
+};
+use kube_aggregator::authz::{
+    AlwaysAllow, AlwaysDeny, AuthorizationLayer, SubjectAccessReviewAuthorizer,
+    Union as AuthorizerUnion, WebhookVersion,
+};
 use kube_aggregator::availability::{
     AvailabilityConfig, AvailabilityController, AvailabilityMetrics, StaticServiceResolver,
 };
@@ -56,19 +63,10 @@ pub async fn start(
 ) -> Result<(Gateway, tokio::task::JoinHandle<()>), StartError> {
     let cert = read("tls-cert-file", &opts.tls_cert_file)?;
     let key = read("tls-private-key-file", &opts.tls_private_key_file)?;
-    let Some(client_ca_file) = &opts.client_ca_file else {
-        return Err(StartError(
-            "--client-ca-file: required (clients authenticate with certificates)".into(),
-        ));
-    };
-    let client_ca = read("client-ca-file", client_ca_file)?;
-    let x509 = X509Authenticator::from_pem(&client_ca).map_err(|e| {
-        StartError(format!(
-            "--client-ca-file: {}: {e}",
-            client_ca_file.display()
-        ))
-    })?;
-    let tls = server::server_config(&cert, &key, &client_ca, opts.enable_http2)
+    let executor = Executor::tokio();
+    let timer = Timer::tokio();
+    let (authenticator, hint_cas) = authenticator(&opts, &executor, &timer)?;
+    let tls = server::server_config(&cert, &key, &hint_cas, opts.enable_http2)
         .map_err(|e| StartError(format!("--tls-cert-file/--tls-private-key-file: {e}")))?;
 
     let proxy_cert = match (&opts.proxy_client_cert_file, &opts.proxy_client_key_file) {
@@ -108,8 +106,6 @@ pub async fn start(
         }
     }
 
-    let executor = Executor::tokio();
-    let timer = Timer::tokio();
     let registry = Registry::new(RustlsTransport::new(
         proxy_cert,
         executor.clone(),
@@ -146,11 +142,30 @@ pub async fn start(
     );
     tokio::spawn(controller.run());
 
-    let mut authorizer = Union::new();
+    let mut authorizer = AuthorizerUnion::new();
     for mode in &opts.authorization_mode {
         authorizer = match mode.as_str() {
             "AlwaysAllow" => authorizer.push(mode.clone(), AlwaysAllow),
             "AlwaysDeny" => authorizer.push(mode.clone(), AlwaysDeny),
+            "Webhook" => {
+                let Some(path) = &opts.authorization_webhook_config_file else {
+                    return Err(StartError("--authorization-webhook-config-file: required with --authorization-mode=Webhook".into()));
+                };
+                let version: WebhookVersion = opts
+                    .authorization_webhook_version
+                    .parse()
+                    .map_err(|e| StartError(format!("--authorization-webhook-version: {e}")))?;
+                let sar = SubjectAccessReviewAuthorizer::from_kubeconfig(
+                    path,
+                    executor.clone(),
+                    timer.clone(),
+                )
+                .map_err(|e| StartError(format!("--authorization-webhook-config-file: {e}")))?
+                .authorized_ttl(opts.authorization_webhook_cache_authorized_ttl)
+                .unauthorized_ttl(opts.authorization_webhook_cache_unauthorized_ttl)
+                .version(version);
+                authorizer.push(mode.clone(), sar)
+            }
             other => {
                 return Err(StartError(format!(
                     "--authorization-mode: unsupported mode {other:?}"
@@ -172,7 +187,7 @@ pub async fn start(
             header::CACHE_CONTROL,
             HeaderValue::from_static("no-cache, private"),
         ))
-        .layer(AuthenticationLayer::new(x509))
+        .layer(AuthenticationLayer::new(authenticator))
         .layer(AuthorizationLayer::new(authorizer))
         .layer(AggregatorLayer::new(registry.clone(), resolver, timer))
         .service(inner);
@@ -199,6 +214,78 @@ pub async fn start(
         },
         handle,
     ))
+}
+
+/// The authentication chain in kube-apiserver's order (reference §7.1): request-header,
+/// x509, static tokens, the TokenReview webhook, all under fail-on-error, then anonymous.
+/// Also returns the CA certificates (PEM) whose names the TLS handshake advertises.
+fn authenticator(
+    opts: &GatewayOptions,
+    executor: &Executor,
+    timer: &Timer,
+) -> Result<(Union, Vec<u8>), StartError> {
+    let mut union = Union::new();
+    let mut hint_cas = Vec::new();
+    let x509 = match &opts.client_ca_file {
+        Some(path) => {
+            let pem = read("client-ca-file", path)?;
+            let x509 = X509Authenticator::from_pem(&pem)
+                .map_err(|e| StartError(format!("--client-ca-file: {}: {e}", path.display())))?;
+            hint_cas.extend_from_slice(&pem);
+            Some(x509)
+        }
+        None => None,
+    };
+    if let Some(path) = &opts.requestheader_client_ca_file {
+        let pem = read("requestheader-client-ca-file", path)?;
+        let config = RequestHeaderConfig {
+            username_headers: opts.requestheader_username_headers.clone(),
+            uid_headers: opts.requestheader_uid_headers.clone(),
+            group_headers: opts.requestheader_group_headers.clone(),
+            extra_header_prefixes: opts.requestheader_extra_headers_prefix.clone(),
+        };
+        let front_proxy = RequestHeaderAuthenticator::from_pem(&pem, config)
+            .map_err(|e| {
+                StartError(format!(
+                    "--requestheader-client-ca-file: {}: {e}",
+                    path.display()
+                ))
+            })?
+            .with_allowed_names(opts.requestheader_allowed_names.iter().cloned());
+        if let Some(x509) = &x509 {
+            // A CA trusted for both user certificates and the front proxy, with no allowed
+            // names, would let any user assert any identity (known failure B06).
+            front_proxy
+                .check_client_ca_overlap(x509.ca_certificates())
+                .map_err(|e| StartError(format!("--requestheader-allowed-names: {e}")))?;
+        }
+        hint_cas.push(b'\n');
+        hint_cas.extend_from_slice(&pem);
+        union = union.push(front_proxy);
+    }
+    if let Some(x509) = x509 {
+        union = union.push(x509);
+    }
+    if let Some(path) = &opts.token_auth_file {
+        let tokens = TokenFileAuthenticator::from_file(path)
+            .map_err(|e| StartError(format!("--token-auth-file: {e}")))?;
+        union = union.push(BearerToken::new(tokens));
+    }
+    if let Some(path) = &opts.authentication_token_webhook_config_file {
+        let ttl = CacheTtl::both(opts.authentication_token_webhook_cache_ttl);
+        let webhook = TokenReviewAuthenticator::from_kubeconfig(
+            path,
+            executor.clone(),
+            timer.clone(),
+            ttl,
+        )
+        .map_err(|e| StartError(format!("--authentication-token-webhook-config-file: {e}")))?;
+        union = union.push(BearerToken::new(webhook));
+    }
+    if opts.anonymous_auth {
+        union = union.with_anonymous(Anonymous::new());
+    }
+    Ok((union, hint_cas))
 }
 
 /// The gateway's own handlers: `/metrics`, then the core API (health included).

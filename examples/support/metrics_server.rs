@@ -2,10 +2,13 @@
 //!
 //! It shows the backend half of API aggregation. The aggregator dials this server over TLS
 //! presenting its front-proxy client certificate and names the end user in `X-Remote-User`,
-//! `X-Remote-Group` and `X-Remote-Extra-*`. Those headers are trusted only on a connection
-//! whose client certificate verified against the request-header CA and whose CN is allowed,
-//! as k8s.io/apiserver's request-header authenticator does
-//! (`pkg/authentication/request/headerrequest/requestheader.go`). Usage comes from
+//! `X-Remote-Group` and `X-Remote-Extra-*`. Authentication is the library's
+//! [`kube_aggregator::authn`] in the shape of k8s.io/apiserver's delegating authenticator
+//! (reference §7.1): the request-header authenticator trusts those headers only on a
+//! connection whose client certificate verifies against the request-header CA with an
+//! allowed CN, and anonymous access is limited to the probe paths, so anything else without
+//! a front proxy gets 401. (The delegating chain's x509 and TokenReview steps need a
+//! kube-apiserver to ask, which this sample has not.) Usage comes from
 //! [`super::cluster`], so `kubectl top nodes` and `kubectl top pods -A` report the same
 //! nodes and pods that the gateway example lists.
 
@@ -13,7 +16,6 @@
 // by construction; it stays `pub` because it is the interface the binaries share.
 #![allow(unreachable_pub)]
 
-use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::fmt::Display;
 use std::future::{Future, ready};
@@ -25,16 +27,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::{conn::auto, graceful::GracefulShutdown};
-use rustls::server::WebPkiClientVerifier;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use kube_aggregator::authn::{
+    Anonymous, AuthenticationLayer, RequestHeaderAuthenticator, RequestHeaderConfig, Union,
+    UserInfo,
+};
+use kube_aggregator::{Body, server};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
+use tower::Layer;
 
 use super::cluster::{self, NODES, PODS};
 
@@ -46,10 +48,8 @@ const GV_PATH: &str = "/apis/metrics.k8s.io/v1beta1";
 const SCRAPE_AGE: Duration = Duration::from_secs(5);
 /// The averaging window, printed the way Go prints a `time.Duration`.
 const WINDOW: &str = "10.5s";
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
-// ---- TLS serving ---------------------------------------------------------------------
+// ---- TLS serving and authentication ----------------------------------------------------
 
 /// Where the server finds its TLS material and whom it accepts as a front proxy.
 #[derive(Debug, Clone)]
@@ -64,6 +64,12 @@ pub struct MetricsServerConfig {
     pub requestheader_allowed_names: Vec<String>,
 }
 
+/// The TLS configuration and the authenticator, ready to serve.
+struct Prepared {
+    tls: Arc<rustls::ServerConfig>,
+    authn: Union,
+}
+
 /// Serves until `shutdown` resolves; HTTP/1.1 and HTTP/2 (ALPN h2, http/1.1) over TLS.
 ///
 /// Errors: a certificate, key or CA file that cannot be read or used; the message names
@@ -73,52 +79,34 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), BoxError> {
-    let tls = Arc::new(tls_config(&config)?);
-    run(
-        tls,
-        config.requestheader_allowed_names.into(),
-        listener,
-        shutdown,
-    )
-    .await
+    run(prepare(&config)?, listener, shutdown).await
 }
 
-fn tls_config(config: &MetricsServerConfig) -> Result<rustls::ServerConfig, BoxError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+fn prepare(config: &MetricsServerConfig) -> Result<Prepared, BoxError> {
     let (cert_file, key_file) = (&config.tls_cert_file, &config.tls_private_key_file);
-    let certs = read_certs(cert_file, "serving certificate")?;
-    let key = PrivateKeyDer::from_pem_file(key_file)
-        .map_err(|e| file_error("serving key", key_file, e))?;
+    let cert = read(cert_file, "serving certificate")?;
+    let key = read(key_file, "serving key")?;
     let ca_file = &config.requestheader_client_ca_file;
-    let mut roots = rustls::RootCertStore::empty();
-    for ca in read_certs(ca_file, "request-header CA")? {
-        roots
-            .add(ca)
-            .map_err(|e| file_error("request-header CA", ca_file, e))?;
-    }
-    // Clients without a certificate may connect and are then answered 401, as a real
-    // aggregated server does, rather than failing the handshake with an opaque alert.
-    let verifier = WebPkiClientVerifier::builder_with_provider(roots.into(), provider.clone())
-        .allow_unauthenticated()
-        .build()
-        .map_err(|e| file_error("request-header CA", ca_file, e))?;
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(certs, key)
+    let ca = read(ca_file, "request-header CA")?;
+    // The handshake only asks for a certificate; the request-header authenticator checks
+    // it, so a certificate from another CA gets 401 rather than an opaque TLS alert.
+    let tls = server::server_config(&cert, &key, &ca, true)
         .map_err(|e| file_error("serving certificate", cert_file, e))?;
-    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(tls)
+    let front_proxy = RequestHeaderAuthenticator::from_pem(&ca, RequestHeaderConfig::default())
+        .map_err(|e| file_error("request-header CA", ca_file, e))?
+        .with_allowed_names(config.requestheader_allowed_names.iter().cloned());
+    // Probes come from the kubelet without a front-proxy certificate; upstream lets them
+    // through as system:anonymous on always-allowed paths.
+    let authn = Union::new()
+        .push(front_proxy)
+        .with_anonymous(Anonymous::for_paths(PROBES));
+    Ok(Prepared { tls, authn })
 }
 
-fn read_certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, BoxError> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| file_error(what, path, e))?;
-    if certs.is_empty() {
-        return Err(file_error(what, path, "no CERTIFICATE block found"));
-    }
-    Ok(certs)
+const PROBES: [&str; 3] = ["/healthz", "/readyz", "/livez"];
+
+fn read(path: &Path, what: &str) -> Result<Vec<u8>, BoxError> {
+    std::fs::read(path).map_err(|e| file_error(what, path, e))
 }
 
 fn file_error(what: &str, path: &Path, err: impl Display) -> BoxError {
@@ -126,143 +114,16 @@ fn file_error(what: &str, path: &Path, err: impl Display) -> BoxError {
 }
 
 async fn run(
-    tls: Arc<rustls::ServerConfig>,
-    allowed_names: Arc<[String]>,
+    prepared: Prepared,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), BoxError> {
-    let acceptor = TlsAcceptor::from(tls);
-    let graceful = GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let (tcp, peer) = tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(err) => {
-                    // Usually descriptor exhaustion: back off instead of spinning.
-                    tracing::warn!(%err, "accepting a connection failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-        };
-        let (acceptor, allowed_names) = (acceptor.clone(), allowed_names.clone());
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(stream)) => stream,
-                Ok(Err(err)) => {
-                    tracing::debug!(%peer, %err, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
-                    return;
-                }
-            };
-            let proxy = front_proxy(stream.get_ref().1.peer_certificates(), &allowed_names);
-            let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                ready(Ok::<_, Infallible>(handle(&req, proxy.as_deref())))
-            });
-            let conn = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .into_owned();
-            if let Err(err) = watcher.watch(conn).await {
-                tracing::debug!(%peer, %err, "connection ended with an error");
-            }
-        });
-    }
-    tokio::select! {
-        () = graceful.shutdown() => {}
-        () = tokio::time::sleep(DRAIN_TIMEOUT) => tracing::warn!("connections outlived the drain"),
-    }
-    Ok(())
-}
-
-// ---- Front-proxy authentication --------------------------------------------------------
-
-/// The CN of the connection's client certificate when it may act as a front proxy.
-///
-/// rustls verified any presented chain against the request-header CA during the handshake;
-/// a chain that does not verify fails the handshake, where upstream would answer 401. The
-/// name check mirrors upstream: only the Subject CN counts, never SANs, and of several CNs
-/// the last one, as Go's parser keeps the last.
-fn front_proxy(certs: Option<&[CertificateDer<'static>]>, allowed: &[String]) -> Option<String> {
-    let (_, cert) = x509_parser::parse_x509_certificate(certs?.first()?)
-        .inspect_err(|err| tracing::debug!(%err, "client certificate does not parse"))
-        .ok()?;
-    let cn = cert
-        .subject()
-        .iter_common_name()
-        .last()
-        .and_then(|a| a.as_str().ok());
-    let cn = cn.unwrap_or_default();
-    if !allowed.is_empty() && !allowed.iter().any(|name| name == cn) {
-        tracing::debug!("x509: subject with cn={cn} is not in the allowed list");
-        return None;
-    }
-    Some(cn.to_owned())
-}
-
-/// The end user as the front proxy named it (`user.Info` of k8s.io/apiserver).
-#[derive(Debug)]
-struct UserInfo {
-    name: String,
-    groups: Vec<String>,
-    extra: BTreeMap<String, Vec<String>>,
-}
-
-/// Reads the default request headers. Only the first `X-Remote-User` value counts, so
-/// `["", "bob"]` is no user; group values are kept whole, never split on commas.
-fn user_from_headers(headers: &HeaderMap) -> Option<UserInfo> {
-    let name = headers
-        .get("x-remote-user")?
-        .to_str()
-        .ok()
-        .filter(|n| !n.is_empty())?;
-    let values = |name| {
-        headers
-            .get_all(name)
-            .into_iter()
-            .filter_map(|v| v.to_str().ok())
-    };
-    let groups = values("x-remote-group")
-        .filter(|g| !g.is_empty())
-        .map(str::to_owned);
-    let mut extra = BTreeMap::<String, Vec<String>>::new();
-    for (header, value) in headers {
-        let Some(key) = header.as_str().strip_prefix("x-remote-extra-") else {
-            continue;
-        };
-        if let Ok(value) = value.to_str() {
-            extra
-                .entry(unescape_extra_key(key))
-                .or_default()
-                .push(value.to_owned());
-        }
-    }
-    Some(UserInfo {
-        name: name.to_owned(),
-        groups: groups.collect(),
-        extra,
-    })
-}
-
-/// Percent-decodes an extra key like Go's `url.PathUnescape`; a malformed escape (or bytes
-/// that are not UTF-8) keeps the raw key. `http` already lower-cased the header name.
-fn unescape_extra_key(key: &str) -> String {
-    let bytes = key.as_bytes();
-    let well_formed = bytes.iter().enumerate().all(|(i, b)| {
-        *b != b'%'
-            || bytes
-                .get(i + 1..i + 3)
-                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    let handler = tower::service_fn(|req: Request<hyper::body::Incoming>| {
+        ready(Ok::<_, Infallible>(handle(&req).map(Body::new)))
     });
-    match percent_encoding::percent_decode_str(key).decode_utf8() {
-        Ok(decoded) if well_formed => decoded.into_owned(),
-        _ => key.to_owned(),
-    }
+    let service = AuthenticationLayer::new(prepared.authn).layer(handler);
+    server::serve_tls(listener, prepared.tls, service, shutdown).await;
+    Ok(())
 }
 
 // ---- Routing ---------------------------------------------------------------------------
@@ -299,28 +160,24 @@ fn route(path: &str) -> Option<Route<'_>> {
     })
 }
 
-fn handle<B>(req: &Request<B>, proxy: Option<&str>) -> Response<Full<Bytes>> {
+/// Answers an authenticated request; the [`UserInfo`] is in its extensions.
+fn handle<B>(req: &Request<B>) -> Response<Full<Bytes>> {
     let (method, path) = (req.method(), req.uri().path());
-    // Probes come from the kubelet without a front-proxy certificate; upstream lets them
-    // through as system:anonymous on always-allowed paths.
-    if matches!(path, "/healthz" | "/readyz" | "/livez") {
+    if PROBES.contains(&path) {
         return respond(StatusCode::OK, "text/plain; charset=utf-8", "ok".into());
     }
-    let Some(user) = proxy.and_then(|_| user_from_headers(req.headers())) else {
-        tracing::debug!(%method, path, front_proxy = proxy, "unauthenticated request");
-        return status(
-            StatusCode::UNAUTHORIZED,
-            "Unauthorized",
-            "Unauthorized",
-            None,
-        );
-    };
+    let user = req
+        .extensions()
+        .get::<UserInfo>()
+        .cloned()
+        .unwrap_or_default();
     let UserInfo {
         name,
         groups,
         extra,
+        ..
     } = &user;
-    tracing::debug!(user = %name, ?groups, ?extra, front_proxy = proxy, %method, path, "request");
+    tracing::debug!(user = %name, ?groups, ?extra, %method, path, "request");
     // Authorization: every authenticated user may read metrics.
     let Some(route) = route(path) else {
         let message = "the server could not find the requested resource";
@@ -571,8 +428,8 @@ pub fn main_from_args(args: impl Iterator<Item = String>) -> ExitCode {
         Ok(parsed) => parsed,
         Err(err) => return fail(2, &err),
     };
-    let tls = match tls_config(&config) {
-        Ok(tls) => Arc::new(tls),
+    let prepared = match prepare(&config) {
+        Ok(prepared) => prepared,
         Err(err) => return fail(2, &err),
     };
     let runtime = match tokio::runtime::Runtime::new() {
@@ -591,13 +448,7 @@ pub fn main_from_args(args: impl Iterator<Item = String>) -> ExitCode {
             }
             tracing::info!("shutting down");
         };
-        run(
-            tls,
-            config.requestheader_allowed_names.into(),
-            listener,
-            ctrl_c,
-        )
-        .await
+        run(prepared, listener, ctrl_c).await
     });
     result.map_or_else(|err| fail(1, &err), |()| ExitCode::SUCCESS)
 }

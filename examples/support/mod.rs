@@ -10,3 +10,4 @@ pub mod flags;
 pub mod gateway;
 pub mod metrics_server;
 pub mod pki;
+pub mod policy;

@@ -6,26 +6,47 @@ use std::task::{Context, Poll};
 use http::{Request, Response};
 use tower::{Layer, Service};
 
-use super::{Authenticator, strip_identity_headers};
+use super::bearer::strip_websocket_bearer;
+use super::{
+    Authenticator, CredentialHeaders, SYSTEM_ANONYMOUS, SYSTEM_UNAUTHENTICATED, UserInfo,
+    strip_identity_headers,
+};
 use crate::body::Body;
 use crate::status::Status;
 
 /// Layer that authenticates every request with an [`Authenticator`].
 ///
-/// On success the [`UserInfo`](super::UserInfo) (with `system:authenticated` added) is in
-/// the request extensions and `Authorization`, `Proxy-Authorization`, `X-Remote-*` and
-/// `Impersonate-*` are gone from the headers. Otherwise the answer is 401 with the upstream
-/// Status body and the inner service is not called.
+/// On success the [`UserInfo`] (with `system:authenticated` added) is in the request
+/// extensions, and gone from the headers are `Authorization`, `Proxy-Authorization`,
+/// `X-Remote-*`, `Impersonate-*`, every header of the authenticator's
+/// [`credential_headers`](Authenticator::credential_headers) (e.g. custom request-header
+/// names) and the WebSocket bearer subprotocol. Otherwise the answer is 401 with the
+/// upstream Status body and the inner service is not called.
+///
+/// Over HTTP/2, a 401 and any response to an anonymous user carry the [`CloseConnection`]
+/// response extension: upstream limits such connections to that one request
+/// (CVE-2023-44487 mitigation), and the host's connection loop acts on the marker.
 #[derive(Debug)]
 pub struct AuthenticationLayer<A> {
     authenticator: Arc<A>,
+    strip: Arc<CredentialHeaders>,
 }
+
+/// Response extension asking the server to close the connection after this response:
+/// for HTTP/2, a graceful shutdown (GOAWAY) once the stream is answered. Set on HTTP/2
+/// requests that got 401 or were served anonymously (k8s.io/apiserver sets
+/// `Connection: close`, which Go's HTTP/2 server turns into a GOAWAY; hyper drops that
+/// header on HTTP/2, hence an extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CloseConnection;
 
 impl<A: Authenticator> AuthenticationLayer<A> {
     /// A layer using `authenticator`.
     pub fn new(authenticator: A) -> Self {
+        let strip = authenticator.credential_headers();
         AuthenticationLayer {
             authenticator: Arc::new(authenticator),
+            strip: Arc::new(strip),
         }
     }
 }
@@ -35,6 +56,7 @@ impl<A> Clone for AuthenticationLayer<A> {
     fn clone(&self) -> Self {
         AuthenticationLayer {
             authenticator: self.authenticator.clone(),
+            strip: self.strip.clone(),
         }
     }
 }
@@ -44,6 +66,7 @@ impl<S: Clone, A> Clone for AuthenticationService<S, A> {
         AuthenticationService {
             inner: self.inner.clone(),
             authenticator: self.authenticator.clone(),
+            strip: self.strip.clone(),
         }
     }
 }
@@ -55,6 +78,7 @@ impl<S, A> Layer<S> for AuthenticationLayer<A> {
         AuthenticationService {
             inner,
             authenticator: self.authenticator.clone(),
+            strip: self.strip.clone(),
         }
     }
 }
@@ -64,6 +88,7 @@ impl<S, A> Layer<S> for AuthenticationLayer<A> {
 pub struct AuthenticationService<S, A> {
     inner: S,
     authenticator: Arc<A>,
+    strip: Arc<CredentialHeaders>,
 }
 
 impl<S, A> AuthenticationService<S, A> {
@@ -106,7 +131,9 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let (mut parts, body) = req.into_parts();
         let pending = self.authenticator.authenticate(&parts);
+        let strip = self.strip.clone();
         Box::pin(async move {
+            let http2 = parts.version == http::Version::HTTP_2;
             match pending.await {
                 Ok(Some(mut user)) => {
                     user.add_authenticated_group();
@@ -114,22 +141,43 @@ where
                     // successful authentication so nothing behind can be fooled by them
                     // (reference §7.9; known failures B05, B07).
                     strip_identity_headers(&mut parts.headers);
+                    strip.strip(&mut parts.headers);
+                    strip_websocket_bearer(&mut parts.headers);
+                    let close = http2 && is_anonymous(&user);
                     parts.extensions.insert(user);
-                    inner.call(Request::from_parts(parts, body)).await
+                    let mut res = inner.call(Request::from_parts(parts, body)).await?;
+                    if close {
+                        res.extensions_mut().insert(CloseConnection);
+                    }
+                    Ok(res)
                 }
                 Ok(None) => {
                     tracing::debug!(uri = %parts.uri, "no authenticator recognised the request");
-                    Ok(unauthorized(&parts))
+                    Ok(unauthorized(http2))
                 }
                 Err(err) => {
-                    tracing::info!(uri = %parts.uri, error = %err, "authentication failed");
-                    Ok(unauthorized(&parts))
+                    tracing::info!(uri = %parts.uri, error = %err, "Unable to authenticate the request");
+                    Ok(unauthorized(http2))
                 }
             }
         })
     }
 }
 
-fn unauthorized(_parts: &http::request::Parts) -> Response<Body> {
-    Status::unauthorized().into_response()
+/// `isAnonymousUser` of the upstream filter: the anonymous name or the unauthenticated
+/// group.
+fn is_anonymous(user: &UserInfo) -> bool {
+    user.name == SYSTEM_ANONYMOUS || user.groups.iter().any(|g| g == SYSTEM_UNAUTHENTICATED)
 }
+
+fn unauthorized(http2: bool) -> Response<Body> {
+    let mut res = Status::unauthorized().into_response();
+    if http2 {
+        res.extensions_mut().insert(CloseConnection);
+    }
+    res
+}
+
+#[cfg(test)]
+#[path = "layer_tests.rs"]
+mod tests;

@@ -8,19 +8,56 @@
 //! The host's TLS accept loop puts a [`ConnectionInfo`] (verified peer chain, remote
 //! address) into every request's extensions; certificate-based authenticators read it.
 //!
+//! The authenticators, each mirroring its upstream counterpart:
+//!
+//! | type | upstream | credential |
+//! |---|---|---|
+//! | [`RequestHeaderAuthenticator`] | `request/headerrequest` + `x509.Verifier` | front-proxy certificate + `X-Remote-*` headers |
+//! | [`X509Authenticator`] | `request/x509` | client certificate |
+//! | [`BearerToken`] over a [`TokenAuthenticator`] | `request/bearertoken`, `request/websocket` | `Authorization: Bearer`, WebSocket protocol |
+//! | [`TokenFileAuthenticator`] | `token/tokenfile` | `--token-auth-file` CSV |
+//! | [`TokenReviewAuthenticator`] | `plugin/pkg/authenticator/token/webhook` + `token/cache` | TokenReview webhook |
+//! | [`Anonymous`] | `request/anonymous` | none |
+//!
+//! [`Union`] chains them as kube-apiserver does (reference §7.1): the first success wins,
+//! errors surface only when nobody succeeds, and [`Anonymous`] is consulted only when no
+//! authenticator reported an error, so presented-but-invalid credentials get 401.
+//!
 //! ```
-//! use kube_aggregator::authn::{AuthenticationLayer, X509Authenticator};
+//! use kube_aggregator::authn::{
+//!     Anonymous, AuthenticationLayer, BearerToken, RequestHeaderAuthenticator,
+//!     RequestHeaderConfig, TokenFileAuthenticator, Union, X509Authenticator,
+//! };
 //! # let key = rcgen::KeyPair::generate().unwrap();
 //! # let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
 //! # params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-//! # let client_ca_pem = params.self_signed(&key).unwrap().pem();
-//! // Users are the CN of client certificates signed by the client CA; groups their O.
-//! let authn = X509Authenticator::from_pem(client_ca_pem.as_bytes()).expect("client CA");
-//! let layer = AuthenticationLayer::new(authn);
+//! # let ca_pem = params.self_signed(&key).unwrap().pem();
+//! # let (client_ca_pem, front_proxy_ca_pem) = (ca_pem.clone(), ca_pem);
+//! let front_proxy = RequestHeaderAuthenticator::from_pem(
+//!     front_proxy_ca_pem.as_bytes(),
+//!     RequestHeaderConfig::default(),
+//! )
+//! .expect("front-proxy CA")
+//! .with_allowed_names(["front-proxy-client"]);
+//! let x509 = X509Authenticator::from_pem(client_ca_pem.as_bytes()).expect("client CA");
+//! let tokens = TokenFileAuthenticator::from_csv("s3cret,alice,uid-1,\"dev,ops\"\n")
+//!     .expect("token file");
+//! let chain = Union::new()
+//!     .push(front_proxy)
+//!     .push(x509)
+//!     .push(BearerToken::new(tokens))
+//!     .with_anonymous(Anonymous::new());
+//! let layer = AuthenticationLayer::new(chain);
 //! # let _ = layer;
 //! ```
 
+mod bearer;
 mod layer;
+mod request_header;
+mod token_cache;
+mod token_file;
+mod token_review;
+mod union;
 mod x509;
 
 use std::collections::BTreeMap;
@@ -31,8 +68,18 @@ use std::sync::Arc;
 
 use rustls_pki_types::CertificateDer;
 
-pub use layer::{AuthenticationLayer, AuthenticationService};
-pub use x509::X509Authenticator;
+pub use bearer::{BearerToken, TokenAuthenticator, WEBSOCKET_BEARER_PREFIX, bearer_token};
+pub use layer::{AuthenticationLayer, AuthenticationService, CloseConnection};
+pub use request_header::{
+    InvalidRequestHeaderConfig, RequestHeaderAuthenticator, RequestHeaderConfig,
+};
+pub use token_cache::CacheTtl;
+pub use token_file::{TokenFileAuthenticator, TokenFileError};
+pub use token_review::TokenReviewAuthenticator;
+#[cfg(feature = "tokio")]
+pub use token_review::TokenReviewConfigError;
+pub use union::{Anonymous, Union};
+pub use x509::{CREDENTIAL_ID_EXTRA, InvalidClientCa, X509Authenticator};
 
 /// The group every authenticated, non-anonymous user gets (reference §7.8).
 pub const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
@@ -138,12 +185,84 @@ pub type AuthenticateFuture = Pin<Box<dyn Future<Output = AuthenticationResult> 
 pub trait Authenticator: Send + Sync + 'static {
     /// Authenticates the request described by `parts` (headers, URI, extensions incl.
     /// [`ConnectionInfo`]). The future owns what it needs.
+    ///
+    /// Copy what is needed here and do the costly work (signature checks, webhook calls)
+    /// inside the future: a [`Union`] asks every member up front and then awaits them in
+    /// order, stopping at the first success, so work left in a future that is never polled
+    /// costs nothing.
     fn authenticate(&self, parts: &http::request::Parts) -> AuthenticateFuture;
+
+    /// Headers this authenticator reads identity or credentials from, which
+    /// [`AuthenticationLayer`] deletes after every successful authentication, whoever
+    /// succeeded (upstream's filter clears the configured request-header names, reference
+    /// §3.4). The default is none.
+    fn credential_headers(&self) -> CredentialHeaders {
+        CredentialHeaders::default()
+    }
 }
 
 impl<A: Authenticator + ?Sized> Authenticator for Arc<A> {
     fn authenticate(&self, parts: &http::request::Parts) -> AuthenticateFuture {
         (**self).authenticate(parts)
+    }
+
+    fn credential_headers(&self) -> CredentialHeaders {
+        (**self).credential_headers()
+    }
+}
+
+impl<A: Authenticator + ?Sized> Authenticator for Box<A> {
+    fn authenticate(&self, parts: &http::request::Parts) -> AuthenticateFuture {
+        (**self).authenticate(parts)
+    }
+
+    fn credential_headers(&self) -> CredentialHeaders {
+        (**self).credential_headers()
+    }
+}
+
+/// Header names and name prefixes that carry identity or credentials.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CredentialHeaders {
+    /// Exact names.
+    pub names: Vec<http::HeaderName>,
+    /// Lower-case name prefixes, e.g. `x-remote-extra-`.
+    pub prefixes: Vec<String>,
+}
+
+impl CredentialHeaders {
+    /// Adds `other`'s names and prefixes, skipping ones already present.
+    pub fn merge(&mut self, other: CredentialHeaders) {
+        for n in other.names {
+            if !self.names.contains(&n) {
+                self.names.push(n);
+            }
+        }
+        for p in other.prefixes {
+            if !self.prefixes.contains(&p) {
+                self.prefixes.push(p);
+            }
+        }
+    }
+
+    /// True when `name` is one of the names or starts with one of the prefixes.
+    pub fn matches(&self, name: &http::HeaderName) -> bool {
+        self.names.contains(name) || self.prefixes.iter().any(|p| name.as_str().starts_with(p))
+    }
+
+    /// Deletes every matching header from `headers`.
+    pub fn strip(&self, headers: &mut http::HeaderMap) {
+        if self.names.is_empty() && self.prefixes.is_empty() {
+            return;
+        }
+        let doomed: Vec<http::HeaderName> = headers
+            .keys()
+            .filter(|n| self.matches(n))
+            .cloned()
+            .collect();
+        for name in doomed {
+            headers.remove(&name);
+        }
     }
 }
 

@@ -1,51 +1,71 @@
 //! The x509 client-certificate authenticator (k8s.io/apiserver
 //! `pkg/authentication/request/x509/x509.go`, reference §7.2).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use rustls::RootCertStore;
 use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::ClientCertVerifier;
+use rustls::{CertificateError, Error as TlsError};
 use rustls_pki_types::{CertificateDer, UnixTime};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::{AuthenticateFuture, AuthenticationError, Authenticator, ConnectionInfo, UserInfo};
 
+/// The extra key carrying a fingerprint of the credential that authenticated the user.
+pub const CREDENTIAL_ID_EXTRA: &str = "authentication.kubernetes.io/credential-id";
+/// The subject attribute holding the user's UID (feature `AllowParsingUserUIDFromCertAuth`).
+const UID_OID: &str = "1.3.6.1.4.1.57683.2";
+
 /// Authenticates a request by the client certificate of its TLS connection.
 ///
 /// The chain in [`ConnectionInfo`] is verified against the client CA with the ClientAuth
 /// extended key usage required; intermediates come from the presented chain. The user is
-/// the subject CommonName (the last one if several), the groups are the subject
-/// Organization values in order. No certificate: no opinion. A certificate that does not
-/// verify: [`AuthenticationError::CertificateVerification`], so the request gets 401.
-#[derive(Clone)]
+/// the subject CommonName (the last one if several), the UID the subject attribute
+/// `1.3.6.1.4.1.57683.2`, the groups the subject Organization values in order, and the
+/// extra `authentication.kubernetes.io/credential-id` is `X509SHA256=<hex of the leaf>`.
+/// No certificate, or an empty CN: no opinion. A certificate that does not verify:
+/// [`AuthenticationError::CertificateVerification`], so the request gets 401.
+#[derive(Clone, Debug)]
 pub struct X509Authenticator {
-    verifier: Arc<dyn ClientCertVerifier>,
-}
-
-impl std::fmt::Debug for X509Authenticator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("X509Authenticator").finish_non_exhaustive()
-    }
+    verifier: ChainVerifier,
 }
 
 /// The client CA could not be used.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid client CA: {0}")]
-pub struct InvalidClientCa(String);
+pub struct InvalidClientCa(pub(crate) String);
 
-impl X509Authenticator {
-    /// An authenticator trusting the given CA certificates (DER).
-    ///
-    /// Errors when no certificate is given or one is not a usable trust anchor.
-    pub fn new(
+/// Verifies presented chains against one CA bundle, ClientAuth EKU required
+/// (`x509.DefaultVerifyOptions`).
+#[derive(Clone)]
+pub(crate) struct ChainVerifier {
+    verifier: Arc<dyn ClientCertVerifier>,
+    /// The trust anchors as given, for the CA-overlap check of known failure B06.
+    pub(crate) anchors: Arc<[CertificateDer<'static>]>,
+}
+
+impl std::fmt::Debug for ChainVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainVerifier")
+            .field("anchors", &self.anchors.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChainVerifier {
+    pub(crate) fn new(
         ca_certificates: impl IntoIterator<Item = CertificateDer<'static>>,
     ) -> Result<Self, InvalidClientCa> {
         let mut roots = RootCertStore::empty();
+        let mut anchors = Vec::new();
         for cert in ca_certificates {
             roots
-                .add(cert)
+                .add(cert.clone())
                 .map_err(|e| InvalidClientCa(e.to_string()))?;
+            anchors.push(cert);
         }
         if roots.is_empty() {
             return Err(InvalidClientCa("no CA certificates".into()));
@@ -56,11 +76,13 @@ impl X509Authenticator {
         )
         .build()
         .map_err(|e| InvalidClientCa(e.to_string()))?;
-        Ok(X509Authenticator { verifier })
+        Ok(ChainVerifier {
+            verifier,
+            anchors: anchors.into(),
+        })
     }
 
-    /// An authenticator trusting the CA certificates of a PEM bundle.
-    pub fn from_pem(pem: &[u8]) -> Result<Self, InvalidClientCa> {
+    pub(crate) fn from_pem(pem: &[u8]) -> Result<Self, InvalidClientCa> {
         use rustls_pki_types::pem::PemObject;
         let certs = CertificateDer::pem_slice_iter(pem)
             .collect::<Result<Vec<_>, _>>()
@@ -68,58 +90,174 @@ impl X509Authenticator {
         Self::new(certs)
     }
 
-    /// Verifies `chain` (leaf first) and converts the leaf into a user; `Ok(None)` when
-    /// the chain is empty or the leaf has no CommonName.
-    pub fn authenticate_chain(
+    /// Verifies `chain` (leaf first) at `now`; returns the parsed leaf, `None` for an
+    /// empty chain.
+    pub(crate) fn verify<'a>(
         &self,
-        chain: &[CertificateDer<'static>],
-    ) -> Result<Option<UserInfo>, AuthenticationError> {
+        chain: &'a [CertificateDer<'static>],
+        now: UnixTime,
+    ) -> Result<Option<X509Certificate<'a>>, AuthenticationError> {
         let Some((leaf, intermediates)) = chain.split_first() else {
             return Ok(None);
         };
         let (_, cert) = X509Certificate::from_der(leaf)
             .map_err(|e| AuthenticationError::CertificateParse(e.to_string()))?;
-        if let Err(e) = self
-            .verifier
-            .verify_client_cert(leaf, intermediates, UnixTime::now())
-        {
-            return Err(verification_error(&cert, &e.to_string()));
+        if let Err(e) = self.verifier.verify_client_cert(leaf, intermediates, now) {
+            return Err(verification_error(&cert, &go_reason(&e, now)));
         }
-        Ok(user_from_certificate(&cert))
+        Ok(Some(cert))
+    }
+}
+
+impl X509Authenticator {
+    /// An authenticator trusting the given CA certificates (DER).
+    ///
+    /// Errors when no certificate is given or one is not a usable trust anchor.
+    pub fn new(
+        ca_certificates: impl IntoIterator<Item = CertificateDer<'static>>,
+    ) -> Result<Self, InvalidClientCa> {
+        Ok(X509Authenticator {
+            verifier: ChainVerifier::new(ca_certificates)?,
+        })
+    }
+
+    /// An authenticator trusting the CA certificates of a PEM bundle.
+    pub fn from_pem(pem: &[u8]) -> Result<Self, InvalidClientCa> {
+        Ok(X509Authenticator {
+            verifier: ChainVerifier::from_pem(pem)?,
+        })
+    }
+
+    /// The CA certificates this authenticator trusts (DER), as given.
+    pub fn ca_certificates(&self) -> &[CertificateDer<'static>] {
+        &self.verifier.anchors
+    }
+
+    /// Verifies `chain` (leaf first) now and converts the leaf into a user; `Ok(None)`
+    /// when the chain is empty or the leaf has no CommonName.
+    pub fn authenticate_chain(
+        &self,
+        chain: &[CertificateDer<'static>],
+    ) -> Result<Option<UserInfo>, AuthenticationError> {
+        self.authenticate_chain_at(chain, UnixTime::now())
+    }
+
+    /// [`authenticate_chain`](Self::authenticate_chain) with the validity period checked
+    /// at `now` instead of the current time.
+    pub fn authenticate_chain_at(
+        &self,
+        chain: &[CertificateDer<'static>],
+        now: UnixTime,
+    ) -> Result<Option<UserInfo>, AuthenticationError> {
+        let Some(cert) = self.verifier.verify(chain, now)? else {
+            return Ok(None);
+        };
+        // `verify` returned a leaf, so the chain has one.
+        let leaf_der = chain.first().map(|c| c.as_ref()).unwrap_or_default();
+        user_from_certificate(&cert, leaf_der)
     }
 }
 
 impl Authenticator for X509Authenticator {
     fn authenticate(&self, parts: &http::request::Parts) -> AuthenticateFuture {
-        let result = match parts.extensions.get::<ConnectionInfo>() {
-            Some(conn) => self.authenticate_chain(&conn.peer_certificates),
-            None => Ok(None),
+        let chain = match parts.extensions.get::<ConnectionInfo>() {
+            Some(conn) if !conn.peer_certificates.is_empty() => conn.peer_certificates.clone(),
+            _ => return Box::pin(std::future::ready(Ok(None))),
         };
-        Box::pin(std::future::ready(result))
+        // Signature checks happen when the future runs, so a union that settles earlier
+        // never pays for them.
+        let this = self.clone();
+        Box::pin(async move { this.authenticate_chain(&chain) })
     }
 }
 
-/// CN (last) and O values of the subject; `None` for an empty CN.
-pub(crate) fn user_from_certificate(cert: &X509Certificate<'_>) -> Option<UserInfo> {
+/// The user of a verified leaf (`CommonNameUserConversion`): `Ok(None)` for an empty CN;
+/// the UID attribute must be a single non-empty string.
+pub(crate) fn user_from_certificate(
+    cert: &X509Certificate<'_>,
+    leaf_der: &[u8],
+) -> Result<Option<UserInfo>, AuthenticationError> {
     let subject = cert.subject();
-    let name = subject
-        .iter_common_name()
-        .filter_map(|a| a.as_str().ok())
-        .last()?
-        .to_owned();
-    if name.is_empty() {
-        return None;
+    // Go's parser keeps the last CN of several; a CN that is not a string counts as empty.
+    let name = match subject.iter_common_name().last().map(|a| a.as_str()) {
+        Some(Ok(name)) if !name.is_empty() => name.to_owned(),
+        _ => return Ok(None),
+    };
+    let mut uids = Vec::new();
+    for attr in subject
+        .iter_attributes()
+        .filter(|a| a.attr_type().to_id_string() == UID_OID)
+    {
+        let uid = attr.as_str().map_err(|_| {
+            AuthenticationError::Other("unable to parse UID into a string".to_owned())
+        })?;
+        uids.push(uid.to_owned());
     }
+    let uid = match uids.as_slice() {
+        [] => String::new(),
+        [uid] if uid.is_empty() => {
+            return Err(AuthenticationError::Other(
+                "UID cannot be an empty string".to_owned(),
+            ));
+        }
+        [uid] => uid.clone(),
+        many => {
+            return Err(AuthenticationError::Other(format!(
+                "expected 1 UID, but found multiple: [{}]",
+                many.join(" ")
+            )));
+        }
+    };
     let groups = subject
         .iter_organization()
         .filter_map(|a| a.as_str().ok())
         .map(str::to_owned)
         .collect();
-    Some(UserInfo {
+    let digest = ring::digest::digest(&ring::digest::SHA256, leaf_der);
+    let fingerprint: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    let extra = BTreeMap::from([(
+        CREDENTIAL_ID_EXTRA.to_owned(),
+        vec![format!("X509SHA256={fingerprint}")],
+    )]);
+    Ok(Some(UserInfo {
         name,
+        uid,
         groups,
-        ..UserInfo::default()
-    })
+        extra,
+    }))
+}
+
+/// Go's `crypto/x509` wording for the failures operators search for; anything else keeps
+/// the rustls text.
+fn go_reason(err: &TlsError, now: UnixTime) -> String {
+    let rfc3339 = |t: UnixTime| {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(t.as_secs());
+        humantime::format_rfc3339_seconds(at).to_string()
+    };
+    let TlsError::InvalidCertificate(cert_err) = err else {
+        return err.to_string();
+    };
+    match cert_err {
+        CertificateError::UnknownIssuer => "x509: certificate signed by unknown authority".into(),
+        CertificateError::ExpiredContext { time, not_after } => format!(
+            "x509: certificate has expired or is not yet valid: current time {} is after {}",
+            rfc3339(*time),
+            rfc3339(*not_after)
+        ),
+        CertificateError::NotValidYetContext { time, not_before } => format!(
+            "x509: certificate has expired or is not yet valid: current time {} is before {}",
+            rfc3339(*time),
+            rfc3339(*not_before)
+        ),
+        CertificateError::Expired | CertificateError::NotValidYet => format!(
+            "x509: certificate has expired or is not yet valid: current time {}",
+            rfc3339(now)
+        ),
+        CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
+            "x509: certificate specifies an incompatible key usage".into()
+        }
+        other => format!("x509: {other:?}"),
+    }
 }
 
 fn verification_error(cert: &X509Certificate<'_>, reason: &str) -> AuthenticationError {
@@ -152,3 +290,7 @@ fn hex_colon(bytes: &[u8]) -> String {
         .collect::<Vec<_>>()
         .join(":")
 }
+
+#[cfg(test)]
+#[path = "x509_tests.rs"]
+mod tests;

@@ -12,9 +12,11 @@
 //! # let _ = layer;
 //! ```
 
+mod cache;
 mod forbidden;
 mod layer;
 pub mod request_info;
+mod webhook;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -23,6 +25,11 @@ use std::sync::Arc;
 pub use forbidden::forbidden_message;
 pub use layer::{AuthorizationLayer, AuthorizationService};
 pub use request_info::{RequestInfo, RequestInfoError};
+pub use webhook::{
+    NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewAuthorizer,
+    SubjectAccessReviewSpec, SubjectAccessReviewStatus, UnsupportedWebhookVersion, WebhookVersion,
+    subject_access_review_body,
+};
 
 use crate::authn::UserInfo;
 

@@ -14,9 +14,9 @@ mod dir;
 
 use std::future::Future;
 
-pub use dir::{ManifestDir, ManifestError};
 #[cfg(fuzzing)]
 pub(crate) use dir::parse_manifests;
+pub use dir::{ManifestDir, ManifestError};
 
 use crate::apiservice::ApiService;
 

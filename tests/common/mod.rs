@@ -4,6 +4,9 @@
 //! that speaks HTTP/1.1 or HTTP/2 over its own TLS connection per request. Everything
 //! listens on 127.0.0.1 and every network step is bounded by [`WAIT`].
 
+// Shared by several test crates, each of which uses a part of it.
+#![allow(dead_code)]
+
 #[path = "../../examples/support/pki.rs"]
 pub(crate) mod pki;
 
@@ -560,6 +563,42 @@ impl Client {
             }
         };
         res.expect("the gateway answers")
+    }
+
+    /// Sends `GET path` over a new HTTP/2 connection and returns the response status, the
+    /// request sender (kept alive so the client does not close the connection itself) and
+    /// the task driving the connection, which ends when the server closes it.
+    pub(crate) async fn h2_status_and_connection(
+        &self,
+        path: &str,
+    ) -> (
+        StatusCode,
+        hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
+        tokio::task::JoinHandle<Result<(), hyper::Error>>,
+    ) {
+        let tcp = within("connect to the gateway", TcpStream::connect(self.addr))
+            .await
+            .expect("the gateway accepts connections");
+        let server_name = ServerName::try_from("localhost").expect("valid server name");
+        let tls = within(
+            "TLS handshake with the gateway",
+            self.tls.connect(server_name, tcp),
+        )
+        .await
+        .expect("TLS handshake with the gateway");
+        let (mut sender, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                .await
+                .expect("HTTP/2 handshake");
+        let driver = tokio::spawn(conn);
+        let host = format!("localhost:{}", self.addr.port());
+        let req = Request::get(format!("https://{host}{path}"))
+            .body(Empty::<Bytes>::new())
+            .expect("valid request");
+        let res = within("response head", sender.send_request(req))
+            .await
+            .expect("the gateway answers");
+        (res.status(), sender, driver)
     }
 
     pub(crate) async fn get_with(&self, path_and_query: &str, headers: &[(&str, &str)]) -> Reply {

@@ -1,0 +1,220 @@
+//! The TokenReview webhook token authenticator (k8s.io/apiserver
+//! `plugin/pkg/authenticator/token/webhook/webhook.go`, reference §7.6) with the token
+//! cache in front of it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde::Deserialize;
+
+use super::token_cache::{CacheTtl, TokenCache};
+use super::{AuthenticateFuture, AuthenticationError, TokenAuthenticator, UserInfo};
+use crate::rt::Timer;
+use crate::webhook::WebhookClient;
+
+const API_VERSION: &str = "authentication.k8s.io/v1";
+
+/// Asks a TokenReview webhook (`authentication.k8s.io/v1`) whether a bearer token is
+/// valid, and caches the answer.
+///
+/// - Request: `POST` `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview",
+///   "spec":{"token":..., "audiences":[...]}}`, audiences only when some are wanted;
+///   transient failures retried by the [`WebhookClient`]'s backoff.
+/// - `status.authenticated: false`: not ok, with `status.error` as the error when set.
+/// - Wanted audiences: the response's `status.audiences` (or, when it has none, the
+///   implicit audiences of [`with_implicit_audiences`](Self::with_implicit_audiences))
+///   must intersect them, or the token is not ok.
+/// - Cache: keyed by an HMAC-SHA256 of token and audiences under a per-process random key;
+///   ok results kept for [`CacheTtl::success`], not-ok ones for [`CacheTtl::failure`],
+///   errors never; concurrent lookups of one key make one webhook call.
+#[derive(Clone)]
+pub struct TokenReviewAuthenticator {
+    inner: Arc<Inner>,
+}
+
+#[derive(Clone)]
+struct Inner {
+    client: WebhookClient,
+    implicit_audiences: Vec<String>,
+    cache: Arc<TokenCache>,
+}
+
+impl std::fmt::Debug for TokenReviewAuthenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenReviewAuthenticator")
+            .field("url", self.inner.client.url())
+            .field("ttl", &self.inner.cache.ttl())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The webhook configuration file could not be used; names the file.
+#[cfg(feature = "tokio")]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("authentication token webhook config {}: {detail}", file.display())]
+pub struct TokenReviewConfigError {
+    /// The kubeconfig file.
+    pub file: std::path::PathBuf,
+    /// What is wrong.
+    pub detail: String,
+}
+
+impl TokenReviewAuthenticator {
+    /// An authenticator calling `client`, caching for `ttl` on `timer`'s clock.
+    ///
+    /// Errors only when the system has no randomness for the cache key.
+    pub fn new(
+        client: WebhookClient,
+        timer: Timer,
+        ttl: CacheTtl,
+    ) -> Result<Self, AuthenticationError> {
+        Ok(TokenReviewAuthenticator {
+            inner: Arc::new(Inner {
+                client,
+                implicit_audiences: Vec::new(),
+                cache: Arc::new(TokenCache::new(ttl, timer)?),
+            }),
+        })
+    }
+
+    /// The webhook of the kubeconfig file at `path` (`--authentication-token-webhook-
+    /// config-file`) over HTTPS, caching for `ttl`.
+    #[cfg(feature = "tokio")]
+    pub fn from_kubeconfig(
+        path: &std::path::Path,
+        executor: crate::rt::Executor,
+        timer: Timer,
+        ttl: CacheTtl,
+    ) -> Result<Self, TokenReviewConfigError> {
+        let err = |detail: String| TokenReviewConfigError {
+            file: path.to_owned(),
+            detail,
+        };
+        let config = crate::webhook::Kubeconfig::load(path).map_err(|e| err(e.detail))?;
+        let client = config.client(executor, timer.clone()).map_err(err)?;
+        Self::new(client, timer, ttl).map_err(|e| err(e.to_string()))
+    }
+
+    /// The audiences the webhook's server accepts when its answer names none
+    /// (upstream's implicit audiences, the API server's `--api-audiences`). Starts a
+    /// fresh cache, since cached answers depend on them.
+    pub fn with_implicit_audiences(
+        self,
+        audiences: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let mut inner = (*self.inner).clone();
+        inner.implicit_audiences = audiences.into_iter().map(Into::into).collect();
+        if let Ok(cache) = TokenCache::new(inner.cache.ttl(), inner.cache.timer()) {
+            inner.cache = Arc::new(cache);
+        }
+        TokenReviewAuthenticator {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// One uncached webhook call.
+    pub async fn review(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<Option<UserInfo>, AuthenticationError> {
+        self.inner.review(token, audiences).await
+    }
+}
+
+impl Inner {
+    async fn review(
+        &self,
+        token: &str,
+        wanted: &[String],
+    ) -> Result<Option<UserInfo>, AuthenticationError> {
+        let mut spec = serde_json::json!({ "token": token });
+        if !wanted.is_empty() {
+            spec["audiences"] = wanted.into();
+        }
+        let body = serde_json::json!({
+            "apiVersion": API_VERSION,
+            "kind": "TokenReview",
+            "metadata": {"creationTimestamp": null},
+            "spec": spec,
+            "status": {"user": {}},
+        });
+        let url = self.client.url();
+        let fail = |detail: String| {
+            AuthenticationError::Other(format!("token review webhook {url}: {detail}"))
+        };
+        let answer = self
+            .client
+            .post_json(Bytes::from(body.to_string()))
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        let review: Review = serde_json::from_slice(&answer)
+            .map_err(|e| fail(format!("cannot decode the TokenReview response: {e}")))?;
+        if !wanted.is_empty() {
+            let got = if review.status.audiences.is_empty() {
+                &self.implicit_audiences
+            } else {
+                &review.status.audiences
+            };
+            if !wanted.iter().any(|w| got.contains(w)) {
+                return Ok(None);
+            }
+        }
+        let status = review.status;
+        if !status.authenticated {
+            return match status.error {
+                e if e.is_empty() => Ok(None),
+                e => Err(AuthenticationError::Other(e)),
+            };
+        }
+        Ok(Some(UserInfo {
+            name: status.user.username,
+            uid: status.user.uid,
+            groups: status.user.groups,
+            extra: status.user.extra,
+        }))
+    }
+}
+
+impl TokenAuthenticator for TokenReviewAuthenticator {
+    fn authenticate_token(&self, token: &str, audiences: &[String]) -> AuthenticateFuture {
+        let this = self.inner.clone();
+        let token = token.to_owned();
+        let audiences = audiences.to_vec();
+        Box::pin(async move {
+            let key = this.cache.key(&token, &audiences);
+            this.cache
+                .get_or_lookup(key, || this.review(&token, &audiences))
+                .await
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct Review {
+    #[serde(default)]
+    status: ReviewStatus,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ReviewStatus {
+    authenticated: bool,
+    user: ReviewUser,
+    audiences: Vec<String>,
+    error: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ReviewUser {
+    username: String,
+    uid: String,
+    groups: Vec<String>,
+    extra: BTreeMap<String, Vec<String>>,
+}
+
+#[cfg(test)]
+#[path = "token_review_tests.rs"]
+mod tests;

@@ -1,0 +1,155 @@
+//! Chaining authenticators (k8s.io/apiserver `pkg/authentication/request/union/union.go`)
+//! and the anonymous fallback (`request/anonymous/anonymous.go`), reference §7.1, §7.7.
+
+use std::sync::Arc;
+
+use super::{
+    AuthenticateFuture, AuthenticationError, Authenticator, CredentialHeaders, SYSTEM_ANONYMOUS,
+    SYSTEM_UNAUTHENTICATED, UserInfo,
+};
+
+/// The anonymous user: `system:anonymous` in `system:unauthenticated`, no UID or extra.
+///
+/// [`Anonymous::new`] accepts every request; [`Anonymous::for_paths`] only requests whose
+/// exact URL path is listed (upstream's structured `anonymous.conditions`), and has no
+/// opinion elsewhere. Use it through [`Union::with_anonymous`], so that presented but
+/// invalid credentials are never downgraded to anonymous.
+#[derive(Debug, Clone, Default)]
+pub struct Anonymous {
+    paths: Option<Arc<[String]>>,
+}
+
+impl Anonymous {
+    /// Anonymous for every request (`--anonymous-auth=true`).
+    pub fn new() -> Self {
+        Anonymous { paths: None }
+    }
+
+    /// Anonymous only for these exact paths, e.g. `/healthz`, `/readyz`, `/livez`.
+    pub fn for_paths(paths: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Anonymous {
+            paths: Some(paths.into_iter().map(Into::into).collect()),
+        }
+    }
+
+    /// The anonymous user.
+    pub fn user() -> UserInfo {
+        UserInfo::new(SYSTEM_ANONYMOUS, [SYSTEM_UNAUTHENTICATED])
+    }
+}
+
+impl Authenticator for Anonymous {
+    fn authenticate(&self, parts: &http::request::Parts) -> AuthenticateFuture {
+        let allowed = self
+            .paths
+            .as_ref()
+            .is_none_or(|paths| paths.iter().any(|p| p == parts.uri.path()));
+        Box::pin(std::future::ready(Ok(allowed.then(Anonymous::user))))
+    }
+}
+
+/// Tries authenticators in order; the first success wins.
+///
+/// When nobody succeeds: the errors of the members, joined (`[a, b]` as Go's aggregate
+/// prints them), or no opinion when none failed. Then, only if no member failed, the
+/// anonymous fallback of [`with_anonymous`](Self::with_anonymous) is asked: that is
+/// kube-apiserver's `FailOnError(union, anonymous)`, so a bad bearer token or a client
+/// certificate that does not verify gets 401, never anonymous.
+///
+/// ```
+/// use kube_aggregator::authn::{Anonymous, Union, X509Authenticator};
+/// # fn f(x509: X509Authenticator) {
+/// let chain = Union::new().push(x509).with_anonymous(Anonymous::new());
+/// # let _ = chain; }
+/// ```
+#[derive(Clone, Default)]
+pub struct Union {
+    members: Vec<Arc<dyn Authenticator>>,
+    anonymous: Option<Arc<dyn Authenticator>>,
+}
+
+impl std::fmt::Debug for Union {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Union")
+            .field("members", &self.members.len())
+            .field("anonymous", &self.anonymous.is_some())
+            .finish()
+    }
+}
+
+impl Union {
+    /// An empty union (no opinion on anything).
+    pub fn new() -> Self {
+        Union::default()
+    }
+
+    /// Appends `authenticator`; members are tried in the order they were pushed.
+    pub fn push(mut self, authenticator: impl Authenticator) -> Self {
+        self.members.push(Arc::new(authenticator));
+        self
+    }
+
+    /// Sets the fallback asked only when no member succeeded and none failed; usually
+    /// [`Anonymous`]. Without one, such requests get 401.
+    pub fn with_anonymous(mut self, anonymous: impl Authenticator) -> Self {
+        self.anonymous = Some(Arc::new(anonymous));
+        self
+    }
+
+    /// How many members (the fallback not counted).
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// True when there are no members.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+}
+
+impl Authenticator for Union {
+    fn authenticate(&self, parts: &http::request::Parts) -> AuthenticateFuture {
+        // Every member copies what it needs now; the futures do the work and are polled in
+        // order, so members after the first success cost only that copy.
+        let pending: Vec<AuthenticateFuture> =
+            self.members.iter().map(|m| m.authenticate(parts)).collect();
+        let anonymous = self.anonymous.as_ref().map(|a| a.authenticate(parts));
+        Box::pin(async move {
+            let mut errors: Vec<AuthenticationError> = Vec::new();
+            for fut in pending {
+                match fut.await {
+                    Ok(Some(user)) => return Ok(Some(user)),
+                    Ok(None) => {}
+                    Err(e) => errors.push(e),
+                }
+            }
+            match errors.len() {
+                0 => match anonymous {
+                    Some(anon) => anon.await,
+                    None => Ok(None),
+                },
+                1 => Err(errors.remove(0)),
+                _ => Err(AuthenticationError::Other(format!(
+                    "[{}]",
+                    errors
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))),
+            }
+        })
+    }
+
+    fn credential_headers(&self) -> CredentialHeaders {
+        let mut all = CredentialHeaders::default();
+        for m in self.members.iter().chain(&self.anonymous) {
+            all.merge(m.credential_headers());
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+#[path = "union_tests.rs"]
+mod tests;

@@ -1,0 +1,73 @@
+use futures_util::FutureExt;
+
+use super::*;
+use crate::authn::AuthenticationResult;
+
+struct Fixed(AuthenticationResult);
+
+impl Authenticator for Fixed {
+    fn authenticate(&self, _: &http::request::Parts) -> AuthenticateFuture {
+        Box::pin(std::future::ready(self.0.clone()))
+    }
+}
+
+fn parts(path: &str) -> http::request::Parts {
+    http::Request::get(path).body(()).unwrap().into_parts().0
+}
+
+fn run(a: &impl Authenticator, path: &str) -> AuthenticationResult {
+    a.authenticate(&parts(path)).now_or_never().unwrap()
+}
+
+fn err(s: &str) -> AuthenticationResult {
+    Err(AuthenticationError::Other(s.into()))
+}
+
+#[test]
+fn vectors_4_3_anonymous() {
+    let u = run(&Anonymous::new(), "/api").unwrap().unwrap();
+    assert_eq!(u, UserInfo::new(SYSTEM_ANONYMOUS, [SYSTEM_UNAUTHENTICATED]));
+    let probes = Anonymous::for_paths(["/healthz", "/readyz", "/livez"]);
+    for p in ["/healthz", "/readyz", "/livez"] {
+        assert!(
+            run(&probes, &format!("https://123.123.123.123{p}"))
+                .unwrap()
+                .is_some()
+        );
+    }
+    assert_eq!(run(&probes, "/api"), Ok(None));
+}
+
+#[test]
+fn first_success_wins_and_errors_only_when_nobody_succeeds() {
+    let alice = Ok(Some(UserInfo::new("alice", Vec::<String>::new())));
+    let u = Union::new()
+        .push(Fixed(err("a")))
+        .push(Fixed(alice.clone()))
+        .push(Fixed(err("c")));
+    assert_eq!(run(&u, "/"), alice);
+    let u = Union::new().push(Fixed(Ok(None))).push(Fixed(err("b")));
+    assert_eq!(run(&u, "/"), err("b"));
+    let u = Union::new().push(Fixed(err("a"))).push(Fixed(err("b")));
+    assert_eq!(run(&u, "/"), err("[a, b]"));
+    assert_eq!(run(&Union::new().push(Fixed(Ok(None))), "/"), Ok(None));
+}
+
+#[test]
+fn anonymous_only_when_no_member_failed() {
+    let u = Union::new()
+        .push(Fixed(Ok(None)))
+        .with_anonymous(Anonymous::new());
+    assert_eq!(run(&u, "/").unwrap().unwrap().name, SYSTEM_ANONYMOUS);
+    let u = Union::new()
+        .push(Fixed(err("invalid bearer token")))
+        .with_anonymous(Anonymous::new());
+    assert_eq!(run(&u, "/"), err("invalid bearer token"));
+    assert_eq!(
+        run(&Union::new().with_anonymous(Anonymous::new()), "/")
+            .unwrap()
+            .unwrap()
+            .name,
+        SYSTEM_ANONYMOUS
+    );
+}

@@ -1,0 +1,430 @@
+//! The SubjectAccessReview webhook authorizer: mirrors k8s.io/apiserver
+//! `plugin/pkg/authorizer/webhook/webhook.go` (reference §8.5).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use super::cache::ExpiringLru;
+use super::{Attributes, Authorization, AuthorizationError, AuthorizeFuture, Authorizer, Decision};
+use crate::rt::Timer;
+use crate::webhook::WebhookClient;
+
+/// Upstream's decision cache size (`cache.NewLRUExpireCache(8192)`).
+const CACHE_CAPACITY: usize = 8192;
+
+/// Requests whose caller-controlled strings add up to this many bytes or more are never
+/// cached: a client could otherwise fill the cache with huge keys (upstream
+/// `maxControlledAttrCacheSize`).
+const MAX_CACHED_ATTRIBUTE_BYTES: usize = 10_000;
+
+/// Upstream's error for a review that both allows and denies.
+const BOTH_ALLOW_AND_DENY: &str =
+    "webhook subject access review returned both allow and deny response";
+
+/// A `SubjectAccessReview` (authorization.k8s.io `v1`, or `v1beta1` on the wire when so
+/// configured), as sent to and answered by an authorization webhook.
+///
+/// Serializes like upstream: `kind`, `apiVersion`, `metadata` (`{}`), `spec`, and
+/// `status` with `allowed` always present (it has no `omitempty` in Go).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[non_exhaustive]
+pub struct SubjectAccessReview {
+    /// `SubjectAccessReview`.
+    pub kind: String,
+    /// `authorization.k8s.io/v1` or `authorization.k8s.io/v1beta1`.
+    pub api_version: String,
+    /// Object metadata; empty in requests.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// What is asked, by whom.
+    pub spec: SubjectAccessReviewSpec,
+    /// The webhook's answer.
+    pub status: SubjectAccessReviewStatus,
+}
+
+/// Who asks to do what (upstream `SubjectAccessReviewSpec`); every empty field is omitted
+/// on the wire, and exactly one of the attribute sets is present.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[non_exhaustive]
+pub struct SubjectAccessReviewSpec {
+    /// Set for resource requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_attributes: Option<ResourceAttributes>,
+    /// Set for non-resource requests (`{}` when path and verb are both empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub non_resource_attributes: Option<NonResourceAttributes>,
+    /// User name.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub user: String,
+    /// Groups, in the authenticator's order (`group` in v1beta1).
+    #[serde(skip_serializing_if = "Vec::is_empty", alias = "group")]
+    pub groups: Vec<String>,
+    /// Extra user attributes, keys as the authenticator gave them.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, Vec<String>>,
+    /// User UID.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+}
+
+/// A resource request's attributes (upstream `ResourceAttributes`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct ResourceAttributes {
+    /// Namespace; empty for cluster scope.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Verb, e.g. `get`, `list`, `watch`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub verb: String,
+    /// API group; empty for the core group.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    /// API version.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub version: String,
+    /// Resource, e.g. `pods`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub resource: String,
+    /// Subresource, e.g. `status`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subresource: String,
+    /// Object name.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub name: String,
+}
+
+/// A non-resource request's attributes (upstream `NonResourceAttributes`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct NonResourceAttributes {
+    /// URL path, e.g. `/healthz`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub path: String,
+    /// Lower-cased HTTP method, e.g. `get`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub verb: String,
+}
+
+/// The webhook's answer (upstream `SubjectAccessReviewStatus`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[non_exhaustive]
+pub struct SubjectAccessReviewStatus {
+    /// The request is allowed.
+    pub allowed: bool,
+    /// The request is denied outright; no later authorizer is asked.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub denied: bool,
+    /// Why; appended to a Forbidden message.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// An error the webhook met while deciding; informational only.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub evaluation_error: String,
+}
+
+impl SubjectAccessReviewSpec {
+    /// The spec upstream builds for `attrs`: the user, and resource attributes (without
+    /// the path) for resource requests or the path and verb otherwise.
+    pub fn from_attributes(attrs: &Attributes) -> SubjectAccessReviewSpec {
+        let (resource_attributes, non_resource_attributes) = if attrs.is_resource_request {
+            let r = ResourceAttributes {
+                namespace: attrs.namespace.clone(),
+                verb: attrs.verb.clone(),
+                group: attrs.api_group.clone(),
+                version: attrs.api_version.clone(),
+                resource: attrs.resource.clone(),
+                subresource: attrs.subresource.clone(),
+                name: attrs.name.clone(),
+            };
+            (Some(r), None)
+        } else {
+            let n = NonResourceAttributes {
+                path: attrs.path.clone(),
+                verb: attrs.verb.clone(),
+            };
+            (None, Some(n))
+        };
+        SubjectAccessReviewSpec {
+            resource_attributes,
+            non_resource_attributes,
+            user: attrs.user.name.clone(),
+            groups: attrs.user.groups.clone(),
+            extra: attrs.user.extra.clone(),
+            uid: attrs.user.uid.clone(),
+        }
+    }
+}
+
+impl SubjectAccessReviewStatus {
+    /// The decision upstream reads from a status: both allowed and denied is an error
+    /// (upstream returns Deny with that error, which the filter answers with 500);
+    /// denied is Deny; allowed is Allow; neither is NoOpinion. The reason passes through.
+    pub fn decision(&self) -> Result<Authorization, AuthorizationError> {
+        let decision = match (self.allowed, self.denied) {
+            (true, true) => return Err(AuthorizationError(BOTH_ALLOW_AND_DENY.into())),
+            (_, true) => Decision::Deny,
+            (true, false) => Decision::Allow,
+            (false, false) => Decision::NoOpinion,
+        };
+        Ok(Authorization {
+            decision,
+            reason: self.reason.clone(),
+        })
+    }
+}
+
+/// The API version a webhook speaks (`--authorization-webhook-version`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WebhookVersion {
+    /// `authorization.k8s.io/v1` (the default).
+    #[default]
+    V1,
+    /// `authorization.k8s.io/v1beta1`: the same body with groups under `spec.group`.
+    V1beta1,
+}
+
+impl WebhookVersion {
+    /// The `apiVersion` this version sends.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            WebhookVersion::V1 => "authorization.k8s.io/v1",
+            WebhookVersion::V1beta1 => "authorization.k8s.io/v1beta1",
+        }
+    }
+}
+
+/// An `--authorization-webhook-version` other than `v1` or `v1beta1`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unsupported webhook authorizer version {0:?}, supported versions are [\"v1\" \"v1beta1\"]"
+)]
+pub struct UnsupportedWebhookVersion(pub String);
+
+impl FromStr for WebhookVersion {
+    type Err = UnsupportedWebhookVersion;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "v1" => Ok(WebhookVersion::V1),
+            "v1beta1" => Ok(WebhookVersion::V1beta1),
+            other => Err(UnsupportedWebhookVersion(other.to_owned())),
+        }
+    }
+}
+
+/// The request body for `spec`: a whole `SubjectAccessReview` in `version`'s shape.
+pub fn subject_access_review_body(
+    spec: &SubjectAccessReviewSpec,
+    version: WebhookVersion,
+) -> Result<Bytes, AuthorizationError> {
+    let review = SubjectAccessReview {
+        kind: "SubjectAccessReview".into(),
+        api_version: version.api_version().into(),
+        spec: spec.clone(),
+        ..SubjectAccessReview::default()
+    };
+    let encode =
+        |e: serde_json::Error| AuthorizationError(format!("encoding the SubjectAccessReview: {e}"));
+    let mut value = serde_json::to_value(&review).map_err(encode)?;
+    if version == WebhookVersion::V1beta1 {
+        // v1beta1 names the groups field `group`; keep the key in its place.
+        if let Some(spec) = value.get_mut("spec").and_then(|s| s.as_object_mut()) {
+            *spec = std::mem::take(spec)
+                .into_iter()
+                .map(|(k, v)| {
+                    if k == "groups" {
+                        ("group".into(), v)
+                    } else {
+                        (k, v)
+                    }
+                })
+                .collect();
+        }
+    }
+    serde_json::to_vec(&value).map(Bytes::from).map_err(encode)
+}
+
+/// Authorizes requests by asking a SubjectAccessReview webhook, caching its answers; it
+/// mirrors k8s.io/apiserver `plugin/pkg/authorizer/webhook/webhook.go`.
+///
+/// Each request becomes a `SubjectAccessReview` (see [`SubjectAccessReviewSpec`]) `POST`ed
+/// through the [`WebhookClient`], which retries transient failures with upstream's
+/// backoff. The answer maps to a [`Decision`] by [`SubjectAccessReviewStatus::decision`].
+///
+/// **Cache:** an LRU of 8192 answers keyed by the JSON of the spec, so the user, uid,
+/// groups and extra are all part of the key and one identity's answer never serves
+/// another. Allowed answers live for [`authorized_ttl`](Self::authorized_ttl) (default
+/// 5 min, kube-apiserver's `--authorization-webhook-cache-authorized-ttl`), all other
+/// answers for [`unauthorized_ttl`](Self::unauthorized_ttl) (default 30 s). Failed calls
+/// are never cached, and neither are requests whose namespace, verb, group, version,
+/// resource, subresource, name and path total 10000 bytes or more. Expiry follows the
+/// injected [`Timer`]'s clock.
+///
+/// **Failure policy:** a webhook that cannot be reached, times out, or answers non-2xx
+/// after the retries gives `Err(AuthorizationError)` carrying the call's error. That is
+/// upstream's `NoOpinion` plus error (kube-apiserver's failure policy for
+/// `--authorization-mode=Webhook`): in a [`Union`](super::Union) a later authorizer may
+/// still allow, and otherwise the client gets 500 `Internal Server Error: "<uri>":
+/// <error>` from the [`AuthorizationLayer`](super::AuthorizationLayer), never an Allow and
+/// never a 403.
+///
+/// Not sent: field and label selector requirements (upstream's `AuthorizeWithSelectors`);
+/// without them the webhook judges the broader, unfiltered request.
+#[derive(Clone)]
+pub struct SubjectAccessReviewAuthorizer {
+    client: WebhookClient,
+    timer: Timer,
+    version: WebhookVersion,
+    authorized_ttl: Duration,
+    unauthorized_ttl: Duration,
+    cache: Arc<Mutex<ExpiringLru<SubjectAccessReviewStatus>>>,
+}
+
+impl fmt::Debug for SubjectAccessReviewAuthorizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubjectAccessReviewAuthorizer")
+            .field("url", self.client.url())
+            .field("version", &self.version)
+            .field("authorized_ttl", &self.authorized_ttl)
+            .field("unauthorized_ttl", &self.unauthorized_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SubjectAccessReviewAuthorizer {
+    /// An authorizer posting to `client`'s URL, with the cache clock read from `timer`.
+    pub fn new(client: WebhookClient, timer: Timer) -> SubjectAccessReviewAuthorizer {
+        SubjectAccessReviewAuthorizer {
+            client,
+            timer,
+            version: WebhookVersion::V1,
+            authorized_ttl: Duration::from_secs(300),
+            unauthorized_ttl: Duration::from_secs(30),
+            cache: Arc::new(Mutex::new(ExpiringLru::new(CACHE_CAPACITY))),
+        }
+    }
+
+    /// An authorizer for the webhook a kubeconfig-format file describes
+    /// (`--authorization-webhook-config-file`): HTTPS with its CA and client credentials.
+    /// Errors name the file and what is wrong with it.
+    #[cfg(feature = "tokio")]
+    pub fn from_kubeconfig(
+        path: &std::path::Path,
+        executor: crate::rt::Executor,
+        timer: Timer,
+    ) -> Result<SubjectAccessReviewAuthorizer, crate::webhook::KubeconfigError> {
+        let config = crate::webhook::Kubeconfig::load(path)?;
+        let client = config.client(executor, timer.clone()).map_err(|detail| {
+            crate::webhook::KubeconfigError {
+                file: path.to_owned(),
+                detail,
+            }
+        })?;
+        Ok(SubjectAccessReviewAuthorizer::new(client, timer))
+    }
+
+    /// How long an allowed answer is reused (default 5 min). Zero disables caching them.
+    pub fn authorized_ttl(mut self, ttl: Duration) -> SubjectAccessReviewAuthorizer {
+        self.authorized_ttl = ttl;
+        self
+    }
+
+    /// How long any other answer is reused (default 30 s). Zero disables caching them.
+    pub fn unauthorized_ttl(mut self, ttl: Duration) -> SubjectAccessReviewAuthorizer {
+        self.unauthorized_ttl = ttl;
+        self
+    }
+
+    /// The API version to speak (default [`WebhookVersion::V1`]).
+    pub fn version(mut self, version: WebhookVersion) -> SubjectAccessReviewAuthorizer {
+        self.version = version;
+        self
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, ExpiringLru<SubjectAccessReviewStatus>> {
+        // The cache holds plain values; a panic elsewhere cannot leave it inconsistent.
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn review(
+        self,
+        spec: SubjectAccessReviewSpec,
+        key: String,
+        cacheable: bool,
+    ) -> Result<Authorization, AuthorizationError> {
+        let body = subject_access_review_body(&spec, self.version)?;
+        let answer = self.client.post_json(body).await.map_err(|e| {
+            tracing::warn!(url = %self.client.url(), error = %e, "failed to make webhook authorizer request");
+            AuthorizationError(e.to_string())
+        })?;
+        let review: SubjectAccessReview = serde_json::from_slice(&answer).map_err(|e| {
+            AuthorizationError(format!(
+                "decoding the SubjectAccessReview answer from {}: {e}",
+                self.client.url()
+            ))
+        })?;
+        let status = review.status;
+        let ttl = if status.allowed {
+            self.authorized_ttl
+        } else {
+            self.unauthorized_ttl
+        };
+        if cacheable && !ttl.is_zero() {
+            let now = self.timer.now();
+            self.cache().insert(key, status.clone(), ttl, now);
+        }
+        status.decision()
+    }
+}
+
+/// Upstream `shouldCache`: the caller controls these strings, so a huge request could be
+/// a denial-of-service attempt on the cache.
+fn should_cache(attrs: &Attributes) -> bool {
+    let size: usize = [
+        &attrs.namespace,
+        &attrs.verb,
+        &attrs.api_group,
+        &attrs.api_version,
+        &attrs.resource,
+        &attrs.subresource,
+        &attrs.name,
+        &attrs.path,
+    ]
+    .iter()
+    .map(|s| s.len())
+    .sum();
+    size < MAX_CACHED_ATTRIBUTE_BYTES
+}
+
+impl Authorizer for SubjectAccessReviewAuthorizer {
+    fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
+        let spec = SubjectAccessReviewSpec::from_attributes(attrs);
+        let key = match serde_json::to_string(&spec) {
+            Ok(k) => k,
+            Err(e) => {
+                let e = AuthorizationError(format!("encoding the SubjectAccessReview: {e}"));
+                return Box::pin(std::future::ready(Err(e)));
+            }
+        };
+        let now = self.timer.now();
+        if let Some(status) = self.cache().get(&key, now) {
+            return Box::pin(std::future::ready(status.decision()));
+        }
+        Box::pin(self.clone().review(spec, key, should_cache(attrs)))
+    }
+}
+
+#[cfg(test)]
+mod tests;

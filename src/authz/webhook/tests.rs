@@ -1,0 +1,379 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::util::BoxCloneSyncService;
+
+use super::*;
+use crate::authn::UserInfo;
+use crate::body::{Body, BoxError};
+use crate::webhook::{Backoff, WebhookTransport};
+
+/// A clock the test moves by hand; its sleeps end at once, so retries cost nothing.
+#[derive(Clone)]
+struct ManualClock(Arc<Mutex<Instant>>);
+
+struct Elapsed;
+
+impl Future for Elapsed {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
+}
+
+impl hyper::rt::Sleep for Elapsed {}
+
+impl hyper::rt::Timer for ManualClock {
+    fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(Elapsed)
+    }
+    fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(Elapsed)
+    }
+    fn now(&self) -> Instant {
+        *self.0.lock().unwrap()
+    }
+}
+
+impl ManualClock {
+    fn advance(&self, by: Duration) {
+        *self.0.lock().unwrap() += by;
+    }
+}
+
+/// A webhook in memory: records each body it receives and answers with `answer(body)`.
+struct Stub {
+    bodies: Arc<Mutex<Vec<Value>>>,
+    calls: Arc<AtomicUsize>,
+}
+
+fn webhook_stub(
+    answer: impl Fn(&Value) -> (u16, Value) + Send + Sync + 'static,
+) -> (Stub, WebhookTransport) {
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let answer = Arc::new(answer);
+    let (b, c) = (bodies.clone(), calls.clone());
+    let svc = tower::service_fn(move |req: Request<Body>| {
+        let (b, c, answer) = (b.clone(), c.clone(), answer.clone());
+        async move {
+            c.fetch_add(1, Ordering::SeqCst);
+            let bytes = req.into_body().collect().await?.to_bytes();
+            let body: Value = serde_json::from_slice(&bytes)?;
+            let (code, reply) = answer(&body);
+            b.lock().unwrap().push(body);
+            let mut res = Response::new(Body::full(reply.to_string()));
+            *res.status_mut() = StatusCode::from_u16(code)?;
+            Ok::<_, BoxError>(res)
+        }
+    });
+    (Stub { bodies, calls }, BoxCloneSyncService::new(svc))
+}
+
+fn status(s: Value) -> (u16, Value) {
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "status": s});
+    (200, review)
+}
+
+fn authorizer(transport: WebhookTransport) -> (SubjectAccessReviewAuthorizer, ManualClock) {
+    let clock = ManualClock(Arc::new(Mutex::new(Instant::now())));
+    let timer = Timer::new(clock.clone());
+    let client = WebhookClient::new(
+        transport,
+        "https://authz.test/authorize".parse().unwrap(),
+        timer.clone(),
+    )
+    .with_backoff(Backoff {
+        initial: Duration::from_millis(1),
+        factor: 1.5,
+        jitter: 0.0,
+        steps: 3,
+    });
+    (SubjectAccessReviewAuthorizer::new(client, timer), clock)
+}
+
+fn resource_attrs(user: &str) -> Attributes {
+    Attributes {
+        user: UserInfo::new(user, ["dev"]),
+        verb: "list".into(),
+        namespace: String::new(),
+        api_group: "metrics.k8s.io".into(),
+        api_version: "v1beta1".into(),
+        resource: "nodes".into(),
+        subresource: String::new(),
+        name: String::new(),
+        path: "/apis/metrics.k8s.io/v1beta1/nodes".into(),
+        is_resource_request: true,
+    }
+}
+
+fn non_resource(user: UserInfo, verb: &str, path: &str) -> Attributes {
+    Attributes {
+        user,
+        verb: verb.into(),
+        namespace: String::new(),
+        api_group: String::new(),
+        api_version: String::new(),
+        resource: String::new(),
+        subresource: String::new(),
+        name: String::new(),
+        path: path.into(),
+        is_resource_request: false,
+    }
+}
+
+/// Conformance vectors §8.2 (upstream `webhook_v1_test.go` TestV1Webhook): the whole body,
+/// compared as JSON values.
+#[tokio::test]
+async fn request_bodies_match_upstream_vectors() {
+    let jane = UserInfo {
+        name: "jane".into(),
+        uid: "1".into(),
+        groups: vec!["group1".into(), "group2".into()],
+        extra: BTreeMap::new(),
+    };
+    let cases = [
+        (
+            non_resource(UserInfo::default(), "", ""),
+            json!({"nonResourceAttributes": {}}),
+        ),
+        (
+            non_resource(UserInfo::new("jane", Vec::<String>::new()), "", ""),
+            json!({"user": "jane", "nonResourceAttributes": {}}),
+        ),
+        (
+            Attributes {
+                user: jane,
+                verb: "GET".into(),
+                namespace: "kittensandponies".into(),
+                api_group: "group3".into(),
+                api_version: "v7beta3".into(),
+                resource: "pods".into(),
+                subresource: "proxy".into(),
+                name: "my-pod".into(),
+                path: "/foo".into(),
+                is_resource_request: true,
+            },
+            json!({
+                "user": "jane", "uid": "1", "groups": ["group1", "group2"],
+                "resourceAttributes": {
+                    "verb": "GET", "namespace": "kittensandponies", "group": "group3",
+                    "version": "v7beta3", "resource": "pods", "subresource": "proxy", "name": "my-pod"
+                }
+            }),
+        ),
+    ];
+    for (attrs, spec) in cases {
+        let (stub, transport) = webhook_stub(|_| status(json!({"allowed": true})));
+        let (authz, _) = authorizer(transport);
+        authz.authorize(&attrs).await.unwrap();
+        let sent = stub.bodies.lock().unwrap().remove(0);
+        let want = json!({
+            "kind": "SubjectAccessReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {},
+            "spec": spec,
+            "status": {"allowed": false},
+        });
+        assert_eq!(sent, want);
+    }
+}
+
+#[test]
+fn extra_is_sent_and_empty_extra_is_absent() {
+    let mut user = UserInfo::new("u", ["g"]);
+    user.extra.insert(
+        "scopes.example.com/Key".into(),
+        vec!["a".into(), "b".into()],
+    );
+    let spec = SubjectAccessReviewSpec::from_attributes(&non_resource(user, "get", "/healthz"));
+    let body: Value =
+        serde_json::from_slice(&subject_access_review_body(&spec, WebhookVersion::V1).unwrap())
+            .unwrap();
+    assert_eq!(
+        body["spec"],
+        json!({"nonResourceAttributes": {"path": "/healthz", "verb": "get"}, "user": "u", "groups": ["g"], "extra": {"scopes.example.com/Key": ["a", "b"]}})
+    );
+    let spec = SubjectAccessReviewSpec::from_attributes(&resource_attrs("u"));
+    let text = String::from_utf8(
+        subject_access_review_body(&spec, WebhookVersion::V1)
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap();
+    assert!(
+        !text.contains("extra") && !text.contains("\"path\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn v1beta1_names_groups_group() {
+    let spec = SubjectAccessReviewSpec::from_attributes(&resource_attrs("u"));
+    let body: Value = serde_json::from_slice(
+        &subject_access_review_body(&spec, WebhookVersion::V1beta1).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(body["apiVersion"], "authorization.k8s.io/v1beta1");
+    assert_eq!(body["spec"]["group"], json!(["dev"]));
+    assert!(body["spec"].get("groups").is_none());
+    assert_eq!("v1beta1".parse(), Ok(WebhookVersion::V1beta1));
+    assert_eq!(
+        "v2".parse::<WebhookVersion>().unwrap_err().to_string(),
+        "unsupported webhook authorizer version \"v2\", supported versions are [\"v1\" \"v1beta1\"]"
+    );
+}
+
+/// Reference §8.5: allowed, denied, neither, and both.
+#[tokio::test]
+async fn status_maps_to_decisions_as_upstream() {
+    let cases = [
+        (
+            json!({"allowed": true, "reason": "rbac"}),
+            Ok((Decision::Allow, "rbac")),
+        ),
+        (
+            json!({"allowed": false, "denied": true, "reason": "no"}),
+            Ok((Decision::Deny, "no")),
+        ),
+        (
+            json!({"allowed": false, "reason": "dunno", "evaluationError": "x"}),
+            Ok((Decision::NoOpinion, "dunno")),
+        ),
+        (json!({}), Ok((Decision::NoOpinion, ""))),
+        (
+            json!({"allowed": true, "denied": true}),
+            Err(BOTH_ALLOW_AND_DENY),
+        ),
+    ];
+    for (s, want) in cases {
+        let answer = s.clone();
+        let (_, transport) = webhook_stub(move |_| status(answer.clone()));
+        let (authz, _) = authorizer(transport);
+        let got = authz.authorize(&resource_attrs("alice")).await;
+        let got = got
+            .as_ref()
+            .map(|a| (a.decision, a.reason.as_str()))
+            .map_err(|e| e.0.as_str());
+        assert_eq!(got, want, "{s}");
+    }
+}
+
+#[tokio::test]
+async fn answers_are_cached_for_their_ttl_per_identity() {
+    let (stub, transport) = webhook_stub(|b| {
+        let allowed = b["spec"]["user"] == "alice";
+        status(json!({"allowed": allowed}))
+    });
+    let (authz, clock) = authorizer(transport);
+    let authz = authz
+        .authorized_ttl(Duration::from_secs(300))
+        .unauthorized_ttl(Duration::from_secs(30));
+    let calls = || stub.calls.load(Ordering::SeqCst);
+
+    let alice = resource_attrs("alice");
+    let bob = resource_attrs("bob");
+    assert_eq!(
+        authz.authorize(&alice).await.unwrap().decision,
+        Decision::Allow
+    );
+    assert_eq!(
+        authz.authorize(&bob).await.unwrap().decision,
+        Decision::NoOpinion
+    );
+    assert_eq!(calls(), 2, "a different user is a different key");
+
+    clock.advance(Duration::from_secs(29));
+    authz.authorize(&alice).await.unwrap();
+    authz.authorize(&bob).await.unwrap();
+    assert_eq!(calls(), 2, "both still cached");
+
+    clock.advance(Duration::from_secs(1));
+    authz.authorize(&alice).await.unwrap();
+    assert_eq!(
+        authz.authorize(&bob).await.unwrap().decision,
+        Decision::NoOpinion
+    );
+    assert_eq!(calls(), 3, "only the unauthorized answer expired");
+
+    let mut other_group = resource_attrs("alice");
+    other_group.user.groups.push("extra-group".into());
+    authz.authorize(&other_group).await.unwrap();
+    assert_eq!(calls(), 4, "groups are part of the key");
+
+    clock.advance(Duration::from_secs(271));
+    authz.authorize(&alice).await.unwrap();
+    assert_eq!(calls(), 5, "the authorized answer expired after 5 minutes");
+}
+
+#[tokio::test]
+async fn errors_are_returned_and_never_cached() {
+    let (stub, transport) = webhook_stub(|_| (403, json!({"kind": "Status"})));
+    let (authz, _) = authorizer(transport);
+    let attrs = resource_attrs("alice");
+    let err = authz.authorize(&attrs).await.unwrap_err();
+    assert!(err.0.contains("status code 403"), "{err}");
+    authz.authorize(&attrs).await.unwrap_err();
+    assert_eq!(
+        stub.calls.load(Ordering::SeqCst),
+        2,
+        "403 is not retried, and not cached"
+    );
+
+    // Transient failures are retried (3 steps here) and still fail closed.
+    let (stub, transport) = webhook_stub(|_| (500, json!({})));
+    let (authz, _) = authorizer(transport);
+    authz.authorize(&attrs).await.unwrap_err();
+    assert_eq!(stub.calls.load(Ordering::SeqCst), 3);
+
+    let (_, transport) = webhook_stub(|_| (200, json!("not a review")));
+    let (authz, _) = authorizer(transport);
+    let err = authz.authorize(&attrs).await.unwrap_err();
+    assert!(
+        err.0.starts_with(
+            "decoding the SubjectAccessReview answer from https://authz.test/authorize: "
+        ),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn unreachable_webhook_fails_closed() {
+    let svc = tower::service_fn(|_: Request<Body>| async {
+        Err::<Response<Body>, BoxError>("dial tcp 127.0.0.1:1: connect: connection refused".into())
+    });
+    let (authz, _) = authorizer(BoxCloneSyncService::new(svc));
+    let err = authz.authorize(&resource_attrs("alice")).await.unwrap_err();
+    assert!(err.0.contains("connection refused"), "{err}");
+}
+
+#[tokio::test]
+async fn huge_requests_are_not_cached() {
+    let (stub, transport) = webhook_stub(|_| status(json!({"allowed": true})));
+    let (authz, _) = authorizer(transport);
+    let mut attrs = resource_attrs("alice");
+    // 10000 bytes in all: the limit itself is already too large to cache.
+    let used: usize = ["list", "metrics.k8s.io", "v1beta1", "nodes"]
+        .iter()
+        .map(|s| s.len())
+        .sum::<usize>()
+        + attrs.path.len();
+    attrs.name = "n".repeat(10_000 - used);
+    authz.authorize(&attrs).await.unwrap();
+    authz.authorize(&attrs).await.unwrap();
+    assert_eq!(stub.calls.load(Ordering::SeqCst), 2);
+    attrs.name.pop();
+    authz.authorize(&attrs).await.unwrap();
+    authz.authorize(&attrs).await.unwrap();
+    assert_eq!(
+        stub.calls.load(Ordering::SeqCst),
+        3,
+        "one byte less is cached"
+    );
+}

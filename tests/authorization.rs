@@ -1,0 +1,582 @@
+//! Authorization over real TLS on 127.0.0.1: a gateway assembled from the library's layers
+//! (x509 authentication, authorization by a SubjectAccessReview webhook, the aggregator)
+//! in front of an extension server, and an HTTPS SubjectAccessReview webhook in the test
+//! that records every review it receives and answers by a rule.
+//!
+//! The rows come from reference §8 (Forbidden message, SAR body, failure policy, cache)
+//! and §9 (the attributes RequestInfo gives), and known failure B10.
+
+mod common;
+#[path = "../examples/support/policy.rs"]
+mod policy;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{Backend, GROUP, H2_AND_HTTP11, Pki, ok, pki};
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use kube_aggregator::apiservice::{
+    ApiService, ApiServiceSpec, ConditionStatus, ObjectMeta, ServiceReference,
+};
+use kube_aggregator::authn::{AuthenticationLayer, X509Authenticator};
+use kube_aggregator::authz::{
+    AuthorizationLayer, SubjectAccessReview, SubjectAccessReviewAuthorizer,
+    SubjectAccessReviewStatus,
+};
+use kube_aggregator::availability::StaticServiceResolver;
+use kube_aggregator::rt::{Executor, Timer};
+use kube_aggregator::source::ApiServiceEvent;
+use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
+use kube_aggregator::webhook::{Backoff, Kubeconfig};
+use kube_aggregator::{AggregatorLayer, Body, Registry, server};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls_pki_types::pem::PemObject;
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceBuilder;
+
+const BASE: &str = "/apis/widgets.example.io/v1alpha1";
+const APISERVICE: &str = "v1alpha1.widgets.example.io";
+const WAIT: Duration = Duration::from_secs(10);
+
+// ---------------------------------------------------------------------------------------
+// The SubjectAccessReview webhook
+// ---------------------------------------------------------------------------------------
+
+type Rule = dyn Fn(&Value) -> SubjectAccessReviewStatus + Send + Sync;
+
+/// An HTTPS webhook on 127.0.0.1 that records each review's spec and answers by a rule.
+struct Webhook {
+    kubeconfig: String,
+    reviews: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Webhook {
+    async fn start(
+        rule: impl Fn(&Value) -> SubjectAccessReviewStatus + Send + Sync + 'static,
+    ) -> Webhook {
+        let ca = pki::Ca::new("authz-ca");
+        let leaf = ca.server("authz", &["127.0.0.1"]);
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind webhook");
+        let addr = listener.local_addr().expect("webhook address");
+        let reviews = Arc::new(Mutex::new(Vec::new()));
+        let seen = reviews.clone();
+        let rule: Arc<Rule> = Arc::new(rule);
+        tokio::spawn(async move {
+            let record = move |review: &SubjectAccessReview| {
+                assert_eq!(review.kind, "SubjectAccessReview");
+                assert_eq!(review.api_version, "authorization.k8s.io/v1");
+                let spec = serde_json::to_value(&review.spec).expect("spec serializes");
+                seen.lock().unwrap().push(spec.clone());
+                rule(&spec)
+            };
+            policy::serve_with(
+                listener,
+                leaf.cert_pem.as_bytes(),
+                leaf.key_pem.as_bytes(),
+                record,
+                std::future::pending(),
+            )
+            .await
+            .expect("webhook TLS configuration");
+        });
+        Webhook {
+            kubeconfig: policy::webhook_kubeconfig(
+                &format!("https://{addr}/authorize"),
+                ca.cert_pem.as_bytes(),
+            ),
+            reviews,
+        }
+    }
+
+    /// The specs received so far, oldest first; clears the record.
+    fn take(&self) -> Vec<Value> {
+        std::mem::take(&mut *self.reviews.lock().unwrap())
+    }
+
+    fn count(&self) -> usize {
+        self.reviews.lock().unwrap().len()
+    }
+
+    /// Writes the kubeconfig to a file, as `--authorization-webhook-config-file` wants.
+    fn config_file(&self, name: &str) -> PathBuf {
+        let path = std::env::temp_dir().join(format!(
+            "kube-aggregator-authz-{}-{name}.kubeconfig",
+            std::process::id()
+        ));
+        std::fs::write(&path, &self.kubeconfig).expect("write kubeconfig");
+        path
+    }
+}
+
+fn status(allowed: bool, denied: bool, reason: &str) -> SubjectAccessReviewStatus {
+    let mut s = SubjectAccessReviewStatus::default();
+    s.allowed = allowed;
+    s.denied = denied;
+    s.reason = reason.into();
+    s
+}
+
+fn allow_all(_: &Value) -> SubjectAccessReviewStatus {
+    status(true, false, "")
+}
+
+// ---------------------------------------------------------------------------------------
+// The gateway and its client
+// ---------------------------------------------------------------------------------------
+
+/// Starts the gateway: x509 authentication, `authorizer`, then the aggregator routing the
+/// widgets APIService to `backend`, then a host handler answering 404.
+async fn gateway(
+    pki: &Pki,
+    backend: SocketAddr,
+    authorizer: SubjectAccessReviewAuthorizer,
+) -> SocketAddr {
+    let proxy_leaf = pki.front_proxy_ca.client("front-proxy-client", &[]);
+    let proxy_cert = ClientCertificate::from_pem(
+        proxy_leaf.cert_pem.as_bytes(),
+        proxy_leaf.key_pem.as_bytes(),
+    )
+    .expect("proxy client certificate");
+    let timer = Timer::tokio();
+    let registry = Registry::new(RustlsTransport::new(
+        proxy_cert,
+        Executor::tokio(),
+        timer.clone(),
+    ));
+    let mut resolver = StaticServiceResolver::new();
+    resolver
+        .insert("test-ns", "backend", 443, &backend.to_string())
+        .expect("resolver entry");
+    registry
+        .apply(ApiServiceEvent::Applied(ApiService {
+            metadata: ObjectMeta {
+                name: APISERVICE.into(),
+                ..ObjectMeta::default()
+            },
+            spec: ApiServiceSpec {
+                service: Some(ServiceReference {
+                    namespace: "test-ns".into(),
+                    name: "backend".into(),
+                    port: Some(443),
+                }),
+                group: GROUP.into(),
+                version: "v1alpha1".into(),
+                ca_bundle: pki.serving_ca.cert_pem.as_bytes().to_vec(),
+                group_priority_minimum: 1000,
+                version_priority: 15,
+                ..ApiServiceSpec::default()
+            },
+            ..ApiService::default()
+        }))
+        .expect("the widgets APIService is valid");
+    registry.set_available_condition(
+        APISERVICE,
+        ConditionStatus::True,
+        "Passed",
+        "all checks passed",
+    );
+
+    let inner = tower::service_fn(|_: Request<Body>| async {
+        let mut res = Response::new(Body::full("host handler"));
+        *res.status_mut() = StatusCode::NOT_FOUND;
+        Ok::<_, Infallible>(res)
+    });
+    let x509 = X509Authenticator::from_pem(pki.client_ca.cert_pem.as_bytes()).expect("client CA");
+    // kube-apiserver's order: authentication, then authorization, then the aggregator, so
+    // a request the webhook does not allow never reaches an extension server.
+    let service = ServiceBuilder::new()
+        .layer(AuthenticationLayer::new(x509))
+        .layer(AuthorizationLayer::new(authorizer))
+        .layer(AggregatorLayer::new(registry, resolver, timer))
+        .service(inner);
+    let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
+    let tls = server::server_config(
+        leaf.cert_pem.as_bytes(),
+        leaf.key_pem.as_bytes(),
+        pki.client_ca.cert_pem.as_bytes(),
+        true,
+    )
+    .expect("gateway TLS config");
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind gateway");
+    let addr = listener.local_addr().expect("gateway address");
+    tokio::spawn(server::serve_tls(
+        listener,
+        tls,
+        service,
+        std::future::pending(),
+    ));
+    addr
+}
+
+/// An HTTP/1.1 client presenting `bob`'s certificate (groups `dev`).
+struct Bob {
+    addr: SocketAddr,
+    tls: tokio_rustls::TlsConnector,
+    /// The `authentication.kubernetes.io/credential-id` the x509 authenticator derives.
+    credential_id: String,
+}
+
+impl Bob {
+    fn new(pki: &Pki, addr: SocketAddr) -> Bob {
+        let leaf = pki.client_ca.client("bob", &["dev"]);
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(pki.gateway_ca.cert_pem.as_bytes()) {
+            roots.add(c.expect("CA PEM")).expect("trust anchor");
+        }
+        let certs = CertificateDer::pem_slice_iter(leaf.cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .expect("client PEM");
+        let key = PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).expect("client key");
+        let fingerprint_of = certs.clone();
+        let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_client_auth_cert(certs, key)
+        .expect("client certificate");
+        let fingerprint = ring::digest::digest(&ring::digest::SHA256, &fingerprint_of[0]);
+        let hex: String = fingerprint
+            .as_ref()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Bob {
+            addr,
+            tls: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            credential_id: format!("X509SHA256={hex}"),
+        }
+    }
+
+    /// Sends `method path_and_query` on a new connection; the status and the whole body.
+    async fn send(&self, method: Method, path_and_query: &str) -> (StatusCode, String) {
+        let exchange = async {
+            let tcp = TcpStream::connect(self.addr)
+                .await
+                .expect("connect to the gateway");
+            let name = ServerName::try_from("localhost").expect("server name");
+            let tls = self.tls.connect(name, tcp).await.expect("TLS handshake");
+            let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+                .await
+                .expect("HTTP/1.1 handshake");
+            tokio::spawn(conn);
+            let req = Request::builder()
+                .method(method)
+                .uri(path_and_query)
+                .header(header::HOST, "localhost")
+                .body(Empty::<Bytes>::new())
+                .expect("valid request");
+            let res = sender.send_request(req).await.expect("the gateway answers");
+            let status = res.status();
+            let body = res
+                .into_body()
+                .collect()
+                .await
+                .expect("whole body")
+                .to_bytes();
+            (
+                status,
+                String::from_utf8(body.to_vec()).expect("UTF-8 body"),
+            )
+        };
+        tokio::time::timeout(WAIT, exchange)
+            .await
+            .unwrap_or_else(|_| panic!("no answer within {WAIT:?}"))
+    }
+
+    async fn get(&self, path_and_query: &str) -> (StatusCode, String) {
+        self.send(Method::GET, path_and_query).await
+    }
+}
+
+/// What bob's reviews carry besides the attributes: the x509 identity (with the
+/// credential id kube-apiserver's x509 authenticator adds) plus the group every
+/// authenticated user gets.
+fn bob_spec(bob: &Bob, attributes: Value) -> Value {
+    let mut spec = json!({
+        "user": "bob",
+        "groups": ["dev", "system:authenticated"],
+        "extra": {"authentication.kubernetes.io/credential-id": [bob.credential_id]},
+    });
+    let key = if attributes.get("path").is_some() {
+        "nonResourceAttributes"
+    } else {
+        "resourceAttributes"
+    };
+    spec[key] = attributes;
+    spec
+}
+
+// ---------------------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------------------
+
+/// §9 through §8.5 (and B10 reproduction 3): the review for each request carries the
+/// attributes kube-apiserver computes; allowed requests reach the backend.
+#[tokio::test]
+async fn reviews_carry_the_upstream_attributes() {
+    let pki = Pki::new();
+    let mut backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
+    let webhook = Webhook::start(allow_all).await;
+    let authorizer = SubjectAccessReviewAuthorizer::from_kubeconfig(
+        &webhook.config_file("attributes"),
+        Executor::tokio(),
+        Timer::tokio(),
+    )
+    .expect("webhook kubeconfig");
+    let bob = Bob::new(&pki, gateway(&pki, backend.addr, authorizer).await);
+
+    let g = GROUP;
+    let v = "v1alpha1";
+    let rows: Vec<(Method, String, Value, bool)> = vec![
+        (
+            Method::GET,
+            format!("{BASE}/namespaces/ns1/widgets/w1/status"),
+            json!({"namespace": "ns1", "verb": "get", "group": g, "version": v, "resource": "widgets", "subresource": "status", "name": "w1"}),
+            true,
+        ),
+        (
+            Method::GET,
+            format!("{BASE}/widgets?watch=true"),
+            json!({"verb": "watch", "group": g, "version": v, "resource": "widgets"}),
+            true,
+        ),
+        (
+            Method::GET,
+            BASE.to_owned(),
+            json!({"path": BASE, "verb": "get"}),
+            true,
+        ),
+        (
+            Method::GET,
+            format!("{BASE}/namespaces/ns1/widgets"),
+            json!({"namespace": "ns1", "verb": "list", "group": g, "version": v, "resource": "widgets"}),
+            true,
+        ),
+        (
+            Method::GET,
+            format!("{BASE}/namespaces/ns1/widgets?fieldSelector=metadata.name%3Dw2"),
+            json!({"namespace": "ns1", "verb": "list", "group": g, "version": v, "resource": "widgets", "name": "w2"}),
+            true,
+        ),
+        (
+            Method::GET,
+            format!("{BASE}/watch/namespaces/ns1/widgets/w3"),
+            json!({"namespace": "ns1", "verb": "watch", "group": g, "version": v, "resource": "widgets", "name": "w3"}),
+            true,
+        ),
+        (
+            Method::DELETE,
+            format!("{BASE}/namespaces/ns1/widgets"),
+            json!({"namespace": "ns1", "verb": "deletecollection", "group": g, "version": v, "resource": "widgets"}),
+            true,
+        ),
+        (
+            Method::DELETE,
+            format!("{BASE}/namespaces/ns1/widgets/w1"),
+            json!({"namespace": "ns1", "verb": "delete", "group": g, "version": v, "resource": "widgets", "name": "w1"}),
+            true,
+        ),
+        (
+            Method::POST,
+            format!("{BASE}/namespaces/ns1/widgets"),
+            json!({"namespace": "ns1", "verb": "create", "group": g, "version": v, "resource": "widgets"}),
+            true,
+        ),
+        (
+            Method::GET,
+            "/api/v1/namespaces/ns/pods/p/log".to_owned(),
+            json!({"namespace": "ns", "verb": "get", "version": "v1", "resource": "pods", "subresource": "log", "name": "p"}),
+            false,
+        ),
+        (
+            Method::GET,
+            "/healthz".to_owned(),
+            json!({"path": "/healthz", "verb": "get"}),
+            false,
+        ),
+    ];
+    for (method, path, attributes, proxied) in rows {
+        let (status, body) = bob.send(method.clone(), &path).await;
+        let want = if proxied {
+            StatusCode::OK
+        } else {
+            StatusCode::NOT_FOUND
+        };
+        assert_eq!(status, want, "{method} {path}: {body}");
+        assert_eq!(
+            webhook.take(),
+            [bob_spec(&bob, attributes)],
+            "{method} {path}"
+        );
+        if proxied {
+            let seen = backend.next_request().await;
+            assert_eq!(
+                (&seen.method, seen.path_and_query()),
+                (&method, path.as_str())
+            );
+        }
+    }
+}
+
+/// §8.6 and B10 reproduction 1: a request the webhook does not allow gets 403 with
+/// kube-apiserver's exact body, with the webhook's reason appended, and never reaches the
+/// backend.
+#[tokio::test]
+async fn denied_requests_get_the_upstream_forbidden_and_never_reach_the_backend() {
+    let pki = Pki::new();
+    let mut backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
+    let webhook = Webhook::start(|spec| match spec["resourceAttributes"]["name"].as_str() {
+        // No opinion without a reason, as RBAC answers.
+        None => status(false, false, ""),
+        Some(_) => status(false, true, "no widgets for you"),
+    })
+    .await;
+    let authorizer = SubjectAccessReviewAuthorizer::from_kubeconfig(
+        &webhook.config_file("denied"),
+        Executor::tokio(),
+        Timer::tokio(),
+    )
+    .expect("webhook kubeconfig");
+    let bob = Bob::new(&pki, gateway(&pki, backend.addr, authorizer).await);
+
+    let (status, body) = bob.get(&format!("{BASE}/widgets")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"widgets.widgets.example.io is forbidden: User \\\"bob\\\" cannot list resource \\\"widgets\\\" in API group \\\"widgets.example.io\\\" at the cluster scope\",\"reason\":\"Forbidden\",\"details\":{\"group\":\"widgets.example.io\",\"kind\":\"widgets\"},\"code\":403}\n"
+    );
+    let (status, body) = bob.get(&format!("{BASE}/namespaces/ns1/widgets/w1")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"widgets.widgets.example.io \\\"w1\\\" is forbidden: User \\\"bob\\\" cannot get resource \\\"widgets\\\" in API group \\\"widgets.example.io\\\" in the namespace \\\"ns1\\\": no widgets for you\",\"reason\":\"Forbidden\",\"details\":{\"name\":\"w1\",\"group\":\"widgets.example.io\",\"kind\":\"widgets\"},\"code\":403}\n"
+    );
+    assert_eq!(webhook.count(), 2);
+    backend.assert_untouched();
+}
+
+/// Reference §8.2/§8.4/§8.5 and B10 reproduction 2: when the webhook cannot answer, the
+/// request fails closed with kube-apiserver's 500 text, and the backend is never reached.
+#[tokio::test]
+async fn webhook_failures_never_let_a_request_through() {
+    let pki = Pki::new();
+    let mut backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
+    let fast = Backoff {
+        initial: Duration::from_millis(10),
+        factor: 1.5,
+        jitter: 0.2,
+        steps: 3,
+    };
+    let path = format!("{BASE}/widgets");
+    let prefix = format!("Internal Server Error: \"{path}\": ");
+
+    // Nothing listening: connection refused on every attempt.
+    let closed = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let closed_addr = closed.local_addr().expect("address");
+    drop(closed);
+    // Accepts TCP but never completes the TLS handshake: each attempt times out.
+    let silent = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let silent_addr = silent.local_addr().expect("address");
+    // Answers, but with an error status or an impossible review.
+    let failing = Webhook::start(|_| status(true, true, "")).await;
+
+    let ca = pki::Ca::new("unused-ca");
+    let mut configs = vec![
+        (
+            "refused",
+            policy::webhook_kubeconfig(
+                &format!("https://{closed_addr}/authorize"),
+                ca.cert_pem.as_bytes(),
+            ),
+            "connect",
+        ),
+        (
+            "silent",
+            policy::webhook_kubeconfig(
+                &format!("https://{silent_addr}/authorize"),
+                ca.cert_pem.as_bytes(),
+            ),
+            "context deadline exceeded",
+        ),
+        (
+            "allow and deny",
+            failing.kubeconfig.clone(),
+            "webhook subject access review returned both allow and deny response",
+        ),
+    ];
+    for (what, kubeconfig, cause) in configs.drain(..) {
+        let client = Kubeconfig::parse(&kubeconfig, std::path::Path::new("."))
+            .expect("kubeconfig")
+            .client(Executor::tokio(), Timer::tokio())
+            .expect("webhook client")
+            .with_backoff(fast)
+            .with_timeout(Duration::from_millis(300));
+        let authorizer = SubjectAccessReviewAuthorizer::new(client, Timer::tokio());
+        let bob = Bob::new(&pki, gateway(&pki, backend.addr, authorizer).await);
+        for _ in 0..2 {
+            let (status, body) = bob.get(&path).await;
+            assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{what}: {body}");
+            assert!(body.starts_with(&prefix), "{what}: {body}");
+            assert!(body.contains(cause), "{what}: {body}");
+        }
+    }
+    // As upstream, the impossible answer is a well-formed review, so it is cached and
+    // keeps failing the same way; transport failures are never cached.
+    assert_eq!(failing.count(), 1);
+    drop(silent);
+    backend.assert_untouched();
+}
+
+/// Reference §8.5 cache: an Allow is reused within the authorized TTL; a Deny is
+/// reused within the unauthorized TTL and asked again after it.
+#[tokio::test]
+async fn allow_is_cached_and_deny_is_asked_again_after_its_ttl() {
+    let pki = Pki::new();
+    let backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
+    let webhook = Webhook::start(|spec| {
+        let allowed = spec["resourceAttributes"]["name"] == "w1";
+        status(allowed, false, "")
+    })
+    .await;
+    let unauthorized_ttl = Duration::from_millis(400);
+    let authorizer = SubjectAccessReviewAuthorizer::from_kubeconfig(
+        &webhook.config_file("cache"),
+        Executor::tokio(),
+        Timer::tokio(),
+    )
+    .expect("webhook kubeconfig")
+    .authorized_ttl(Duration::from_secs(60))
+    .unauthorized_ttl(unauthorized_ttl);
+    let bob = Bob::new(&pki, gateway(&pki, backend.addr, authorizer).await);
+    let allowed = format!("{BASE}/namespaces/ns1/widgets/w1");
+    let denied = format!("{BASE}/namespaces/ns1/widgets/w2");
+
+    for _ in 0..3 {
+        assert_eq!(bob.get(&allowed).await.0, StatusCode::OK);
+    }
+    assert_eq!(webhook.count(), 1, "the Allow is reused");
+    for _ in 0..2 {
+        assert_eq!(bob.get(&denied).await.0, StatusCode::FORBIDDEN);
+    }
+    assert_eq!(webhook.count(), 2, "the Deny is reused within its TTL");
+
+    tokio::time::sleep(unauthorized_ttl + Duration::from_millis(100)).await;
+    assert_eq!(bob.get(&denied).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(webhook.count(), 3, "the Deny is asked again after its TTL");
+    assert_eq!(bob.get(&allowed).await.0, StatusCode::OK);
+    assert_eq!(webhook.count(), 3, "the Allow is still within its TTL");
+}
