@@ -10,7 +10,6 @@ mod common;
 #[path = "../examples/support/policy.rs"]
 mod policy;
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -18,31 +17,21 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::{Backend, GROUP, H2_AND_HTTP11, Pki, ok, pki};
-use http::{Method, Request, Response, StatusCode, header};
+use http::{Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
-use kube_aggregator::apiservice::{
-    ApiService, ApiServiceSpec, ConditionStatus, ObjectMeta, ServiceReference,
-};
-use kube_aggregator::authn::{AuthenticationLayer, X509Authenticator};
+use kube_aggregator::authn::X509Authenticator;
 use kube_aggregator::authz::{
-    AuthorizationLayer, SubjectAccessReview, SubjectAccessReviewAuthorizer,
-    SubjectAccessReviewStatus,
+    SubjectAccessReview, SubjectAccessReviewAuthorizer, SubjectAccessReviewStatus,
 };
-use kube_aggregator::availability::StaticServiceResolver;
 use kube_aggregator::rt::{Executor, Timer};
-use kube_aggregator::source::ApiServiceEvent;
-use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
 use kube_aggregator::webhook::{Backoff, Kubeconfig};
-use kube_aggregator::{AggregatorLayer, Body, Registry, server};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls_pki_types::pem::PemObject;
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
-use tower::ServiceBuilder;
 
 const BASE: &str = "/apis/widgets.example.io/v1alpha1";
-const APISERVICE: &str = "v1alpha1.widgets.example.io";
 const WAIT: Duration = Duration::from_secs(10);
 
 // ---------------------------------------------------------------------------------------
@@ -134,89 +123,16 @@ fn allow_all(_: &Value) -> SubjectAccessReviewStatus {
 // ---------------------------------------------------------------------------------------
 
 /// Starts the gateway: x509 authentication, `authorizer`, then the aggregator routing the
-/// widgets APIService to `backend`, then a host handler answering 404.
+/// widgets APIService to `backend` (the shared fixture), then a host handler answering 404.
 async fn gateway(
     pki: &Pki,
     backend: SocketAddr,
     authorizer: SubjectAccessReviewAuthorizer,
 ) -> SocketAddr {
-    let proxy_leaf = pki.front_proxy_ca.client("front-proxy-client", &[]);
-    let proxy_cert = ClientCertificate::from_pem(
-        proxy_leaf.cert_pem.as_bytes(),
-        proxy_leaf.key_pem.as_bytes(),
-    )
-    .expect("proxy client certificate");
-    let timer = Timer::tokio();
-    let registry = Registry::new(RustlsTransport::new(
-        proxy_cert,
-        Executor::tokio(),
-        timer.clone(),
-    ));
-    let mut resolver = StaticServiceResolver::new();
-    resolver
-        .insert("test-ns", "backend", 443, &backend.to_string())
-        .expect("resolver entry");
-    registry
-        .apply(ApiServiceEvent::Applied(ApiService {
-            metadata: ObjectMeta {
-                name: APISERVICE.into(),
-                ..ObjectMeta::default()
-            },
-            spec: ApiServiceSpec {
-                service: Some(ServiceReference {
-                    namespace: "test-ns".into(),
-                    name: "backend".into(),
-                    port: Some(443),
-                }),
-                group: GROUP.into(),
-                version: "v1alpha1".into(),
-                ca_bundle: pki.serving_ca.cert_pem.as_bytes().to_vec(),
-                group_priority_minimum: 1000,
-                version_priority: 15,
-                ..ApiServiceSpec::default()
-            },
-            ..ApiService::default()
-        }))
-        .expect("the widgets APIService is valid");
-    registry.set_available_condition(
-        APISERVICE,
-        ConditionStatus::True,
-        "Passed",
-        "all checks passed",
-    );
-
-    let inner = tower::service_fn(|_: Request<Body>| async {
-        let mut res = Response::new(Body::full("host handler"));
-        *res.status_mut() = StatusCode::NOT_FOUND;
-        Ok::<_, Infallible>(res)
-    });
     let x509 = X509Authenticator::from_pem(pki.client_ca.cert_pem.as_bytes()).expect("client CA");
-    // kube-apiserver's order: authentication, then authorization, then the aggregator, so
-    // a request the webhook does not allow never reaches an extension server.
-    let service = ServiceBuilder::new()
-        .layer(AuthenticationLayer::new(x509))
-        .layer(AuthorizationLayer::new(authorizer))
-        .layer(AggregatorLayer::new(registry, resolver, timer))
-        .service(inner);
-    let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
-    let tls = server::server_config(
-        leaf.cert_pem.as_bytes(),
-        leaf.key_pem.as_bytes(),
-        pki.client_ca.cert_pem.as_bytes(),
-        true,
-    )
-    .expect("gateway TLS config");
-    let listener = TcpListener::bind("127.0.0.1:0")
+    common::Gateway::start_with_authorizer(pki, x509, authorizer, backend)
         .await
-        .expect("bind gateway");
-    let addr = listener.local_addr().expect("gateway address");
-    tokio::spawn(server::serve_tls(
-        listener,
-        tls,
-        service,
-        std::future::pending(),
-    ));
-    addr
+        .addr
 }
 
 /// An HTTP/1.1 client presenting `bob`'s certificate (groups `dev`).

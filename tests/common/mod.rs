@@ -31,7 +31,7 @@ use kube_aggregator::apiservice::{
     ApiService, ApiServiceSpec, ConditionStatus, ObjectMeta, ServiceReference,
 };
 use kube_aggregator::authn::{AuthenticateFuture, AuthenticationLayer, Authenticator, UserInfo};
-use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer};
+use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer, Authorizer};
 use kube_aggregator::availability::StaticServiceResolver;
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::ApiServiceEvent;
@@ -308,6 +308,16 @@ impl Gateway {
         authenticator: impl Authenticator + Clone,
         service_addr: SocketAddr,
     ) -> Gateway {
+        Gateway::start_with_authorizer(pki, authenticator, AlwaysAllow, service_addr).await
+    }
+
+    /// As [`Gateway::start`], with `authorizer` deciding requests.
+    pub(crate) async fn start_with_authorizer(
+        pki: &Pki,
+        authenticator: impl Authenticator + Clone,
+        authorizer: impl Authorizer,
+        service_addr: SocketAddr,
+    ) -> Gateway {
         let proxy_leaf = pki.front_proxy_ca.client("front-proxy-client", &[]);
         let proxy_cert = ClientCertificate::from_pem(
             proxy_leaf.cert_pem.as_bytes(),
@@ -348,7 +358,7 @@ impl Gateway {
         // backend, and the aggregator finds the user in the extensions.
         let service = ServiceBuilder::new()
             .layer(AuthenticationLayer::new(authenticator))
-            .layer(AuthorizationLayer::new(AlwaysAllow))
+            .layer(AuthorizationLayer::new(authorizer))
             .layer(AggregatorLayer::new(registry.clone(), resolver, timer))
             .service(inner);
 
