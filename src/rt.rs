@@ -163,3 +163,47 @@ impl<F: Future> Future for Timeout<F> {
 pub fn rfc3339_now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
+
+/// A clock tests move by hand: `now` is what they set, and every sleep ends at once (so
+/// retries cost nothing while TTLs follow [`ManualClock::advance`]).
+#[cfg(test)]
+#[derive(Clone)]
+pub(crate) struct ManualClock(Arc<std::sync::Mutex<Instant>>);
+
+#[cfg(test)]
+impl ManualClock {
+    pub(crate) fn new() -> ManualClock {
+        ManualClock(Arc::new(std::sync::Mutex::new(Instant::now())))
+    }
+
+    pub(crate) fn advance(&self, by: Duration) {
+        *self.0.lock().unwrap() += by;
+    }
+}
+
+#[cfg(test)]
+struct Elapsed0;
+
+#[cfg(test)]
+impl Future for Elapsed0 {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
+}
+
+#[cfg(test)]
+impl hyper::rt::Sleep for Elapsed0 {}
+
+#[cfg(test)]
+impl hyper::rt::Timer for ManualClock {
+    fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(Elapsed0)
+    }
+    fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(Elapsed0)
+    }
+    fn now(&self) -> Instant {
+        *self.0.lock().unwrap()
+    }
+}

@@ -1,9 +1,6 @@
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -12,42 +9,7 @@ use tower::util::BoxCloneSyncService;
 use super::*;
 use crate::body::Body;
 
-/// A clock the test moves by hand (the cache's TTLs); the webhook client keeps tokio's
-/// real timer for its per-attempt timeout.
-#[derive(Clone)]
-struct ManualClock(Arc<Mutex<Instant>>);
-
-struct Elapsed;
-
-impl Future for Elapsed {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        Poll::Ready(())
-    }
-}
-
-impl hyper::rt::Sleep for Elapsed {}
-
-impl hyper::rt::Timer for ManualClock {
-    fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Elapsed)
-    }
-    fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Elapsed)
-    }
-    fn now(&self) -> Instant {
-        *self.0.lock().unwrap()
-    }
-}
-
-impl ManualClock {
-    fn new() -> Self {
-        ManualClock(Arc::new(Mutex::new(Instant::now())))
-    }
-    fn advance(&self, by: Duration) {
-        *self.0.lock().unwrap() += by;
-    }
-}
+use crate::rt::ManualClock;
 
 /// A webhook answering `status` and recording the request bodies.
 fn webhook(status: Value) -> (WebhookClient, Arc<Mutex<Vec<Value>>>, Arc<AtomicUsize>) {

@@ -1,8 +1,4 @@
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
-use std::time::Instant;
 
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
@@ -14,38 +10,7 @@ use crate::authn::UserInfo;
 use crate::body::{Body, BoxError};
 use crate::webhook::{Backoff, WebhookTransport};
 
-/// A clock the test moves by hand; its sleeps end at once, so retries cost nothing.
-#[derive(Clone)]
-struct ManualClock(Arc<Mutex<Instant>>);
-
-struct Elapsed;
-
-impl Future for Elapsed {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        Poll::Ready(())
-    }
-}
-
-impl hyper::rt::Sleep for Elapsed {}
-
-impl hyper::rt::Timer for ManualClock {
-    fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Elapsed)
-    }
-    fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Elapsed)
-    }
-    fn now(&self) -> Instant {
-        *self.0.lock().unwrap()
-    }
-}
-
-impl ManualClock {
-    fn advance(&self, by: Duration) {
-        *self.0.lock().unwrap() += by;
-    }
-}
+use crate::rt::ManualClock;
 
 /// A webhook in memory: records each body it receives and answers with `answer(body)`.
 struct Stub {
@@ -82,7 +47,7 @@ fn status(s: Value) -> (u16, Value) {
 }
 
 fn authorizer(transport: WebhookTransport) -> (SubjectAccessReviewAuthorizer, ManualClock) {
-    let clock = ManualClock(Arc::new(Mutex::new(Instant::now())));
+    let clock = ManualClock::new();
     let timer = Timer::new(clock.clone());
     let client = WebhookClient::new(
         transport,
