@@ -1,8 +1,8 @@
 //! The x509 client-certificate authenticator (k8s.io/apiserver
 //! `pkg/authentication/request/x509/x509.go`, reference §7.2).
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use rustls::RootCertStore;
@@ -40,11 +40,39 @@ pub struct InvalidClientCa(pub(crate) String);
 
 /// Verifies presented chains against one CA bundle, ClientAuth EKU required
 /// (`x509.DefaultVerifyOptions`).
+///
+/// Verdicts are remembered for the rest of the current minute, keyed by a SHA-256 of the
+/// presented chain: a client sends the same chain on every request of a connection, and
+/// checking its signatures again each time would cost tens of microseconds per request.
+/// A remembered success still requires the leaf to be within its validity at `now`.
 #[derive(Clone)]
 pub(crate) struct ChainVerifier {
     verifier: Arc<dyn ClientCertVerifier>,
     /// The trust anchors as given, for the CA-overlap check of known failure B06.
     pub(crate) anchors: Arc<[CertificateDer<'static>]>,
+    verdicts: Arc<Mutex<Verdicts>>,
+}
+
+/// Verdicts of one minute (`minute` = Unix seconds / 60); cleared when the minute changes
+/// or when full.
+#[derive(Default)]
+struct Verdicts {
+    minute: u64,
+    by_chain: HashMap<[u8; 32], Result<(), AuthenticationError>>,
+}
+
+const MAX_VERDICTS: usize = 4096;
+
+fn chain_digest(chain: &[CertificateDer<'static>]) -> [u8; 32] {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    for cert in chain {
+        // Length-prefixed, so two chains never hash the same bytes.
+        ctx.update(&(cert.len() as u64).to_be_bytes());
+        ctx.update(cert);
+    }
+    let mut out = [0u8; 32];
+    out.copy_from_slice(ctx.finish().as_ref());
+    out
 }
 
 impl std::fmt::Debug for ChainVerifier {
@@ -79,6 +107,7 @@ impl ChainVerifier {
         Ok(ChainVerifier {
             verifier,
             anchors: anchors.into(),
+            verdicts: Arc::default(),
         })
     }
 
@@ -102,10 +131,39 @@ impl ChainVerifier {
         };
         let (_, cert) = X509Certificate::from_der(leaf)
             .map_err(|e| AuthenticationError::CertificateParse(e.to_string()))?;
-        if let Err(e) = self.verifier.verify_client_cert(leaf, intermediates, now) {
-            return Err(verification_error(&cert, &go_reason(&e, now)));
+        let minute = now.as_secs() / 60;
+        let key = chain_digest(chain);
+        let remembered = {
+            let mut v = self.verdicts.lock().unwrap_or_else(|p| p.into_inner());
+            if v.minute != minute {
+                v.minute = minute;
+                v.by_chain.clear();
+            }
+            v.by_chain.get(&key).cloned()
+        };
+        let within_validity = || {
+            i64::try_from(now.as_secs())
+                .ok()
+                .and_then(|t| x509_parser::time::ASN1Time::from_timestamp(t).ok())
+                .is_some_and(|t| cert.validity().is_valid_at(t))
+        };
+        match remembered {
+            Some(Ok(())) if within_validity() => return Ok(Some(cert)),
+            Some(Err(e)) => return Err(e),
+            _ => {}
         }
-        Ok(Some(cert))
+        let verdict = match self.verifier.verify_client_cert(leaf, intermediates, now) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(verification_error(&cert, &go_reason(&e, now))),
+        };
+        {
+            let mut v = self.verdicts.lock().unwrap_or_else(|p| p.into_inner());
+            if v.by_chain.len() >= MAX_VERDICTS {
+                v.by_chain.clear();
+            }
+            v.by_chain.insert(key, verdict.clone());
+        }
+        verdict.map(|()| Some(cert))
     }
 }
 

@@ -420,3 +420,52 @@ fn shared_ca_without_allowed_names_is_refused() {
             .is_ok()
     );
 }
+
+/// The remembered verdicts: a chain verified once is not trusted past its leaf's
+/// expiry, even within the same minute, and a refused chain stays refused.
+#[test]
+fn remembered_verdicts_respect_expiry_and_failures() {
+    let root = ca("ROOT CA", None);
+    let minute_start = since_epoch().as_secs() / 60 * 60;
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.distinguished_name.push(DnType::CommonName, "short-lived");
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    p.not_before = epoch + Duration::from_secs(minute_start - 3600);
+    p.not_after = epoch + Duration::from_secs(minute_start + 30);
+    let key = KeyPair::generate().unwrap();
+    let der = p.signed_by(&key, &root.issuer).unwrap().der().clone();
+    let a = authn(&root);
+    let chain = std::slice::from_ref(&der);
+    let at = |secs: u64| UnixTime::since_unix_epoch(Duration::from_secs(secs));
+    assert_eq!(
+        a.authenticate_chain_at(chain, at(minute_start + 1))
+            .unwrap()
+            .unwrap()
+            .name,
+        "short-lived"
+    );
+    // Same minute, remembered as good, but the leaf has expired since.
+    assert!(
+        a.authenticate_chain_at(chain, at(minute_start + 40))
+            .is_err()
+    );
+
+    let stranger = ca("OTHER CA", None);
+    let foreign = leaf(
+        &stranger,
+        &[cn("mallory")],
+        ExtendedKeyUsagePurpose::ClientAuth,
+    );
+    for _ in 0..2 {
+        let err = a
+            .authenticate_chain(std::slice::from_ref(&foreign))
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("certificate signed by unknown authority"),
+            "{err}"
+        );
+    }
+}
