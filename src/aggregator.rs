@@ -8,7 +8,7 @@
 //! | `/apis/<g>/<v>[/...]` of a remote APIService | availability gate, then the mTLS proxy |
 //! | anything else, local APIServices included | the inner service (the host's handlers) |
 //!
-//! Mirrors the mux of kube-aggregator `apiserver.go` and `handler_proxy.go` (reference
+//! Mirrors the mux of kube-aggregator `apiserver.go` and `handler_proxy.go` (docs/upstream-behaviour.md
 //! §2.2, §3.1). The service is always ready; each request does one snapshot load.
 
 use std::convert::Infallible;
@@ -248,7 +248,7 @@ where
     })
 }
 
-/// A remote APIService: the gate, then the proxy (reference §3.1 steps 3–8).
+/// A remote APIService: the gate, then the proxy (docs/upstream-behaviour.md §3.1 steps 3–8).
 fn remote(shared: Arc<Shared>, route: Arc<Route>, req: Request<Body>) -> ResponseFuture {
     Box::pin(async move {
         if !route.is_available() {

@@ -41,7 +41,7 @@ pub enum Backend {
     Remote {
         /// TLS settings the client was built for.
         target: BackendTarget,
-        /// The client, or the transport error answered as 500 (reference §3.1 step 4).
+        /// The client, or the transport error answered as 500 (docs/upstream-behaviour.md §3.1 step 4).
         client: Result<BackendClient, TransportError>,
         /// The HTTP/1.1-only client for upgrade requests.
         upgrade_client: Result<BackendClient, TransportError>,
@@ -115,7 +115,7 @@ impl RoutingTable {
             .find(|r| r.apiservice.spec.version == version)
     }
 
-    /// Groups in discovery order (reference §2.3).
+    /// Groups in discovery order (docs/upstream-behaviour.md §2.3).
     pub fn groups(&self) -> &[GroupRoutes] {
         &self.ordered
     }
@@ -232,7 +232,7 @@ impl Registry {
 
     /// Applies one event: the in-memory handle for hosts that push updates.
     ///
-    /// Each APIService is validated (upstream rules and messages, reference §1.2); an
+    /// Each APIService is validated (upstream rules and messages, docs/upstream-behaviour.md §1.2); an
     /// invalid one is rejected whole and the previous version of that name, if any, stays.
     /// For [`ApiServiceEvent::Resynced`] every valid object is applied and every name not
     /// listed is deleted, in one published snapshot.

@@ -1,4 +1,4 @@
-//! Runtime seams: hyper's [`rt::Executor`](hyper::rt::Executor) and [`rt::Timer`](hyper::rt::Timer),
+//! Runtime seams: hyper's [`rt::Executor`](https://docs.rs/hyper/1/hyper/rt/trait.Executor.html) and [`rt::Timer`](https://docs.rs/hyper/1/hyper/rt/trait.Timer.html),
 //! injected by the host and stored type-erased, as hyper-util does.
 //!
 //! Everything in the crate that sleeps or spawns goes through these, so the library runs

@@ -1,7 +1,7 @@
 //! Kubernetes `Status` responses and the plain-text errors upstream writes with Go's `http.Error`.
 //!
 //! Mirrors k8s.io/apiserver `pkg/endpoints/handlers/responsewriters/{status.go,writers.go,errors.go}`
-//! (reference §8.6, §10): field order `kind, apiVersion, metadata, status, message, reason,
+//! (docs/upstream-behaviour.md §8.6, §10): field order `kind, apiVersion, metadata, status, message, reason,
 //! details, code`, empty fields omitted, a trailing newline after the JSON.
 
 use http::{HeaderValue, Response, StatusCode, header};
@@ -70,7 +70,7 @@ impl Status {
         }
     }
 
-    /// The 401 every failed authentication gets (reference §7.9):
+    /// The 401 every failed authentication gets (docs/upstream-behaviour.md §7.9):
     /// `{"kind":"Status",...,"message":"Unauthorized","reason":"Unauthorized","code":401}`.
     pub fn unauthorized() -> Status {
         Status::failure(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized")

@@ -3,7 +3,7 @@
 //! in front of an extension server, and an HTTPS SubjectAccessReview webhook in the test
 //! that records every review it receives and answers by a rule.
 //!
-//! The rows come from reference §8 (Forbidden message, SAR body, failure policy, cache)
+//! The rows come from docs/upstream-behaviour.md §8 (Forbidden message, SAR body, failure policy, cache)
 //! and §9 (the attributes RequestInfo gives), and known failure B10.
 
 mod common;

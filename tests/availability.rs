@@ -1,5 +1,5 @@
 //! The availability controller and the availability gate over real TLS on 127.0.0.1
-//! (reference §4, conformance vectors §6, known failures B11, B14, B15).
+//! (docs/upstream-behaviour.md §4, docs/conformance-vectors.md §6, known failures B11, B14, B15).
 //!
 //! Every test builds a throw-away PKI, an extension server that demands the front-proxy
 //! client certificate, and a controller with short intervals, so a whole life cycle
@@ -781,7 +781,7 @@ async fn unavailable_backend_flips_the_condition_gates_requests_and_recovers() {
 }
 
 /// The probe is `GET /apis/<g>/<v>` as system:kube-aggregator with the proxy client
-/// certificate; only 2xx passes, redirects are not followed (conformance vectors §6).
+/// certificate; only 2xx passes, redirects are not followed (docs/conformance-vectors.md §6).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_identity_and_non_2xx_answers() {
     with_timeout(async {

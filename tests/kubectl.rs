@@ -172,3 +172,21 @@ async fn kubectl_reaches_the_extension_server_through_the_aggregator() {
     demo.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The gateway's command line: `--help` prints the usage and succeeds; a bad flag or an
+/// unreadable file is one line and exit code 2, as kube-apiserver.
+#[test]
+fn gateway_command_line() {
+    use std::process::ExitCode;
+    let run = |args: &[&str]| support::gateway::main_from_args(args.iter().map(|a| a.to_string()));
+    assert_eq!(run(&["--help"]), ExitCode::SUCCESS);
+    assert_eq!(run(&["--bogus"]), ExitCode::from(2));
+    assert_eq!(
+        run(&[
+            "--tls-cert-file=/nonexistent.crt",
+            "--tls-private-key-file=/nonexistent.key"
+        ]),
+        ExitCode::from(2)
+    );
+    assert!(support::flags::usage().starts_with("Usage:\n  gateway [flags]"));
+}

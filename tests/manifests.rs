@@ -1,4 +1,4 @@
-//! APIService validation at the registry and the manifest-directory source (reference
+//! APIService validation at the registry and the manifest-directory source (docs/upstream-behaviour.md
 //! §1.2; kube-aggregator `pkg/apis/apiregistration/validation/validation.go`).
 //!
 //! An invalid APIService is rejected whole with the apiserver's 422 message and the last

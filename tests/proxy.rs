@@ -3,7 +3,7 @@
 //! front-proxy client certificate and reports every request it receives, and clients that
 //! speak HTTP/1.1 or HTTP/2.
 //!
-//! The rows come from kube-aggregator `handler_proxy_test.go` (conformance vectors §5.1),
+//! The rows come from kube-aggregator `handler_proxy_test.go` (docs/conformance-vectors.md §5.1),
 //! the derived URL rows (§5.3a), client-go's identity header escaping (§5.4), apimachinery's
 //! redirect rejection (§5.5), and known failures B03, B05 and B07.
 

@@ -721,22 +721,6 @@ impl GatewayOptions {
         Ok(options)
     }
 
-    /// Parses `std::env::args()`. On `--help` prints the usage to stdout and exits 0; on an
-    /// error prints `Error: <message>` to stderr and exits 2, as kube-apiserver does.
-    pub fn parse_or_exit() -> GatewayOptions {
-        match GatewayOptions::parse(std::env::args().skip(1)) {
-            Ok(options) => options,
-            Err(FlagError::Help) => {
-                print!("{}", usage());
-                std::process::exit(0)
-            }
-            Err(err) => {
-                eprintln!("Error: {err}\nRun 'gateway --help' for usage.");
-                std::process::exit(err.exit_code())
-            }
-        }
-    }
-
     /// `--bind-address` and `--secure-port` together.
     pub fn listen_addr(&self) -> SocketAddr {
         SocketAddr::new(self.bind_address, self.secure_port)

@@ -34,7 +34,7 @@ use tower::ServiceBuilder;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use super::core_api;
-use super::flags::{GatewayOptions, load_service_endpoints};
+use super::flags::{FlagError, GatewayOptions, load_service_endpoints};
 
 /// A started gateway.
 pub struct Gateway {
@@ -216,7 +216,7 @@ pub async fn start(
     ))
 }
 
-/// The authentication chain in kube-apiserver's order (reference §7.1): request-header,
+/// The authentication chain in kube-apiserver's order (docs/upstream-behaviour.md §7.1): request-header,
 /// x509, static tokens, the TokenReview webhook, all under fail-on-error, then anonymous.
 /// Also returns the CA certificates (PEM) whose names the TLS handshake advertises.
 fn authenticator(
@@ -306,8 +306,12 @@ fn local(req: Request<Body>, metrics: &AvailabilityMetrics) -> Response<Body> {
 pub fn main_from_args(args: impl Iterator<Item = String>) -> ExitCode {
     let opts = match GatewayOptions::parse(args) {
         Ok(o) => o,
+        Err(FlagError::Help) => {
+            print!("{}", super::flags::usage());
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
-            eprintln!("gateway: {e}");
+            eprintln!("gateway: {e}\nRun 'gateway --help' for usage.");
             return ExitCode::from(e.exit_code() as u8);
         }
     };
@@ -350,8 +354,10 @@ pub fn init_logging(v: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    use std::io::IsTerminal as _;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }

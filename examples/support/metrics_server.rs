@@ -4,7 +4,7 @@
 //! presenting its front-proxy client certificate and names the end user in `X-Remote-User`,
 //! `X-Remote-Group` and `X-Remote-Extra-*`. Authentication is the library's
 //! [`kube_aggregator::authn`] in the shape of k8s.io/apiserver's delegating authenticator
-//! (reference §7.1): the request-header authenticator trusts those headers only on a
+//! (docs/upstream-behaviour.md §7.1): the request-header authenticator trusts those headers only on a
 //! connection whose client certificate verifies against the request-header CA with an
 //! allowed CN, and anonymous access is limited to the probe paths, so anything else without
 //! a front proxy gets 401. (The delegating chain's x509 and TokenReview steps need a

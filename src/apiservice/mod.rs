@@ -1,6 +1,6 @@
 //! The APIService object (apiregistration.k8s.io/v1): serde types with the upstream JSON
-//! field names, validation with the upstream messages (reference §1.2), and the
-//! Kubernetes-aware version order and group/version priority sort (reference §2.3).
+//! field names, validation with the upstream messages (docs/upstream-behaviour.md §1.2), and the
+//! Kubernetes-aware version order and group/version priority sort (docs/upstream-behaviour.md §2.3).
 //!
 //! ```
 //! use kube_aggregator::apiservice::{ApiService, validate};

@@ -1,7 +1,7 @@
 //! Bearer tokens: the `Authorization` header (k8s.io/apiserver
 //! `pkg/authentication/request/bearertoken/bearertoken.go`) and the WebSocket subprotocol
 //! `base64url.bearer.authorization.k8s.io.<token>` (`request/websocket/protocol.go`),
-//! reference §7.4.
+//! docs/upstream-behaviour.md §7.4.
 
 use std::sync::Arc;
 

@@ -139,7 +139,7 @@ where
                     user.add_authenticated_group();
                     // Upstream deletes credentials and front-proxy headers after every
                     // successful authentication so nothing behind can be fooled by them
-                    // (reference §7.9; known failures B05, B07).
+                    // (docs/upstream-behaviour.md §7.9; known failures B05, B07).
                     strip_identity_headers(&mut parts.headers);
                     strip.strip(&mut parts.headers);
                     strip_websocket_bearer(&mut parts.headers);

@@ -3,7 +3,7 @@
 //! [`AuthenticationLayer`] asks an [`Authenticator`] for the caller's [`UserInfo`], puts it
 //! into the request extensions, strips the credentials and identity headers a client may
 //! have sent, and answers 401 with the upstream `Status` when nobody vouches for the caller
-//! (mirrors k8s.io/apiserver `pkg/endpoints/filters/authentication.go`, reference §7.9).
+//! (mirrors k8s.io/apiserver `pkg/endpoints/filters/authentication.go`, docs/upstream-behaviour.md §7.9).
 //!
 //! The host's TLS accept loop puts a [`ConnectionInfo`] (verified peer chain, remote
 //! address) into every request's extensions; certificate-based authenticators read it.
@@ -19,7 +19,7 @@
 //! | [`TokenReviewAuthenticator`] | `plugin/pkg/authenticator/token/webhook` + `token/cache` | TokenReview webhook |
 //! | [`Anonymous`] | `request/anonymous` | none |
 //!
-//! [`Union`] chains them as kube-apiserver does (reference §7.1): the first success wins,
+//! [`Union`] chains them as kube-apiserver does (docs/upstream-behaviour.md §7.1): the first success wins,
 //! errors surface only when nobody succeeds, and [`Anonymous`] is consulted only when no
 //! authenticator reported an error, so presented-but-invalid credentials get 401.
 //!
@@ -74,6 +74,8 @@ pub use request_header::{
     InvalidRequestHeaderConfig, RequestHeaderAuthenticator, RequestHeaderConfig,
 };
 pub use token_cache::CacheTtl;
+#[cfg(fuzzing)]
+pub(crate) use token_file::parse_csv;
 pub use token_file::{TokenFileAuthenticator, TokenFileError};
 pub use token_review::TokenReviewAuthenticator;
 #[cfg(feature = "tokio")]
@@ -81,7 +83,7 @@ pub use token_review::TokenReviewConfigError;
 pub use union::{Anonymous, Union};
 pub use x509::{CREDENTIAL_ID_EXTRA, InvalidClientCa, X509Authenticator};
 
-/// The group every authenticated, non-anonymous user gets (reference §7.8).
+/// The group every authenticated, non-anonymous user gets (docs/upstream-behaviour.md §7.8).
 pub const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
 /// The group of anonymous requests.
 pub const SYSTEM_UNAUTHENTICATED: &str = "system:unauthenticated";
@@ -181,7 +183,7 @@ pub type AuthenticateFuture = Pin<Box<dyn Future<Output = AuthenticationResult> 
 /// Returns `Ok(Some(user))` when the credentials identify a user, `Ok(None)` when this
 /// authenticator has no opinion (no credentials of its kind), and `Err` when credentials
 /// of its kind were presented but are invalid: the request then gets 401, never anonymous
-/// (the `FailOnError` semantics of reference §7.1).
+/// (the `FailOnError` semantics of docs/upstream-behaviour.md §7.1).
 pub trait Authenticator: Send + Sync + 'static {
     /// Authenticates the request described by `parts` (headers, URI, extensions incl.
     /// [`ConnectionInfo`]). The future owns what it needs.
@@ -194,7 +196,7 @@ pub trait Authenticator: Send + Sync + 'static {
 
     /// Headers this authenticator reads identity or credentials from, which
     /// [`AuthenticationLayer`] deletes after every successful authentication, whoever
-    /// succeeded (upstream's filter clears the configured request-header names, reference
+    /// succeeded (upstream's filter clears the configured request-header names, docs/upstream-behaviour.md
     /// §3.4). The default is none.
     fn credential_headers(&self) -> CredentialHeaders {
         CredentialHeaders::default()
@@ -267,7 +269,7 @@ impl CredentialHeaders {
 }
 
 /// Request headers that carry identity or credentials and must never travel past the
-/// authentication filter (reference §3.4, §7.9): the standard front-proxy headers are
+/// authentication filter (docs/upstream-behaviour.md §3.4, §7.9): the standard front-proxy headers are
 /// matched here; `X-Remote-Extra-*` by prefix.
 pub(crate) fn is_identity_header(name: &http::HeaderName) -> bool {
     let n = name.as_str();

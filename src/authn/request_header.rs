@@ -1,7 +1,7 @@
 //! The request-header (front proxy) authenticator: a proxy whose client certificate
 //! verifies against the request-header CA names the end user in headers (k8s.io/apiserver
 //! `pkg/authentication/request/headerrequest/requestheader.go` behind `x509.Verifier`,
-//! reference §7.3).
+//! docs/upstream-behaviour.md §7.3).
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 //! The static token file of `--token-auth-file` (k8s.io/apiserver
-//! `pkg/authentication/token/tokenfile/tokenfile.go`, reference §7.5).
+//! `pkg/authentication/token/tokenfile/tokenfile.go`, docs/upstream-behaviour.md §7.5).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! The TokenReview webhook token authenticator (k8s.io/apiserver
-//! `plugin/pkg/authenticator/token/webhook/webhook.go`, reference §7.6) with the token
+//! `plugin/pkg/authenticator/token/webhook/webhook.go`, docs/upstream-behaviour.md §7.6) with the token
 //! cache in front of it.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! Chaining authenticators (k8s.io/apiserver `pkg/authentication/request/union/union.go`)
-//! and the anonymous fallback (`request/anonymous/anonymous.go`), reference §7.1, §7.7.
+//! and the anonymous fallback (`request/anonymous/anonymous.go`), docs/upstream-behaviour.md §7.1, §7.7.
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
 //! The x509 client-certificate authenticator (k8s.io/apiserver
-//! `pkg/authentication/request/x509/x509.go`, reference §7.2).
+//! `pkg/authentication/request/x509/x509.go`, docs/upstream-behaviour.md §7.2).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,5 @@
 //! The Forbidden (403) answer, word for word as k8s.io/apiserver
-//! `responsewriters/errors.go` `Forbidden` builds it (reference §8.6).
+//! `responsewriters/errors.go` `Forbidden` builds it (docs/upstream-behaviour.md §8.6).
 
 use http::Response;
 

@@ -4,7 +4,7 @@
 //! k8s.io/apiserver `requestinfo.go`) and [`Attributes`], asks an [`Authorizer`], and
 //! answers 403 with the upstream Forbidden `Status` when the answer is not Allow, or 500
 //! when the authorizer failed (mirrors `pkg/endpoints/filters/authorization.go`,
-//! reference §8.2). It never lets a request through on an error.
+//! docs/upstream-behaviour.md §8.2). It never lets a request through on an error.
 //!
 //! ```
 //! use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer};

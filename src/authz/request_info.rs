@@ -1,6 +1,6 @@
 //! What a request asks for, read from its method and URL: the port of k8s.io/apiserver
 //! `pkg/endpoints/request/requestinfo.go` (`RequestInfoFactory.NewRequestInfo`,
-//! reference §9).
+//! docs/upstream-behaviour.md §9).
 //!
 //! kube-apiserver computes a [`RequestInfo`] for every request before authentication;
 //! the authorizer, the long-running check and the Forbidden message all read it.
@@ -1067,7 +1067,7 @@ mod tests {
         &'static [&'static str],
     );
 
-    /// Conformance vectors §1.1 (AS `requestinfo_test.go` TestGetAPIRequestInfo).
+    /// Conformance docs/conformance-vectors.md §1.1 (AS `requestinfo_test.go` TestGetAPIRequestInfo).
     #[test]
     fn success_cases() {
         #[rustfmt::skip]
@@ -1122,7 +1122,7 @@ mod tests {
         }
     }
 
-    /// Conformance vectors §1.2: GET, non-resource, no error.
+    /// Conformance docs/conformance-vectors.md §1.2: GET, non-resource, no error.
     #[test]
     fn non_resource_error_cases() {
         for url in [
@@ -1147,7 +1147,7 @@ mod tests {
         }
     }
 
-    /// Conformance vectors §1.3 (TestGetNonAPIRequestInfo).
+    /// Conformance docs/conformance-vectors.md §1.3 (TestGetNonAPIRequestInfo).
     #[test]
     fn resource_request_detection() {
         for (url, is_resource) in [
@@ -1174,7 +1174,7 @@ mod tests {
         assert_eq!(info.path, "");
     }
 
-    /// Conformance vectors §1.4 (TestSelectorParsing).
+    /// Conformance docs/conformance-vectors.md §1.4 (TestSelectorParsing).
     #[test]
     fn selector_parsing() {
         const R: &str = "/apis/group/version/resource";
@@ -1204,7 +1204,7 @@ mod tests {
         }
     }
 
-    /// Conformance vectors §1.5 (derived rows).
+    /// Conformance docs/conformance-vectors.md §1.5 (derived rows).
     #[test]
     fn derived_rows() {
         let info = ok("GET", "/apis/metrics.k8s.io/v1beta1/nodes");

@@ -193,12 +193,12 @@ impl AvailabilityController {
                 self.metrics.unavailable_transition(name, &outcome.reason);
             }
             if was_available != available {
-                tracing::info!(apiservice = name, available, reason = %outcome.reason, message = %outcome.message, "availability changed");
+                tracing::info!(apiservice = name, available, reason = %outcome.reason, condition_message = %outcome.message, "availability changed");
             }
         }
     }
 
-    /// One check of `route` (reference §4.3).
+    /// One check of `route` (docs/upstream-behaviour.md §4.3).
     async fn check(&self, route: &Route) -> Outcome {
         let Some(service) = route.apiservice.spec.service.clone() else {
             return Outcome {

@@ -2,7 +2,7 @@
 //! requests to unavailable ones fast.
 //!
 //! [`AvailabilityController`] mirrors kube-aggregator's remote availability controller
-//! (reference §4): it resolves each remote APIService's Service through a
+//! (docs/upstream-behaviour.md §4): it resolves each remote APIService's Service through a
 //! [`ServiceResolver`] (failures become `ServiceNotFound`, `ServicePortError`,
 //! `EndpointsNotFound`, `MissingEndpoints`), then probes `GET /apis/<group>/<version>`
 //! through the APIService's own backend client (so with the proxy TLS settings and client

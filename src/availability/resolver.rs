@@ -9,7 +9,7 @@ use http::uri::Authority;
 use crate::apiservice::ServiceReference;
 
 /// Why a Service could not be resolved; each maps to the upstream condition reason and
-/// message of the remote availability controller (reference §4.3).
+/// message of the remote availability controller (docs/upstream-behaviour.md §4.3).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResolveError {

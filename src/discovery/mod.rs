@@ -1,6 +1,6 @@
 //! Discovery documents for aggregated groups.
 //!
-//! Legacy discovery as kube-aggregator `handler_apis.go` serves it (reference §5.1–5.2):
+//! Legacy discovery as kube-aggregator `handler_apis.go` serves it (docs/upstream-behaviour.md §5.1–5.2):
 //! `GET /apis` answers an `APIGroupList` whose first group is `apiregistration.k8s.io`,
 //! then one entry per APIService group in priority order (unavailable ones included);
 //! `GET /apis/<group>` answers that group's `APIGroup`. The documents are encoded once per

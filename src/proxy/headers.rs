@@ -35,7 +35,7 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
 }
 
 /// Writes `user` as front-proxy headers after deleting any present ones
-/// (client-go `SetAuthProxyHeaders`, reference §3.4): `X-Remote-User` always (even
+/// (client-go `SetAuthProxyHeaders`, docs/upstream-behaviour.md §3.4): `X-Remote-User` always (even
 /// empty), `X-Remote-Uid` when set, one `X-Remote-Group` line per group in order,
 /// `X-Remote-Extra-<escaped key>` one line per value. Values that are not valid header
 /// text are skipped rather than sent altered.

@@ -1,6 +1,6 @@
 //! The reverse proxy to extension servers: the request and response rewriting of
 //! kube-aggregator `handler_proxy.go` and apimachinery's upgrade-aware proxy
-//! (reference §3.2–§3.6), and [`forward`], which sends a request through an APIService's
+//! (docs/upstream-behaviour.md §3.2–§3.6), and [`forward`], which sends a request through an APIService's
 //! [`BackendClient`].
 //!
 //! Request side: upstream URL `https://<resolved>` + the decoded incoming path re-escaped +
@@ -35,7 +35,7 @@ use crate::rt::Timer;
 use crate::status::plain_text_error;
 use crate::transport::BackendClient;
 
-/// The deadline of discovery requests (`/apis/<group>/<version>`), reference §3.6.
+/// The deadline of discovery requests (`/apis/<group>/<version>`), docs/upstream-behaviour.md §3.6.
 pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Sends `req` to the backend at `authority` as `user`, and returns the rewritten

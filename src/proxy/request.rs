@@ -29,7 +29,7 @@ const PATH_ESCAPE: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'@');
 
 /// The upstream URI: `https://<authority>` + the decoded request path re-escaped Go-style
-/// (so `%2F` becomes `/`) + the query re-encoded with sorted keys (reference §3.2).
+/// (so `%2F` becomes `/`) + the query re-encoded with sorted keys (docs/upstream-behaviour.md §3.2).
 pub fn upstream_uri(uri: &Uri, authority: &Authority) -> Result<Uri, http::Error> {
     let decoded = percent_decode_str(uri.path()).decode_utf8_lossy();
     let mut pq = utf8_percent_encode(&decoded, PATH_ESCAPE).to_string();

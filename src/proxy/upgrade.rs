@@ -1,5 +1,5 @@
 //! Upgrade requests (SPDY for exec/attach/port-forward, WebSocket), with the rules that
-//! fixed CVE-2018-1002105 and CVE-2020-8559 (apimachinery `upgradeaware.go`, reference §3.7):
+//! fixed CVE-2018-1002105 and CVE-2020-8559 (apimachinery `upgradeaware.go`, docs/upstream-behaviour.md §3.7):
 //!
 //! - only HTTP/1.1 connections are taken over; an HTTP/2 request gets 503;
 //! - the backend's response head decides: 101 splices the two connections; any other

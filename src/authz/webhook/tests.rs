@@ -93,7 +93,7 @@ fn non_resource(user: UserInfo, verb: &str, path: &str) -> Attributes {
     }
 }
 
-/// Conformance vectors §8.2 (upstream `webhook_v1_test.go` TestV1Webhook): the whole body,
+/// Conformance docs/conformance-vectors.md §8.2 (upstream `webhook_v1_test.go` TestV1Webhook): the whole body,
 /// compared as JSON values.
 #[tokio::test]
 async fn request_bodies_match_upstream_vectors() {
