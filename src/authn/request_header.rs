@@ -284,10 +284,7 @@ impl RequestHeaderAuthenticator {
         if self.allowed_names.is_empty() {
             return Ok(true);
         }
-        let cn = match leaf.subject().iter_common_name().last().map(|a| a.as_str()) {
-            Some(Ok(cn)) => cn,
-            _ => "",
-        };
+        let cn = leaf.common_name.as_str();
         if self.allowed_names.iter().any(|n| n == cn) {
             Ok(true)
         } else {

@@ -44,7 +44,8 @@ pub struct InvalidClientCa(pub(crate) String);
 /// Verdicts are remembered for the rest of the current minute, keyed by a SHA-256 of the
 /// presented chain: a client sends the same chain on every request of a connection, and
 /// checking its signatures again each time would cost tens of microseconds per request.
-/// A remembered success still requires the leaf to be within its validity at `now`.
+/// A remembered success still requires the leaf to be within its validity at `now`, and
+/// carries what the authenticators read from the leaf, so it is not parsed again.
 #[derive(Clone)]
 pub(crate) struct ChainVerifier {
     verifier: Arc<dyn ClientCertVerifier>,
@@ -58,7 +59,19 @@ pub(crate) struct ChainVerifier {
 #[derive(Default)]
 struct Verdicts {
     minute: u64,
-    by_chain: HashMap<[u8; 32], Result<(), AuthenticationError>>,
+    by_chain: HashMap<[u8; 32], Result<Arc<VerifiedLeaf>, AuthenticationError>>,
+}
+
+/// What a verified leaf says, read once per chain.
+#[derive(Debug)]
+pub(crate) struct VerifiedLeaf {
+    /// Validity, Unix seconds.
+    not_before: i64,
+    not_after: i64,
+    /// The last subject CN ("" when none or not a string), for allowed-names checks.
+    pub(crate) common_name: String,
+    /// The x509 user conversion of the leaf.
+    pub(crate) user: Result<Option<UserInfo>, AuthenticationError>,
 }
 
 const MAX_VERDICTS: usize = 4096;
@@ -119,18 +132,16 @@ impl ChainVerifier {
         Self::new(certs)
     }
 
-    /// Verifies `chain` (leaf first) at `now`; returns the parsed leaf, `None` for an
+    /// Verifies `chain` (leaf first) at `now`; returns what the leaf says, `None` for an
     /// empty chain.
-    pub(crate) fn verify<'a>(
+    pub(crate) fn verify(
         &self,
-        chain: &'a [CertificateDer<'static>],
+        chain: &[CertificateDer<'static>],
         now: UnixTime,
-    ) -> Result<Option<X509Certificate<'a>>, AuthenticationError> {
+    ) -> Result<Option<Arc<VerifiedLeaf>>, AuthenticationError> {
         let Some((leaf, intermediates)) = chain.split_first() else {
             return Ok(None);
         };
-        let (_, cert) = X509Certificate::from_der(leaf)
-            .map_err(|e| AuthenticationError::CertificateParse(e.to_string()))?;
         let minute = now.as_secs() / 60;
         let key = chain_digest(chain);
         let remembered = {
@@ -141,19 +152,30 @@ impl ChainVerifier {
             }
             v.by_chain.get(&key).cloned()
         };
-        let within_validity = || {
-            i64::try_from(now.as_secs())
-                .ok()
-                .and_then(|t| x509_parser::time::ASN1Time::from_timestamp(t).ok())
-                .is_some_and(|t| cert.validity().is_valid_at(t))
-        };
+        let secs = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
         match remembered {
-            Some(Ok(())) if within_validity() => return Ok(Some(cert)),
+            Some(Ok(facts)) if facts.not_before <= secs && secs <= facts.not_after => {
+                return Ok(Some(facts));
+            }
             Some(Err(e)) => return Err(e),
             _ => {}
         }
+        let (_, cert) = X509Certificate::from_der(leaf)
+            .map_err(|e| AuthenticationError::CertificateParse(e.to_string()))?;
         let verdict = match self.verifier.verify_client_cert(leaf, intermediates, now) {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                let common_name = match cert.subject().iter_common_name().last().map(|a| a.as_str())
+                {
+                    Some(Ok(cn)) => cn.to_owned(),
+                    _ => String::new(),
+                };
+                Ok(Arc::new(VerifiedLeaf {
+                    not_before: cert.validity().not_before.timestamp(),
+                    not_after: cert.validity().not_after.timestamp(),
+                    common_name,
+                    user: user_from_certificate(&cert, leaf),
+                }))
+            }
             Err(e) => Err(verification_error(&cert, &go_reason(&e, now))),
         };
         {
@@ -163,7 +185,7 @@ impl ChainVerifier {
             }
             v.by_chain.insert(key, verdict.clone());
         }
-        verdict.map(|()| Some(cert))
+        verdict.map(Some)
     }
 }
 
@@ -207,12 +229,10 @@ impl X509Authenticator {
         chain: &[CertificateDer<'static>],
         now: UnixTime,
     ) -> Result<Option<UserInfo>, AuthenticationError> {
-        let Some(cert) = self.verifier.verify(chain, now)? else {
-            return Ok(None);
-        };
-        // `verify` returned a leaf, so the chain has one.
-        let leaf_der = chain.first().map(|c| c.as_ref()).unwrap_or_default();
-        user_from_certificate(&cert, leaf_der)
+        match self.verifier.verify(chain, now)? {
+            Some(leaf) => leaf.user.clone(),
+            None => Ok(None),
+        }
     }
 }
 
