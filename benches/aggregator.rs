@@ -166,6 +166,45 @@ fn routing_lookup(c: &mut Criterion) {
     group.finish();
 }
 
+/// Applying one changed APIService to a table of many (the registry rebuilds only the
+/// group it touches), against inserting one entry into a plain map of that size.
+fn routing_update(c: &mut Criterion) {
+    let mut group = c.benchmark_group("routing_update");
+    for count in [10usize, 1_000, 10_000] {
+        let registry = registry_with(count);
+        let name = format!("group{}.example.com", count / 2);
+        let mut baseline: HashMap<String, usize> = (0..count)
+            .map(|i| (format!("group{i}.example.com"), i))
+            .collect();
+        let mut flip = 0usize;
+        group.bench_with_input(
+            BenchmarkId::new("baseline_hashmap_insert", count),
+            &name,
+            |b, name| {
+                b.iter(|| {
+                    flip += 1;
+                    black_box(baseline.insert(name.clone(), flip))
+                })
+            },
+        );
+        let mut priority = 0;
+        group.bench_with_input(BenchmarkId::new("apply", count), &name, |b, name| {
+            b.iter_batched(
+                || {
+                    // Alternate the priority so every apply is a real change.
+                    priority = if priority == 100 { 200 } else { 100 };
+                    let mut svc = remote_apiservice(name, "v1");
+                    svc.spec.version_priority = priority;
+                    svc
+                },
+                |svc| registry.apply(ApiServiceEvent::Applied(svc)),
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
 /// The request `kubectl top pods` sends, with the 10 headers it carries through a
 /// front proxy.
 fn kubectl_request() -> Request<Body> {
@@ -308,6 +347,7 @@ criterion_group!(
     benches,
     request_info,
     routing_lookup,
+    routing_update,
     proxy_rewrite,
     stack_in_memory
 );

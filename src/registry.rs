@@ -6,10 +6,10 @@
 //! [`Registry::set_available_condition`]) serialize on a mutex that the request path never
 //! touches, rebuild the table, and swap it in whole.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 
 use arc_swap::{ArcSwap, Guard};
@@ -67,12 +67,21 @@ pub struct GroupRoutes {
 }
 
 /// An immutable snapshot of every APIService, indexed for the request path.
+///
+/// A new snapshot shares every unchanged route and group with the previous one; only the
+/// groups an update touches are rebuilt. The group order of `/apis` and its encoded
+/// `APIGroupList` are computed on first use.
 #[derive(Debug, Default)]
 pub struct RoutingTable {
     generation: u64,
-    by_name: BTreeMap<String, Arc<Route>>,
-    groups: HashMap<String, usize>,
-    ordered: Vec<GroupRoutes>,
+    by_name: BTreeMap<Arc<str>, Arc<Route>>,
+    groups: HashMap<Arc<str>, Arc<GroupRoutes>>,
+    sorted: OnceLock<Sorted>,
+}
+
+#[derive(Debug)]
+struct Sorted {
+    ordered: Vec<Arc<GroupRoutes>>,
     api_group_list_json: Bytes,
 }
 
@@ -104,7 +113,7 @@ impl RoutingTable {
 
     /// The group's routes, if any APIService serves `group`.
     pub fn group(&self, group: &str) -> Option<&GroupRoutes> {
-        self.groups.get(group).map(|&i| &self.ordered[i])
+        self.groups.get(group).map(|g| &**g)
     }
 
     /// The route for `group`/`version`.
@@ -116,44 +125,52 @@ impl RoutingTable {
     }
 
     /// Groups in discovery order (docs/upstream-behaviour.md §2.3).
-    pub fn groups(&self) -> &[GroupRoutes] {
-        &self.ordered
+    pub fn groups(&self) -> &[Arc<GroupRoutes>] {
+        &self.sorted().ordered
     }
 
-    /// The `/apis` `APIGroupList`, pre-encoded (apiregistration.k8s.io first).
+    /// The `/apis` `APIGroupList`, encoded (apiregistration.k8s.io first).
     pub fn api_group_list_json(&self) -> &Bytes {
-        &self.api_group_list_json
+        &self.sorted().api_group_list_json
     }
 
-    fn build(generation: u64, by_name: BTreeMap<String, Arc<Route>>) -> RoutingTable {
-        let sorted = sort_by_group_and_version(by_name.values().map(|r| &r.apiservice));
-        let mut ordered = Vec::with_capacity(sorted.len());
-        let mut groups = HashMap::with_capacity(sorted.len());
-        for gv in &sorted {
-            let versions: Vec<Arc<Route>> = gv
-                .versions
+    fn sorted(&self) -> &Sorted {
+        self.sorted.get_or_init(|| {
+            let order = sort_by_group_and_version(self.by_name.values().map(|r| &r.apiservice));
+            let ordered: Vec<Arc<GroupRoutes>> = order
                 .iter()
-                .filter_map(|svc| by_name.get(svc.name()).cloned())
+                .filter_map(|gv| self.groups.get(gv.group).cloned())
                 .collect();
-            let api_group_json = discovery::api_group_json(
-                gv.group,
-                gv.versions.iter().map(|s| s.spec.version.as_str()),
-            );
-            groups.insert(gv.group.to_owned(), ordered.len());
-            ordered.push(GroupRoutes {
-                name: gv.group.to_owned(),
-                versions,
-                api_group_json,
-            });
-        }
-        let api_group_list_json = discovery::api_group_list_json(&ordered);
-        RoutingTable {
-            generation,
-            by_name,
-            groups,
-            ordered,
-            api_group_list_json,
-        }
+            let api_group_list_json = discovery::api_group_list_json(&ordered);
+            Sorted {
+                ordered,
+                api_group_list_json,
+            }
+        })
+    }
+}
+
+/// The routes of one group, versions in priority order, with its `APIGroup` document.
+fn group_routes(
+    group: &str,
+    members: &BTreeSet<Arc<str>>,
+    by_name: &BTreeMap<Arc<str>, Arc<Route>>,
+) -> GroupRoutes {
+    let routes: Vec<&Arc<Route>> = members.iter().filter_map(|n| by_name.get(n)).collect();
+    let order = sort_by_group_and_version(routes.iter().map(|r| &r.apiservice));
+    let versions: Vec<Arc<Route>> = order
+        .iter()
+        .flat_map(|gv| gv.versions.iter())
+        .filter_map(|svc| by_name.get(svc.name()).cloned())
+        .collect();
+    let api_group_json = discovery::api_group_json(
+        group,
+        versions.iter().map(|r| r.apiservice.spec.version.as_str()),
+    );
+    GroupRoutes {
+        name: group.to_owned(),
+        versions,
+        api_group_json,
     }
 }
 
@@ -183,8 +200,10 @@ struct Shared {
 
 #[derive(Default)]
 struct Writer {
-    generation: u64,
-    by_name: BTreeMap<String, Arc<Route>>,
+    /// The last published table; the next one starts from it.
+    current: Arc<RoutingTable>,
+    /// The APIService names of each group.
+    members: HashMap<Arc<str>, BTreeSet<Arc<str>>>,
 }
 
 /// A cloneable handle to the registry.
@@ -206,7 +225,7 @@ impl Registry {
     pub fn new(transport: impl Transport) -> Registry {
         Registry {
             shared: Arc::new(Shared {
-                table: ArcSwap::from_pointee(RoutingTable::build(0, BTreeMap::new())),
+                table: ArcSwap::from_pointee(RoutingTable::default()),
                 writer: Mutex::new(Writer::default()),
                 transport: Arc::new(transport),
                 sinks: Mutex::new(Vec::new()),
@@ -240,26 +259,27 @@ impl Registry {
         let mut rejected = Vec::new();
         let mut changed_status = Vec::new();
         let mut w = lock(&self.shared.writer);
-        let mut next = w.by_name.clone();
+        let prev = w.current.clone();
+        let mut next = prev.by_name.clone();
         match event {
             ApiServiceEvent::Applied(svc) => self.upsert(
                 &mut next,
-                &w.by_name,
+                &prev.by_name,
                 svc,
                 &mut rejected,
                 &mut changed_status,
             ),
             ApiServiceEvent::Deleted(name) => {
-                next.remove(&name);
+                next.remove(name.as_str());
             }
             ApiServiceEvent::Resynced(all) => {
-                let keep: std::collections::HashSet<String> =
-                    all.iter().map(|s| s.metadata.name.clone()).collect();
-                next.retain(|name, _| keep.contains(name));
+                let keep: HashSet<&str> = all.iter().map(|s| s.metadata.name.as_str()).collect();
+                next.retain(|name, _| keep.contains(&**name));
+                drop(keep);
                 for svc in all {
                     self.upsert(
                         &mut next,
-                        &w.by_name,
+                        &prev.by_name,
                         svc,
                         &mut rejected,
                         &mut changed_status,
@@ -279,8 +299,8 @@ impl Registry {
 
     fn upsert(
         &self,
-        next: &mut BTreeMap<String, Arc<Route>>,
-        prev: &BTreeMap<String, Arc<Route>>,
+        next: &mut BTreeMap<Arc<str>, Arc<Route>>,
+        prev: &BTreeMap<Arc<str>, Arc<Route>>,
         mut svc: ApiService,
         rejected: &mut Vec<ValidationError>,
         changed_status: &mut Vec<ApiService>,
@@ -290,7 +310,7 @@ impl Registry {
             return;
         }
         let name = svc.metadata.name.clone();
-        let old = prev.get(&name);
+        let old = prev.get(name.as_str());
         // The registry owns status (as the upstream strategy wipes it on create and keeps
         // it on update): a source only changes spec.
         svc.status = old.map(|r| r.apiservice.status.clone()).unwrap_or_default();
@@ -346,8 +366,16 @@ impl Registry {
                 }
             }
         };
+        // An unchanged APIService keeps its route, so its group is not rebuilt (a resync
+        // of thousands of objects then costs only the comparisons).
+        if let Some((key, old)) = prev.get_key_value(name.as_str()) {
+            if old.apiservice == svc {
+                next.insert(key.clone(), old.clone());
+                return;
+            }
+        }
         next.insert(
-            name,
+            Arc::from(name),
             Arc::new(Route {
                 apiservice: svc,
                 backend,
@@ -355,12 +383,64 @@ impl Registry {
         );
     }
 
-    fn publish(&self, w: &mut Writer, next: BTreeMap<String, Arc<Route>>) {
-        w.generation += 1;
-        w.by_name = next.clone();
-        self.shared
-            .table
-            .store(Arc::new(RoutingTable::build(w.generation, next)));
+    /// Publishes `next`: rebuilds the groups whose APIServices changed (found by comparing
+    /// route pointers with the current table), shares the rest, swaps the table in and
+    /// wakes [`Registry::changed`] waiters.
+    fn publish(&self, w: &mut Writer, next: BTreeMap<Arc<str>, Arc<Route>>) {
+        let prev = w.current.clone();
+        let group_of = |r: &Route| -> Arc<str> { Arc::from(r.apiservice.spec.group.as_str()) };
+        let mut affected: HashSet<Arc<str>> = HashSet::new();
+        for (name, old) in &prev.by_name {
+            match next.get(name) {
+                Some(new) if Arc::ptr_eq(old, new) => {}
+                Some(new) => {
+                    let (g_old, g_new) = (group_of(old), group_of(new));
+                    if g_old != g_new {
+                        remove_member(&mut w.members, &g_old, name);
+                        w.members
+                            .entry(g_new.clone())
+                            .or_default()
+                            .insert(name.clone());
+                    }
+                    affected.insert(g_old);
+                    affected.insert(g_new);
+                }
+                None => {
+                    let g_old = group_of(old);
+                    remove_member(&mut w.members, &g_old, name);
+                    affected.insert(g_old);
+                }
+            }
+        }
+        for (name, new) in &next {
+            if !prev.by_name.contains_key(name) {
+                let g_new = group_of(new);
+                w.members
+                    .entry(g_new.clone())
+                    .or_default()
+                    .insert(name.clone());
+                affected.insert(g_new);
+            }
+        }
+        let mut groups = prev.groups.clone();
+        for g in affected {
+            match w.members.get(&g) {
+                Some(members) if !members.is_empty() => {
+                    groups.insert(g.clone(), Arc::new(group_routes(&g, members, &next)));
+                }
+                _ => {
+                    groups.remove(&g);
+                }
+            }
+        }
+        let table = Arc::new(RoutingTable {
+            generation: prev.generation + 1,
+            by_name: next,
+            groups,
+            sorted: OnceLock::new(),
+        });
+        w.current = table.clone();
+        self.shared.table.store(table);
         for waker in lock(&self.shared.wakers).drain(..) {
             waker.wake();
         }
@@ -378,7 +458,8 @@ impl Registry {
         message: &str,
     ) -> Option<bool> {
         let mut w = lock(&self.shared.writer);
-        let route = w.by_name.get(name)?;
+        let prev = w.current.clone();
+        let (key, route) = prev.by_name.get_key_value(name)?;
         let was_available = route.is_available();
         let mut svc = route.apiservice.clone();
         if !svc.set_condition(
@@ -394,8 +475,8 @@ impl Registry {
             apiservice: svc.clone(),
             backend: route.backend.clone(),
         });
-        let mut next = w.by_name.clone();
-        next.insert(name.to_owned(), updated);
+        let mut next = prev.by_name.clone();
+        next.insert(key.clone(), updated);
         self.publish(&mut w, next);
         drop(w);
         self.notify(std::slice::from_ref(&svc));
@@ -468,8 +549,123 @@ impl Future for Changed {
     }
 }
 
+fn remove_member(
+    members: &mut HashMap<Arc<str>, BTreeSet<Arc<str>>>,
+    group: &Arc<str>,
+    name: &Arc<str>,
+) {
+    if let Some(set) = members.get_mut(group) {
+        set.remove(name);
+        if set.is_empty() {
+            members.remove(group);
+        }
+    }
+}
+
 /// Locks a mutex, recovering the data if a writer panicked (the data is replaced whole,
 /// never left half-written).
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoTransport;
+
+    impl Transport for NoTransport {
+        fn client(&self, _: &BackendTarget) -> Result<BackendClient, TransportError> {
+            Err(TransportError("no transport in this test".into()))
+        }
+    }
+
+    fn local(group: &str, version: &str, group_priority: i32) -> ApiService {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("{version}.{group}")},
+            "spec": {"group": group, "version": version, "groupPriorityMinimum": group_priority, "versionPriority": 15}
+        }))
+        .unwrap()
+    }
+
+    fn group_names(table: &RoutingTable) -> Vec<&str> {
+        table.groups().iter().map(|g| g.name.as_str()).collect()
+    }
+
+    /// Upstream TestStatelessGroupPriorityMinimum: a group's place follows the highest
+    /// groupPriorityMinimum among its current versions; unchanged groups are shared
+    /// between snapshots, and a group goes with its last version.
+    #[test]
+    fn incremental_groups_follow_upstream_ordering() {
+        let registry = Registry::new(NoTransport);
+        for svc in [
+            local("stable", "v1", 1000),
+            local("experimental", "v1", 100),
+            local("experimental", "v1alpha1", 10000),
+        ] {
+            registry.apply(ApiServiceEvent::Applied(svc)).unwrap();
+        }
+        let before = registry.snapshot_owned();
+        assert_eq!(group_names(&before), ["experimental", "stable"]);
+        let versions: Vec<&str> = before
+            .group("experimental")
+            .unwrap()
+            .versions
+            .iter()
+            .map(|r| r.apiservice.spec.version.as_str())
+            .collect();
+        assert_eq!(versions, ["v1", "v1alpha1"]);
+
+        registry
+            .apply(ApiServiceEvent::Deleted("v1alpha1.experimental".into()))
+            .unwrap();
+        let after = registry.snapshot_owned();
+        assert_eq!(group_names(&after), ["stable", "experimental"]);
+        assert!(
+            Arc::ptr_eq(&before.groups["stable"], &after.groups["stable"]),
+            "an untouched group is shared"
+        );
+        assert!(after.lookup("experimental", "v1alpha1").is_none());
+
+        registry
+            .apply(ApiServiceEvent::Deleted("v1.experimental".into()))
+            .unwrap();
+        let last = registry.snapshot_owned();
+        assert!(last.group("experimental").is_none());
+        let list: serde_json::Value = serde_json::from_slice(last.api_group_list_json()).unwrap();
+        let names: Vec<&str> = list["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["apiregistration.k8s.io", "stable"]);
+    }
+
+    /// A resync replaces the whole set in one snapshot, rebuilding only what changed.
+    #[test]
+    fn resync_rebuilds_changed_groups_in_one_generation() {
+        let registry = Registry::new(NoTransport);
+        registry
+            .apply(ApiServiceEvent::Resynced(vec![
+                local("a", "v1", 10),
+                local("b", "v1", 20),
+            ]))
+            .unwrap();
+        let first = registry.snapshot_owned();
+        registry
+            .apply(ApiServiceEvent::Resynced(vec![
+                local("a", "v1", 10),
+                local("c", "v1", 30),
+            ]))
+            .unwrap();
+        let second = registry.snapshot_owned();
+        assert_eq!(second.generation(), first.generation() + 1);
+        assert!(
+            Arc::ptr_eq(&first.groups["a"], &second.groups["a"]),
+            "an unchanged APIService keeps its route and group"
+        );
+        assert_eq!(group_names(&second), ["c", "a"]);
+        assert!(second.group("b").is_none());
+    }
 }

@@ -41,7 +41,7 @@ pub(crate) fn api_group_json<'a>(group: &str, versions: impl Iterator<Item = &'a
 
 /// The `/apis` `APIGroupList`: apiregistration.k8s.io, then every group but the legacy
 /// core group in `groups` order.
-pub(crate) fn api_group_list_json(groups: &[GroupRoutes]) -> Bytes {
+pub(crate) fn api_group_list_json(groups: &[std::sync::Arc<GroupRoutes>]) -> Bytes {
     let mut list = vec![apiregistration_group()];
     for g in groups.iter().filter(|g| !g.name.is_empty()) {
         list.push(group_value(
