@@ -25,6 +25,7 @@ pub mod registry;
 pub mod rt;
 #[cfg(feature = "tokio")]
 pub mod server;
+mod sharded;
 pub mod source;
 pub mod status;
 pub mod transport;

@@ -6,7 +6,7 @@
 //! [`Registry::set_available_condition`]) serialize on a mutex that the request path never
 //! touches, rebuild the table, and swap it in whole.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -20,6 +20,7 @@ use crate::apiservice::{
     validate,
 };
 use crate::discovery;
+use crate::sharded::ShardedMap;
 use crate::source::{ApiServiceEvent, ApiServiceSource};
 use crate::transport::{BackendClient, BackendTarget, Transport, TransportError};
 
@@ -74,8 +75,8 @@ pub struct GroupRoutes {
 #[derive(Debug, Default)]
 pub struct RoutingTable {
     generation: u64,
-    by_name: BTreeMap<Arc<str>, Arc<Route>>,
-    groups: HashMap<Arc<str>, Arc<GroupRoutes>>,
+    by_name: ShardedMap<Arc<Route>>,
+    groups: ShardedMap<Arc<GroupRoutes>>,
     sorted: OnceLock<Sorted>,
 }
 
@@ -96,8 +97,15 @@ impl RoutingTable {
         self.by_name.get(name)
     }
 
-    /// Every route, by name.
+    /// Every route, sorted by name.
     pub fn routes(&self) -> impl Iterator<Item = &Arc<Route>> {
+        let mut all: Vec<(&Arc<str>, &Arc<Route>)> = self.by_name.iter().collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        all.into_iter().map(|(_, r)| r)
+    }
+
+    /// Every route, in no particular order (no sorting, for scans).
+    pub(crate) fn routes_unordered(&self) -> impl Iterator<Item = &Arc<Route>> {
         self.by_name.values()
     }
 
@@ -108,7 +116,7 @@ impl RoutingTable {
 
     /// True when there are no APIServices.
     pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
+        self.by_name.len() == 0
     }
 
     /// The group's routes, if any APIService serves `group`.
@@ -136,7 +144,7 @@ impl RoutingTable {
 
     fn sorted(&self) -> &Sorted {
         self.sorted.get_or_init(|| {
-            let order = sort_by_group_and_version(self.by_name.values().map(|r| &r.apiservice));
+            let order = sort_by_group_and_version(self.routes_unordered().map(|r| &r.apiservice));
             let ordered: Vec<Arc<GroupRoutes>> = order
                 .iter()
                 .filter_map(|gv| self.groups.get(gv.group).cloned())
@@ -154,7 +162,7 @@ impl RoutingTable {
 fn group_routes(
     group: &str,
     members: &BTreeSet<Arc<str>>,
-    by_name: &BTreeMap<Arc<str>, Arc<Route>>,
+    by_name: &ShardedMap<Arc<Route>>,
 ) -> GroupRoutes {
     let routes: Vec<&Arc<Route>> = members.iter().filter_map(|n| by_name.get(n)).collect();
     let order = sort_by_group_and_version(routes.iter().map(|r| &r.apiservice));
@@ -260,7 +268,10 @@ impl Registry {
         let mut changed_status = Vec::new();
         let mut w = lock(&self.shared.writer);
         let prev = w.current.clone();
-        let mut next = prev.by_name.clone();
+        let mut next = Draft {
+            map: prev.by_name.clone(),
+            touched: Vec::new(),
+        };
         match event {
             ApiServiceEvent::Applied(svc) => self.upsert(
                 &mut next,
@@ -270,11 +281,14 @@ impl Registry {
                 &mut changed_status,
             ),
             ApiServiceEvent::Deleted(name) => {
-                next.remove(name.as_str());
+                if let Some((key, _)) = next.map.remove(name.as_str()) {
+                    next.touched.push(key);
+                }
             }
             ApiServiceEvent::Resynced(all) => {
                 let keep: HashSet<&str> = all.iter().map(|s| s.metadata.name.as_str()).collect();
-                next.retain(|name, _| keep.contains(&**name));
+                let removed = next.map.retain(|name| keep.contains(name));
+                next.touched.extend(removed);
                 drop(keep);
                 for svc in all {
                     self.upsert(
@@ -299,8 +313,8 @@ impl Registry {
 
     fn upsert(
         &self,
-        next: &mut BTreeMap<Arc<str>, Arc<Route>>,
-        prev: &BTreeMap<Arc<str>, Arc<Route>>,
+        next: &mut Draft,
+        prev: &ShardedMap<Arc<Route>>,
         mut svc: ApiService,
         rejected: &mut Vec<ValidationError>,
         changed_status: &mut Vec<ApiService>,
@@ -370,12 +384,21 @@ impl Registry {
         // of thousands of objects then costs only the comparisons).
         if let Some((key, old)) = prev.get_key_value(name.as_str()) {
             if old.apiservice == svc {
-                next.insert(key.clone(), old.clone());
+                // `next` started as a copy of `prev` and so holds this route, unless an
+                // earlier entry of the same update replaced it.
+                if !next
+                    .map
+                    .get(name.as_str())
+                    .is_some_and(|r| Arc::ptr_eq(r, old))
+                {
+                    next.insert(key.clone(), old.clone());
+                }
                 return;
             }
         }
         next.insert(
-            Arc::from(name),
+            prev.get_key_value(name.as_str())
+                .map_or_else(|| Arc::from(name), |(k, _)| k.clone()),
             Arc::new(Route {
                 apiservice: svc,
                 backend,
@@ -383,43 +406,35 @@ impl Registry {
         );
     }
 
-    /// Publishes `next`: rebuilds the groups whose APIServices changed (found by comparing
-    /// route pointers with the current table), shares the rest, swaps the table in and
-    /// wakes [`Registry::changed`] waiters.
-    fn publish(&self, w: &mut Writer, next: BTreeMap<Arc<str>, Arc<Route>>) {
+    /// Publishes `next`: rebuilds the groups of the APIServices it touched (a route that
+    /// is still the same `Arc` changed nothing), shares everything else, swaps the table in
+    /// and wakes [`Registry::changed`] waiters.
+    fn publish(&self, w: &mut Writer, next: Draft) {
         let prev = w.current.clone();
+        let Draft {
+            map: next,
+            mut touched,
+        } = next;
+        touched.sort_unstable();
+        touched.dedup();
         let group_of = |r: &Route| -> Arc<str> { Arc::from(r.apiservice.spec.group.as_str()) };
         let mut affected: HashSet<Arc<str>> = HashSet::new();
-        for (name, old) in &prev.by_name {
-            match next.get(name) {
-                Some(new) if Arc::ptr_eq(old, new) => {}
-                Some(new) => {
-                    let (g_old, g_new) = (group_of(old), group_of(new));
-                    if g_old != g_new {
-                        remove_member(&mut w.members, &g_old, name);
-                        w.members
-                            .entry(g_new.clone())
-                            .or_default()
-                            .insert(name.clone());
-                    }
-                    affected.insert(g_old);
-                    affected.insert(g_new);
-                }
-                None => {
-                    let g_old = group_of(old);
-                    remove_member(&mut w.members, &g_old, name);
-                    affected.insert(g_old);
+        for name in &touched {
+            let (old, new) = (prev.by_name.get(name), next.get(name));
+            if let (Some(old), Some(new)) = (old, new) {
+                if Arc::ptr_eq(old, new) {
+                    continue;
                 }
             }
-        }
-        for (name, new) in &next {
-            if !prev.by_name.contains_key(name) {
-                let g_new = group_of(new);
-                w.members
-                    .entry(g_new.clone())
-                    .or_default()
-                    .insert(name.clone());
-                affected.insert(g_new);
+            if let Some(old) = old {
+                let g = group_of(old);
+                remove_member(&mut w.members, &g, name);
+                affected.insert(g);
+            }
+            if let Some(new) = new {
+                let g = group_of(new);
+                w.members.entry(g.clone()).or_default().insert(name.clone());
+                affected.insert(g);
             }
         }
         let mut groups = prev.groups.clone();
@@ -475,7 +490,10 @@ impl Registry {
             apiservice: svc.clone(),
             backend: route.backend.clone(),
         });
-        let mut next = prev.by_name.clone();
+        let mut next = Draft {
+            map: prev.by_name.clone(),
+            touched: Vec::new(),
+        };
         next.insert(key.clone(), updated);
         self.publish(&mut w, next);
         drop(w);
@@ -546,6 +564,19 @@ impl Future for Changed {
         } else {
             Poll::Pending
         }
+    }
+}
+
+/// The next table's routes while an update is assembled, and the names it touched.
+struct Draft {
+    map: ShardedMap<Arc<Route>>,
+    touched: Vec<Arc<str>>,
+}
+
+impl Draft {
+    fn insert(&mut self, key: Arc<str>, route: Arc<Route>) {
+        self.touched.push(key.clone());
+        self.map.insert(key, route);
     }
 }
 
@@ -622,7 +653,10 @@ mod tests {
         let after = registry.snapshot_owned();
         assert_eq!(group_names(&after), ["stable", "experimental"]);
         assert!(
-            Arc::ptr_eq(&before.groups["stable"], &after.groups["stable"]),
+            Arc::ptr_eq(
+                before.groups.get("stable").unwrap(),
+                after.groups.get("stable").unwrap()
+            ),
             "an untouched group is shared"
         );
         assert!(after.lookup("experimental", "v1alpha1").is_none());
@@ -662,7 +696,10 @@ mod tests {
         let second = registry.snapshot_owned();
         assert_eq!(second.generation(), first.generation() + 1);
         assert!(
-            Arc::ptr_eq(&first.groups["a"], &second.groups["a"]),
+            Arc::ptr_eq(
+                first.groups.get("a").unwrap(),
+                second.groups.get("a").unwrap()
+            ),
             "an unchanged APIService keeps its route and group"
         );
         assert_eq!(group_names(&second), ["c", "a"]);

@@ -114,7 +114,7 @@ impl AvailabilityController {
                 keep
             });
             schedule.retain(|name, _| table.get(name).is_some_and(|r| !r.apiservice.is_local()));
-            for route in table.routes() {
+            for route in table.routes_unordered() {
                 let name = route.apiservice.name();
                 if !gauged.contains(name) {
                     gauged.insert(name.to_owned());

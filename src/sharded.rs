@@ -1,0 +1,138 @@
+//! A map split into copy-on-write shards: cloning it copies 64 pointers, and a change
+//! copies only the shard it touches (about 1/64 of the entries). The registry publishes a
+//! new routing snapshot per change this way without copying every APIService.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const SHARDS: usize = 64;
+
+/// See the module docs. Keys are names (`Arc<str>`, shared with the values that hold them).
+#[derive(Debug, Clone)]
+pub(crate) struct ShardedMap<V> {
+    shards: Vec<Arc<HashMap<Arc<str>, V>>>,
+    len: usize,
+}
+
+impl<V> Default for ShardedMap<V> {
+    fn default() -> Self {
+        ShardedMap {
+            shards: (0..SHARDS).map(|_| Arc::new(HashMap::new())).collect(),
+            len: 0,
+        }
+    }
+}
+
+/// FNV-1a: a fixed, cheap hash, so a key always lands in the same shard.
+fn shard_of(key: &str) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key.as_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % SHARDS as u64) as usize
+}
+
+impl<V: Clone> ShardedMap<V> {
+    pub(crate) fn get(&self, key: &str) -> Option<&V> {
+        self.shards[shard_of(key)].get(key)
+    }
+
+    pub(crate) fn get_key_value(&self, key: &str) -> Option<(&Arc<str>, &V)> {
+        self.shards[shard_of(key)].get_key_value(key)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn contains_key(&self, key: &str) -> bool {
+        self.shards[shard_of(key)].contains_key(key)
+    }
+
+    pub(crate) fn insert(&mut self, key: Arc<str>, value: V) -> Option<V> {
+        let shard = Arc::make_mut(&mut self.shards[shard_of(&key)]);
+        let old = shard.insert(key, value);
+        if old.is_none() {
+            self.len += 1;
+        }
+        old
+    }
+
+    pub(crate) fn remove(&mut self, key: &str) -> Option<(Arc<str>, V)> {
+        let i = shard_of(key);
+        if !self.shards[i].contains_key(key) {
+            return None;
+        }
+        let removed = Arc::make_mut(&mut self.shards[i]).remove_entry(key);
+        if removed.is_some() {
+            self.len -= 1;
+        }
+        removed
+    }
+
+    /// The keys for which `keep` is false, removed; only shards that lose a key are copied.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) -> Vec<Arc<str>> {
+        let mut removed = Vec::new();
+        for shard in &mut self.shards {
+            if shard.keys().all(|k| keep(k)) {
+                continue;
+            }
+            Arc::make_mut(shard).retain(|k, _| {
+                let kept = keep(k);
+                if !kept {
+                    removed.push(k.clone());
+                }
+                kept
+            });
+        }
+        self.len -= removed.len();
+        removed
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &V)> {
+        self.shards.iter().flat_map(|s| s.iter())
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
+        self.shards.iter().flat_map(|s| s.values())
+    }
+
+    /// True when `self` and `other` share the shard that holds `key` (it was not copied).
+    #[cfg(test)]
+    pub(crate) fn shares_shard_of(&self, other: &ShardedMap<V>, key: &str) -> bool {
+        let i = shard_of(key);
+        Arc::ptr_eq(&self.shards[i], &other.shards[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_copies_one_shard() {
+        let mut a: ShardedMap<u32> = ShardedMap::default();
+        for i in 0..1000 {
+            a.insert(Arc::from(format!("k{i}")), i);
+        }
+        let mut b = a.clone();
+        b.insert(Arc::from("k1"), 7);
+        assert_eq!((a.get("k1"), b.get("k1")), (Some(&1), Some(&7)));
+        let copied = (0..1000)
+            .filter(|i| !a.shares_shard_of(&b, &format!("k{i}")))
+            .count();
+        assert!(copied < 1000 / 16, "{copied} keys live in copied shards");
+        assert_eq!(
+            b.remove("k2").map(|(k, v)| (k.to_string(), v)),
+            Some(("k2".into(), 2))
+        );
+        assert_eq!((a.len(), b.len()), (1000, 999));
+        let gone = b.retain(|k| k != "k3" && k != "k4");
+        assert_eq!(gone.len(), 2);
+        assert_eq!(b.len(), 997);
+        assert_eq!(b.iter().count(), 997);
+        assert!(a.contains_key("k3") && !b.contains_key("k3"));
+    }
+}
