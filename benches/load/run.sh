@@ -1,0 +1,418 @@
+#!/usr/bin/env bash
+# Load run on loopback: the metrics backend called directly, through the kube-aggregator
+# gateway example (release build) and through nginx configured as the equivalent mTLS
+# reverse proxy, each driven by oha. See benches/load/README.md for what is measured.
+#
+#   bash benches/load/run.sh              # one round, about 2.5 minutes
+#   RUNS=3 bash benches/load/run.sh       # medians of three rounds, about 6 minutes
+#
+# Knobs (environment): RUNS (1), DURATION seconds per measured run (10), WARMUP seconds per
+# path and protocol (3), RATE of the open-loop run in req/s (5000), LOADGEN_CPU (0) and
+# SERVER_CPU (1) for taskset, KEEP=1 keeps the work directory, OUT (a file to copy the
+# table to).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+RUNS=${RUNS:-1}
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-3}
+RATE=${RATE:-5000}
+LOADGEN_CPU=${LOADGEN_CPU:-0}
+SERVER_CPU=${SERVER_CPU:-1}
+KEEP=${KEEP:-0}
+OUT=${OUT:-}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+export PATH="$PATH:$HOME/.cargo/bin:/usr/sbin:/sbin"
+
+log() { printf '== %s\n' "$*" >&2; }
+die() { printf 'load: %s\n' "$*" >&2; exit 1; }
+
+for n in RUNS DURATION WARMUP RATE LOADGEN_CPU SERVER_CPU; do
+  [[ ${!n} =~ ^[0-9]+$ ]] || die "$n must be a non-negative integer, got '${!n}'"
+done
+((RUNS >= 1 && DURATION >= 1)) || die "RUNS and DURATION must be at least 1"
+[[ $LOADGEN_CPU != "$SERVER_CPU" ]] || die "LOADGEN_CPU and SERVER_CPU must differ"
+ncpu=$(nproc --all)
+((LOADGEN_CPU < ncpu && SERVER_CPU < ncpu)) ||
+  die "CPUs $LOADGEN_CPU and $SERVER_CPU are needed; this machine has $ncpu"
+
+# ---- tools -----------------------------------------------------------------------------
+
+apt_install() {
+  command -v apt-get >/dev/null || die "$* missing and apt-get is not available"
+  log "installing $* from Debian's packages"
+  if [[ ${APT_UPDATED:-0} != 1 ]]; then
+    apt-get update -qq >&2
+    APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
+}
+command -v nginx >/dev/null || apt_install nginx
+command -v taskset >/dev/null || apt_install util-linux
+command -v python3 >/dev/null || apt_install python3
+command -v curl >/dev/null || apt_install curl
+if ! command -v oha >/dev/null; then
+  log "installing oha with cargo install --locked"
+  cargo install oha --locked >&2
+fi
+# oha presents a client certificate with --cert/--key (h2load and wrk cannot).
+oha --help | grep -q -- '--cert' || die "this oha ($(oha --version)) has no --cert; upgrade it"
+nginx -V 2>&1 | grep -q -- '--with-http_v2_module' || die "nginx was built without HTTP/2"
+NGINX_VERSION=$(nginx -v 2>&1 | sed 's/.*nginx\///')
+
+log "building the release examples"
+(cd "$ROOT" && cargo build --release --quiet --example gateway --example metrics_server \
+  --example load_pki) >&2
+BIN=$CARGO_TARGET_DIR/release/examples
+
+# ---- processes and cleanup -------------------------------------------------------------
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kube-aggregator-load.XXXXXX")
+PIDS=()
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    local alive=0
+    for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || break
+    sleep 0.1
+  done
+  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [[ $KEEP == 1 || $status != 0 ]]; then
+    log "work directory kept: $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+BACKEND_PORT=$(free_port)
+GATEWAY_PORT=$(free_port)
+NGINX_PORT=$(free_port)
+POLICY_PORT=$(free_port)
+[[ $(printf '%s\n' "$BACKEND_PORT" "$GATEWAY_PORT" "$NGINX_PORT" "$POLICY_PORT" | sort -u | wc -l) == 4 ]] ||
+  die "could not pick four distinct free ports"
+
+D=$WORK/pki
+"$BIN/load_pki" write "$D" --backend-port "$BACKEND_PORT" --policy-port "$POLICY_PORT"
+
+# Quieter than the default info level: nginx runs with access_log off.
+export RUST_LOG=${RUST_LOG:-warn}
+
+# Each server is started as `taskset ... &` directly (taskset execs it, and no function or
+# subshell stands between), so $! is the server itself: its /proc times and the cleanup
+# both need that pid.
+taskset -c "$SERVER_CPU" "$BIN/metrics_server" --bind-address=127.0.0.1 --secure-port="$BACKEND_PORT" \
+  --tls-cert-file="$D/metrics-server.crt" --tls-private-key-file="$D/metrics-server.key" \
+  --requestheader-client-ca-file="$D/front-proxy-ca.crt" \
+  --requestheader-allowed-names=front-proxy-client 2>"$WORK/backend.log" &
+BACKEND_PID=$!
+PIDS+=("$BACKEND_PID")
+
+taskset -c "$SERVER_CPU" "$BIN/load_pki" serve-policy "$D" --policy-port "$POLICY_PORT" \
+  2>"$WORK/policy.log" &
+POLICY_PID=$!
+PIDS+=("$POLICY_PID")
+
+taskset -c "$SERVER_CPU" "$BIN/gateway" --bind-address=127.0.0.1 --secure-port="$GATEWAY_PORT" \
+  --tls-cert-file="$D/gateway.crt" --tls-private-key-file="$D/gateway.key" \
+  --client-ca-file="$D/ca.crt" --anonymous-auth=false \
+  --proxy-client-cert-file="$D/front-proxy-client.crt" \
+  --proxy-client-key-file="$D/front-proxy-client.key" \
+  --apiservice-dir="$D/apiservices" --service-endpoints="$D/service-endpoints.yaml" \
+  --authorization-mode=Webhook --authorization-webhook-config-file="$D/authz-webhook.kubeconfig" \
+  --authorization-webhook-version=v1 2>"$WORK/gateway.log" &
+GATEWAY_PID=$!
+PIDS+=("$GATEWAY_PID")
+
+# nginx as the same front proxy: mTLS from clients (users signed by the cluster CA), the
+# user's CN/O passed as X-Remote-User/X-Remote-Group (client copies overwritten), the
+# front-proxy client certificate towards the backend, whose serving certificate is
+# verified against the service CA under the Service's DNS name, and kept-alive upstream
+# connections. One worker: it has one core, like the gateway's one runtime worker.
+cat >"$WORK/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes 1;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $WORK/nginx-body;
+  proxy_temp_path $WORK/nginx-proxy;
+  fastcgi_temp_path $WORK/nginx-fastcgi;
+  uwsgi_temp_path $WORK/nginx-uwsgi;
+  scgi_temp_path $WORK/nginx-scgi;
+  keepalive_requests 100000000;
+  keepalive_timeout 300s;
+  map \$ssl_client_s_dn \$remote_user_cn { "~(^|,)CN=(?<cn>[^,]+)" \$cn; default ""; }
+  map \$ssl_client_s_dn \$remote_group_o { "~(^|,)O=(?<o>[^,]+)" \$o; default ""; }
+  upstream metrics_server {
+    server 127.0.0.1:$BACKEND_PORT;
+    keepalive 64;
+    keepalive_requests 100000000;
+    keepalive_timeout 300s;
+  }
+  server {
+    listen 127.0.0.1:$NGINX_PORT ssl http2;
+    ssl_certificate $D/gateway.crt;
+    ssl_certificate_key $D/gateway.key;
+    ssl_client_certificate $D/ca.crt;
+    ssl_verify_client on;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    http2_max_concurrent_streams 128;
+    location / {
+      proxy_pass https://metrics_server;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Authorization "";
+      proxy_set_header X-Remote-User \$remote_user_cn;
+      proxy_set_header X-Remote-Group \$remote_group_o;
+      proxy_ssl_certificate $D/front-proxy-client.crt;
+      proxy_ssl_certificate_key $D/front-proxy-client.key;
+      proxy_ssl_trusted_certificate $D/service-ca.crt;
+      proxy_ssl_verify on;
+      proxy_ssl_name metrics-server.kube-system.svc;
+      proxy_ssl_server_name on;
+      proxy_ssl_session_reuse on;
+    }
+  }
+}
+EOF
+taskset -c "$SERVER_CPU" nginx -p "$WORK" -e "$WORK/nginx-error.log" -c "$WORK/nginx.conf" 2>"$WORK/nginx-stderr.log" &
+NGINX_PID=$!
+PIDS+=("$NGINX_PID")
+
+REQ_PATH=/apis/metrics.k8s.io/v1beta1/nodes
+USER_TLS=(--cert "$D/admin.crt" --key "$D/admin.key" --cacert "$D/ca.crt")
+DIRECT_TLS=(--cert "$D/front-proxy-client.crt" --key "$D/front-proxy-client.key" --cacert "$D/service-ca.crt")
+DIRECT_HEADERS=(-H "X-Remote-User: load-admin" -H "X-Remote-Group: system:masters")
+
+target_url() {
+  case $1 in
+    direct) echo "https://127.0.0.1:$BACKEND_PORT$REQ_PATH" ;;
+    gateway) echo "https://127.0.0.1:$GATEWAY_PORT$REQ_PATH" ;;
+    nginx) echo "https://127.0.0.1:$NGINX_PORT$REQ_PATH" ;;
+  esac
+}
+client_args() {
+  case $1 in
+    direct) printf '%s\n' "${DIRECT_TLS[@]}" "${DIRECT_HEADERS[@]}" ;;
+    *) printf '%s\n' "${USER_TLS[@]}" ;;
+  esac
+}
+
+# Every path must answer 200 before anything is measured (the gateway first has to see
+# the APIService Available).
+wait_ready() {
+  local path=$1 deadline=$((SECONDS + 60)) code=""
+  local -a args
+  mapfile -t args < <(client_args "$path")
+  # curl spells the CA flag like oha; headers pass through unchanged.
+  while ((SECONDS < deadline)); do
+    for pid in "${PIDS[@]}"; do
+      kill -0 "$pid" 2>/dev/null || die "a server exited early; logs in $WORK"
+    done
+    code=$(curl -s -o "$WORK/ready-$path.json" -w '%{http_code}' --max-time 2 \
+      "${args[@]}" "$(target_url "$path")" || true)
+    [[ $code == 200 ]] && return 0
+    sleep 0.2
+  done
+  die "$path did not answer 200 within 60 s (last status '$code'); logs in $WORK"
+}
+for p in direct gateway nginx; do wait_ready "$p"; done
+log "all three paths answer 200 (backend :$BACKEND_PORT, gateway :$GATEWAY_PORT, nginx :$NGINX_PORT)"
+
+# ---- measuring -------------------------------------------------------------------------
+
+CLK_TCK=$(getconf CLK_TCK)
+# utime + stime of a process (all its threads), in clock ticks.
+ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+nginx_pids() { echo "$NGINX_PID"; cat "/proc/$NGINX_PID/task/$NGINX_PID/children"; }
+# The processes serving a path, as "label pid" lines.
+servers() {
+  echo "backend $BACKEND_PID"
+  case $1 in
+    gateway) echo "gateway $GATEWAY_PID"; echo "webhook $POLICY_PID" ;;
+    nginx) for pid in $(nginx_pids); do echo "nginx $pid"; done ;;
+  esac
+}
+
+OHA_COMMON=(--no-tui --output-format json)
+oha --help | grep -q -- '--output-format' || OHA_COMMON=(--no-tui --json)
+
+mode_args() {
+  case $1 in
+    h1) echo "-c 32 --http-version 1.1" ;;
+    h2) echo "-c 4 -p 8 --http2" ;;
+    open) echo "-c 32 --http-version 1.1 -q $RATE --latency-correction" ;;
+  esac
+}
+
+# run_oha PATH MODE SECONDS OUTFILE
+run_oha() {
+  local -a args
+  mapfile -t args < <(client_args "$1")
+  # shellcheck disable=SC2046
+  timeout $(($3 + 30)) taskset -c "$LOADGEN_CPU" oha "${OHA_COMMON[@]}" -z "${3}s" \
+    $(mode_args "$2") "${args[@]}" "$(target_url "$1")" >"$4"
+}
+
+RESULTS=$WORK/results.jsonl
+: >"$RESULTS"
+measure() {
+  local run=$1 path=$2 mode=$3 out="$WORK/oha-$1-$2-$3.json"
+  local -a labels pids before
+  local label pid
+  while read -r label pid; do
+    labels+=("$label")
+    pids+=("$pid")
+    before+=("$(ticks "$pid")")
+  done < <(servers "$path")
+  run_oha "$path" "$mode" "$DURATION" "$out"
+  local cpu="{" i
+  for i in "${!pids[@]}"; do
+    local delta=$(($(ticks "${pids[$i]}") - before[i]))
+    cpu+="\"${labels[$i]}:${pids[$i]}\": $delta,"
+  done
+  cpu="${cpu%,}}"
+  printf '{"run": %d, "path": "%s", "mode": "%s", "oha": "%s", "ticks": %s}\n' \
+    "$run" "$path" "$mode" "$out" "$cpu" >>"$RESULTS"
+  log "run $run $mode $path done"
+}
+
+log "warming up ($WARMUP s per path and protocol)"
+for p in direct gateway nginx; do
+  for m in h1 h2; do run_oha "$p" "$m" "$WARMUP" "$WORK/warmup-$p-$m.json"; done
+done
+
+for run in $(seq "$RUNS"); do
+  for mode in h1 h2 open; do
+    for p in direct gateway nginx; do measure "$run" "$p" "$mode"; done
+  done
+done
+
+# ---- report ----------------------------------------------------------------------------
+
+TABLE=$WORK/table.md
+python3 - "$RESULTS" "$CLK_TCK" "$RUNS" "$DURATION" "$RATE" "$NGINX_VERSION" >"$TABLE" <<'PY'
+import json, statistics, sys
+
+results_file, clk_tck, runs, duration, rate, nginx_version = sys.argv[1:]
+clk_tck = int(clk_tck)
+rows = [json.loads(line) for line in open(results_file)]
+problems = []
+
+def load(row):
+    with open(row["oha"]) as f:
+        o = json.load(f)
+    codes = o.get("statusCodeDistribution", {})
+    ok = int(codes.get("200", 0))
+    bad = {k: v for k, v in codes.items() if k != "200"}
+    errors = o.get("errorDistribution", {})
+    # oha counts requests cut off at the deadline as errors; they are not failures.
+    errors = {k: v for k, v in errors.items() if "deadline" not in k}
+    if bad or errors:
+        problems.append(f"run {row['run']} {row['mode']} {row['path']}: status {bad} errors {errors}")
+    secs = o["summary"]["total"]
+    p = o["latencyPercentiles"]
+    cpu = {}
+    for key, ticks in row["ticks"].items():
+        label = key.split(":")[0]
+        cpu[label] = cpu.get(label, 0.0) + ticks / clk_tck
+    return {
+        "rps": ok / secs,
+        "p50": p["p50"] * 1e3,
+        "p99": p["p99"] * 1e3,
+        "ok": ok,
+        # CPU seconds per request, in microseconds.
+        "cpu": {k: v / ok * 1e6 if ok else float("nan") for k, v in cpu.items()},
+    }
+
+per = {}
+for row in rows:
+    per.setdefault((row["mode"], row["path"]), []).append(load(row))
+
+def med(values):
+    return statistics.median(values)
+
+summary = {}
+for key, items in per.items():
+    labels = sorted({l for it in items for l in it["cpu"]})
+    cpu = {l: med([it["cpu"].get(l, 0.0) for it in items]) for l in labels}
+    proxy = {"direct": 0.0, "gateway": cpu.get("gateway", 0.0) + cpu.get("webhook", 0.0),
+             "nginx": cpu.get("nginx", 0.0)}[key[1]]
+    summary[key] = {
+        "rps": med([it["rps"] for it in items]),
+        "p50": med([it["p50"] for it in items]),
+        "p99": med([it["p99"] for it in items]),
+        "backend": cpu.get("backend", 0.0),
+        "proxy": proxy,
+        "total": med([sum(it["cpu"].values()) for it in items]),
+    }
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if b else "-"
+
+titles = {"h1": "HTTP/1.1, 32 connections, closed loop",
+          "h2": "HTTP/2, 4 connections x 8 streams, closed loop",
+          "open": f"HTTP/1.1, 32 connections, open loop at {rate} req/s"}
+print(f"Medians of {runs} run(s) of {duration} s; CPU is µs of CPU time per request "
+      f"(utime+stime from /proc); nginx {nginx_version}.")
+for mode in ("h1", "h2", "open"):
+    print(f"\n{titles[mode]}\n")
+    print("| path | req/s | p50 ms | p99 ms | backend CPU µs/req | proxy CPU µs/req | total CPU µs/req "
+          "| req/s vs direct | req/s vs nginx | proxy CPU vs nginx | total CPU vs direct | p50 vs nginx |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    d, n = summary.get((mode, "direct")), summary.get((mode, "nginx"))
+    for path in ("direct", "gateway", "nginx"):
+        s = summary.get((mode, path))
+        if s is None:
+            continue
+        proxied = path != "direct"
+        print(f"| {path} | {s['rps']:.0f} | {s['p50']:.3f} | {s['p99']:.3f} | {s['backend']:.1f} "
+              f"| {s['proxy']:.1f} | {s['total']:.1f} | {ratio(s['rps'], d['rps'])} "
+              f"| {ratio(s['rps'], n['rps'])} "
+              f"| {ratio(s['proxy'], n['proxy']) if proxied else '-'} "
+              f"| {ratio(s['total'], d['total'])} | {ratio(s['p50'], n['p50'])} |")
+
+def vs_nginx(mode, field):
+    ours, theirs = summary[(mode, "gateway")][field], summary[(mode, "nginx")][field]
+    return ours / theirs if theirs else None
+
+for key, s in summary.items():
+    if key[1] != "direct" and s["proxy"] == 0:
+        problems.append(f"{key[0]} {key[1]}: no CPU time recorded for the proxy process")
+checks = [
+    ("HTTP/1.1 proxy CPU/req gateway/nginx <= 0.80", vs_nginx("h1", "proxy"), 0.80, "le"),
+    ("HTTP/2 proxy CPU/req gateway/nginx <= 0.80", vs_nginx("h2", "proxy"), 0.80, "le"),
+    ("HTTP/1.1 req/s gateway/nginx >= 1.25", vs_nginx("h1", "rps"), 1.25, "ge"),
+    ("HTTP/2 req/s gateway/nginx >= 1.25", vs_nginx("h2", "rps"), 1.25, "ge"),
+    ("open-loop p50 gateway/nginx <= 1.00", vs_nginx("open", "p50"), 1.00, "le"),
+]
+print("\nThe bar (issue 5)\n")
+print("| check | measured | met |")
+print("|---|---:|---|")
+for name, value, bound, how in checks:
+    if value is None:
+        print(f"| {name} | - | not measured |")
+        continue
+    met = value <= bound if how == "le" else value >= bound
+    print(f"| {name} | {value:.2f} | {'yes' if met else 'NO'} |")
+if problems:
+    print("\nNon-200 answers or errors (these runs are not valid):")
+    for p in problems:
+        print(f"- {p}")
+PY
+cat "$TABLE"
+[[ -z $OUT ]] || cp "$TABLE" "$OUT"
