@@ -8,19 +8,35 @@
 //! finding.
 
 use std::cmp::Ordering;
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use http::uri::Authority;
-use http::{HeaderName, Method, Request, Uri};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
 use percent_encoding::percent_decode_str;
+use tower::util::BoxCloneSyncService;
 
 use crate::apiservice::{ApiService, compare_kube_aware_versions, validate};
-use crate::authn::UserInfo;
+use crate::authn::{
+    CacheTtl, RequestHeaderConfig, TokenFileAuthenticator, TokenReviewAuthenticator, UserInfo,
+    bearer_token,
+};
 use crate::authz::request_info::RequestInfoConfig;
-use crate::authz::{Attributes, RequestInfo, forbidden_message};
+use crate::authz::{
+    Attributes, Authorizer, Decision, RequestInfo, SubjectAccessReview,
+    SubjectAccessReviewAuthorizer, forbidden_message,
+};
+use crate::body::{Body, BoxError};
 use crate::proxy::{encode_query, escape_extra_key, upstream_request, upstream_uri};
 use crate::registry::Registry;
+use crate::rt::Timer;
 use crate::source::ApiServiceEvent;
 use crate::transport::{BackendClient, BackendTarget, Transport, TransportError};
+use crate::webhook::WebhookClient;
 
 /// Methods a request may carry: the ones with a Kubernetes verb, the ones without, and
 /// a lower-case extension method (Go compares method names case-sensitively, so `get`
@@ -67,6 +83,12 @@ pub fn fuzz_request_info(method: u8, uri: &str) {
         if info.verb == "proxy" {
             assert!(info.subresource.is_empty(), "{info:?}");
         }
+        // Authorization and the Forbidden message name the resource; a resource request
+        // without one would be authorized as if it were about nothing.
+        assert!(
+            !info.resource.is_empty(),
+            "resource request without a resource for {method} {uri}: {info:?}"
+        );
     } else {
         assert_eq!(info.verb, method.as_str().to_ascii_lowercase(), "{info:?}");
     }
@@ -190,5 +212,390 @@ pub fn fuzz_proxy_rewrite(uri: &str, query: &str, extra_key: &str) {
             Some(&b"value"[..])
         );
         assert_eq!(out.headers()["x-remote-user"], "alice");
+    }
+}
+
+/// The four header lists of a [`RequestHeaderConfig`], as configured (any case, maybe
+/// padded or invalid).
+#[derive(Debug, Clone, Default)]
+pub struct HeaderLists {
+    /// `--requestheader-username-headers`.
+    pub username: Vec<String>,
+    /// `--requestheader-uid-headers`.
+    pub uid: Vec<String>,
+    /// `--requestheader-group-headers`.
+    pub group: Vec<String>,
+    /// `--requestheader-extra-headers-prefix`.
+    pub extra_prefixes: Vec<String>,
+}
+
+/// `lists` configures the request-header authenticator; `headers` are request headers
+/// as raw name and value bytes (pairs that are not a valid header are dropped, repeated
+/// names append). Checks that [`RequestHeaderConfig::user_from_headers`] and
+/// [`RequestHeaderConfig::clear`] never panic and agree on whether the configuration is
+/// valid; that a user always has a non-empty name, non-empty groups and a UID some
+/// header carried; that `clear` removes exactly the headers named by the (trimmed,
+/// case-insensitive) names and prefixes, keeping every other header with all its values;
+/// and that no user can be read from the cleared headers.
+pub fn fuzz_request_header(lists: &HeaderLists, headers: &[(Vec<u8>, Vec<u8>)]) {
+    let config = RequestHeaderConfig {
+        username_headers: lists.username.clone(),
+        uid_headers: lists.uid.clone(),
+        group_headers: lists.group.clone(),
+        extra_header_prefixes: lists.extra_prefixes.clone(),
+    };
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(name), HeaderValue::from_bytes(value)) {
+            map.append(n, v);
+        }
+    }
+    let original = map.clone();
+
+    let user = config.user_from_headers(&map);
+    let mut cleared = map.clone();
+    let clear = config.clear(&mut cleared);
+    assert_eq!(user.is_ok(), clear.is_ok(), "{user:?} vs {clear:?}");
+    let user = match user {
+        Ok(user) => user,
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            assert_eq!(
+                cleared, original,
+                "a rejected configuration changed the headers"
+            );
+            return;
+        }
+    };
+
+    // What `clear` must match: names and prefixes trimmed, empty entries skipped, case
+    // ignored (header names in a map are already lower case).
+    let normalize = |raw: &[String]| -> Vec<String> {
+        raw.iter()
+            .map(|n| n.trim().to_ascii_lowercase())
+            .filter(|n| !n.is_empty())
+            .collect()
+    };
+    let user_names = normalize(&lists.username);
+    let uid_names = normalize(&lists.uid);
+    let mut exact = user_names.clone();
+    exact.extend(uid_names.iter().cloned());
+    exact.extend(normalize(&lists.group));
+    let prefixes = normalize(&lists.extra_prefixes);
+    let doomed = |n: &HeaderName| {
+        exact.iter().any(|e| e == n.as_str()) || prefixes.iter().any(|p| n.as_str().starts_with(p))
+    };
+    for name in cleared.keys() {
+        assert!(!doomed(name), "{name} survived clear; config {lists:?}");
+    }
+    for name in original.keys() {
+        if doomed(name) {
+            continue;
+        }
+        let before: Vec<&HeaderValue> = original.get_all(name).iter().collect();
+        let after: Vec<&HeaderValue> = cleared.get_all(name).iter().collect();
+        assert_eq!(before, after, "clear touched the unrelated header {name}");
+    }
+    assert_eq!(
+        config.user_from_headers(&cleared).ok().flatten(),
+        None,
+        "a user is still readable after clear"
+    );
+
+    let Some(user) = user else {
+        return;
+    };
+    assert!(!user.name.is_empty(), "{user:?}");
+    assert!(
+        user_names.iter().any(|n| original.contains_key(n.as_str())),
+        "a user without any username header: {user:?}"
+    );
+    assert!(user.groups.iter().all(|g| !g.is_empty()), "{user:?}");
+    if !user.uid.is_empty() {
+        assert!(
+            uid_names.iter().any(|n| original
+                .get_all(n.as_str())
+                .iter()
+                .any(|v| v.as_bytes() == user.uid.as_bytes())),
+            "a UID no UID header carried: {user:?}"
+        );
+    }
+}
+
+/// `data` is the text of a `--token-auth-file`. Checks that
+/// [`TokenFileAuthenticator::from_csv`] never panics; that it fails exactly when the CSV
+/// is malformed or a record has fewer than 3 columns, with an error naming a line; and
+/// that after a successful load every token `lookup` finds is the non-empty token of a
+/// record, mapped to the last such record's user, uid and groups, while the empty token
+/// and tokens of no record find nothing.
+pub fn fuzz_token_file(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let loaded = TokenFileAuthenticator::from_csv(text);
+
+    let mut records = Vec::new();
+    let mut malformed = None;
+    for record in crate::authn::parse_csv(text) {
+        match record {
+            Ok((line, fields)) if fields.len() >= 3 => records.push((line, fields)),
+            Ok((line, _)) => {
+                malformed = Some(line);
+                break;
+            }
+            Err(e) => {
+                malformed = e.line.or(Some(0));
+                break;
+            }
+        }
+    }
+    let tokens = match (loaded, malformed) {
+        (Err(e), Some(_)) => {
+            assert!(e.line.is_some_and(|l| l >= 1), "{e:?}");
+            assert!(e.to_string().contains(" line "), "{e}");
+            return;
+        }
+        (Err(e), None) => panic!("well-formed file rejected: {e}"),
+        (Ok(t), Some(line)) => panic!("malformed line {line} accepted ({} tokens)", t.len()),
+        (Ok(t), None) => t,
+    };
+
+    assert!(tokens.lookup("").is_none(), "the empty token authenticates");
+    // The last record of each non-empty token wins.
+    let mut expected: HashMap<&str, &[String]> = HashMap::new();
+    for (_, fields) in &records {
+        if let Some(token) = fields.first().filter(|t| !t.is_empty()) {
+            expected.insert(token, fields);
+        }
+    }
+    assert_eq!(tokens.len(), expected.len());
+    for (token, fields) in &expected {
+        let user = tokens.lookup(token);
+        let Some(user) = user else {
+            panic!("token of a record not found");
+        };
+        assert_eq!(Some(&user.name), fields.get(1));
+        assert_eq!(Some(&user.uid), fields.get(2));
+        let groups: Vec<String> = fields
+            .get(3)
+            .map(|g| g.split(',').map(str::to_owned).collect())
+            .unwrap_or_default();
+        assert_eq!(user.groups, groups);
+    }
+    // Any other string of the file is not a token unless some record says so.
+    for (_, fields) in &records {
+        for probe in fields.iter().skip(1) {
+            if tokens.lookup(probe).is_some() {
+                assert!(
+                    expected.contains_key(probe.as_str()),
+                    "a lookup found a string that is no record's token"
+                );
+            }
+        }
+    }
+}
+
+/// `authorization` is an `Authorization` header value. Checks that [`bearer_token`]
+/// never panics and finds a token exactly when the trimmed value is `bearer` (any case),
+/// one space and a non-empty run of non-space characters, optionally followed by a space
+/// and anything; the token is that run, so it is non-empty, has no space and is a
+/// substring of the value.
+pub fn fuzz_bearer(authorization: &str) {
+    let token = bearer_token(authorization);
+    let trimmed = authorization.trim();
+    let expected = trimmed
+        .get(..7)
+        .filter(|p| p.eq_ignore_ascii_case("bearer "))
+        .and_then(|_| trimmed.get(7..))
+        .and_then(|rest| rest.split(' ').next())
+        .filter(|t| !t.is_empty());
+    assert_eq!(token, expected, "{authorization:?}");
+    if let Some(token) = token {
+        assert!(!token.is_empty());
+        assert!(!token.contains(' '), "{token:?}");
+        assert!(authorization.contains(token), "{token:?}");
+    }
+}
+
+/// A clock whose sleeps are over at once: webhook retries run back to back, and a
+/// per-attempt timeout fires only if the call itself is still pending.
+#[derive(Clone, Copy)]
+struct InstantClock;
+
+struct Elapsed;
+
+impl Future for Elapsed {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
+}
+
+impl hyper::rt::Sleep for Elapsed {}
+
+impl hyper::rt::Timer for InstantClock {
+    fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(Elapsed)
+    }
+    fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(Elapsed)
+    }
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// Status codes a webhook may answer with: success, client errors, and the transient
+/// ones the client retries.
+const WEBHOOK_STATUSES: [u16; 8] = [200, 200, 201, 204, 400, 429, 500, 503];
+
+/// A webhook client whose server answers every call with `status` and `body`.
+fn canned_webhook(status: StatusCode, body: Bytes) -> WebhookClient {
+    let svc = tower::service_fn(move |_req: Request<Body>| {
+        let body = body.clone();
+        async move {
+            let mut res = http::Response::new(Body::full(body));
+            *res.status_mut() = status;
+            Ok::<_, BoxError>(res)
+        }
+    });
+    WebhookClient::new(
+        BoxCloneSyncService::new(svc),
+        Uri::from_static("https://webhook.example/review"),
+        Timer::new(InstantClock),
+    )
+}
+
+/// Runs `fut`, which must not wait on anything: the canned webhook and the clock are
+/// both ready at once.
+fn run_ready<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    for _ in 0..64 {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+    panic!("a webhook call against a ready server did not complete");
+}
+
+/// `status` picks the webhook's HTTP status; `body` is its answer. Decodes `body` as a
+/// SubjectAccessReview and as a TokenReview response, directly and through
+/// [`SubjectAccessReviewAuthorizer`] and [`TokenReviewAuthenticator`] over a canned
+/// webhook. Checks that nothing panics; that a decoded SubjectAccessReview survives a
+/// JSON round trip; that `allowed && !denied` decides Allow, `denied` never Allow
+/// (`allowed && denied` an error), neither NoOpinion, the reason passing through; that
+/// the authorizer decides exactly what the decoded status says and errors for a
+/// non-2xx answer or an undecodable body; and that the TokenReview authenticator
+/// returns a user only for a 2xx answer whose `status.authenticated` is `true`, and
+/// with wanted audiences only when the answer lists one of them.
+pub fn fuzz_webhook_responses(status: u8, body: &[u8]) {
+    let code = WEBHOOK_STATUSES[usize::from(status) % WEBHOOK_STATUSES.len()];
+    let Ok(code) = StatusCode::from_u16(code) else {
+        return;
+    };
+    let body = Bytes::copy_from_slice(body);
+
+    let review: Option<SubjectAccessReview> = serde_json::from_slice(&body).ok();
+    if let Some(review) = &review {
+        let s = &review.status;
+        let decision = s.decision();
+        match (s.allowed, s.denied) {
+            (true, true) => assert!(decision.is_err(), "{s:?} -> {decision:?}"),
+            (_, true) => {
+                assert_eq!(decision.as_ref().map(|d| d.decision), Ok(Decision::Deny))
+            }
+            (true, false) => {
+                assert_eq!(decision.as_ref().map(|d| d.decision), Ok(Decision::Allow))
+            }
+            (false, false) => assert_eq!(
+                decision.as_ref().map(|d| d.decision),
+                Ok(Decision::NoOpinion)
+            ),
+        }
+        if let Ok(d) = &decision {
+            assert_eq!(d.reason, s.reason);
+        }
+        if let Ok(json) = serde_json::to_vec(review) {
+            let back: Result<SubjectAccessReview, _> = serde_json::from_slice(&json);
+            assert_eq!(back.as_ref().ok(), Some(review), "JSON round trip");
+        }
+    }
+
+    let info = RequestInfo {
+        is_resource_request: true,
+        verb: "get".into(),
+        api_prefix: "apis".into(),
+        api_group: "metrics.k8s.io".into(),
+        api_version: "v1beta1".into(),
+        resource: "nodes".into(),
+        parts: vec!["nodes".into()],
+        ..RequestInfo::default()
+    };
+    let attrs = Attributes::new(UserInfo::new("alice", ["dev"]), &info);
+    let authorizer = SubjectAccessReviewAuthorizer::new(
+        canned_webhook(code, body.clone()),
+        Timer::new(InstantClock),
+    );
+    let decided = run_ready(authorizer.authorize(&attrs));
+    match (&review, code.is_success()) {
+        (Some(review), true) => {
+            let direct = review.status.decision();
+            assert_eq!(
+                decided
+                    .as_ref()
+                    .map(|a| (a.decision, a.reason.as_str()))
+                    .ok(),
+                direct
+                    .as_ref()
+                    .map(|a| (a.decision, a.reason.as_str()))
+                    .ok(),
+                "authorizer and decoded status disagree"
+            );
+            assert_eq!(
+                decided.is_err(),
+                direct.is_err(),
+                "{decided:?} vs {direct:?}"
+            );
+            // A second ask must give the same answer, cached or not.
+            let again = run_ready(authorizer.authorize(&attrs));
+            assert_eq!(
+                again.as_ref().map(|a| a.decision).ok(),
+                decided.as_ref().map(|a| a.decision).ok()
+            );
+        }
+        _ => assert!(decided.is_err(), "{code} {decided:?}"),
+    }
+
+    // Go's decoder replaces invalid UTF-8 inside strings instead of failing, and serde
+    // skips fields it ignores without checking them, so read the answer the lenient way.
+    let token_review: Option<serde_json::Value> =
+        serde_json::from_str(&String::from_utf8_lossy(&body)).ok();
+    for wanted in [Vec::new(), vec!["api".to_owned()]] {
+        let Ok(authn) = TokenReviewAuthenticator::new(
+            canned_webhook(code, body.clone()),
+            Timer::new(InstantClock),
+            CacheTtl::default(),
+        ) else {
+            return;
+        };
+        let outcome = run_ready(authn.review("t0ken", &wanted));
+        let Ok(Some(user)) = outcome else {
+            continue;
+        };
+        assert!(code.is_success(), "{code} authenticated {user:?}");
+        let status = token_review.as_ref().map(|v| &v["status"]);
+        assert_eq!(
+            status.map(|s| &s["authenticated"]),
+            Some(&serde_json::Value::Bool(true)),
+            "authenticated {user:?} without status.authenticated"
+        );
+        if !wanted.is_empty() {
+            let listed: BTreeSet<&str> = status
+                .and_then(|s| s["audiences"].as_array())
+                .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+                .unwrap_or_default();
+            assert!(listed.contains("api"), "audiences {listed:?} for {user:?}");
+        }
     }
 }

@@ -30,6 +30,10 @@
 //! - Go keeps the bytes of a path that decodes to invalid UTF-8. Replacing them would
 //!   let two different names authorize as one, so such a path is refused with
 //!   [`RequestInfoError::NonUtf8Path`].
+//! - Go gives an empty resource when an empty segment stands where the resource belongs
+//!   (`/api/v1//pods` is resource `""`, name `pods`). Such a request names no resource an
+//!   authorizer could reason about, so it is refused with
+//!   [`RequestInfoError::EmptyResource`] (answered 400).
 //! - A `fieldSelector` whose decoded value is not UTF-8 never yields a name (the
 //!   request is authorized as the broader list or watch); its recorded raw value has
 //!   the invalid bytes replaced by U+FFFD.
@@ -103,6 +107,13 @@ pub enum RequestInfoError {
     #[error("URL path {path:?} does not decode to valid UTF-8")]
     NonUtf8Path {
         /// The path as received, still percent-encoded.
+        path: String,
+    },
+    /// A resource path with an empty segment where the resource belongs, e.g.
+    /// `/api/v1//pods`. Upstream would authorize resource `""`; refused here (400).
+    #[error("URL path {path:?} has an empty resource segment")]
+    EmptyResource {
+        /// The decoded path.
         path: String,
     },
 }
@@ -253,6 +264,11 @@ fn resolve_with(
 
     let parts = rest;
     let resource = parts.first().copied().unwrap_or("");
+    if resource.is_empty() {
+        return Err(RequestInfoError::EmptyResource {
+            path: path.to_string(),
+        });
+    }
     let mut name: Cow<'_, str> = Cow::Borrowed(parts.get(1).copied().unwrap_or(""));
     let subresource = if verb == "proxy" {
         ""
@@ -1483,5 +1499,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// An empty path segment where the resource belongs: upstream's `splitPath` keeps it
+    /// and yields resource `""`; refused here so every resource request names a resource
+    /// (the `request_info` fuzz target's invariant, found by it on
+    /// `PUT /api/v1//omespaces/other/status`).
+    #[test]
+    fn empty_segment_in_resource_position_is_refused() {
+        for (method, url) in [
+            ("GET", "/api/v1//pods"),
+            ("GET", "/apis/g/v1//pods"),
+            ("GET", "/api/v1/watch//pods"),
+            ("GET", "/api/v1/%2Fpods"),
+            ("POST", "/api/v1/namespaces/ns//pods"),
+            ("PUT", "/api/v1//omespaces/other/status"),
+        ] {
+            let err = resolve(method, url).unwrap_err();
+            assert!(
+                matches!(err, RequestInfoError::EmptyResource { .. }),
+                "{url}: {err}"
+            );
+        }
+        // Empty segments elsewhere keep upstream's reading.
+        let info = ok("GET", "/api/v1/pods//");
+        assert_eq!(
+            (info.resource.as_str(), info.verb.as_str()),
+            ("pods", "list")
+        );
     }
 }
