@@ -4,7 +4,7 @@
 # reverse proxy, each driven by oha. See benches/load/README.md for what is measured.
 #
 #   bash benches/load/run.sh              # one round, about 2.5 minutes
-#   RUNS=3 bash benches/load/run.sh       # medians of three rounds, about 6 minutes
+#   RUNS=3 bash benches/load/run.sh       # medians of three rounds, about 5.5 minutes once built
 #
 # Knobs (environment): RUNS (1), DURATION seconds per measured run (10), WARMUP seconds per
 # path and protocol (3), RATE of the open-loop run in req/s (5000), LOADGEN_CPU (0) and

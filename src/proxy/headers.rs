@@ -94,7 +94,7 @@ pub fn escape_extra_key(key: &str) -> String {
         if keep {
             out.push(b as char);
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            push_percent_escaped(&mut out, b);
         }
     }
     out
@@ -110,6 +110,14 @@ pub fn is_upgrade_request<B>(req: &http::Request<B>) -> bool {
             v.split(',')
                 .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
         })
+}
+
+/// Appends `%XX` (upper-case hex) for `b`, without allocating.
+pub(crate) fn push_percent_escaped(out: &mut String, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    out.push('%');
+    out.push(char::from(HEX[usize::from(b >> 4)]));
+    out.push(char::from(HEX[usize::from(b & 0xf)]));
 }
 
 #[cfg(test)]

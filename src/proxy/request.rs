@@ -7,7 +7,7 @@ use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Request, Uri, Version};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 
-use super::headers::{remove_hop_by_hop, set_identity_headers};
+use super::headers::{push_percent_escaped, remove_hop_by_hop, set_identity_headers};
 use crate::authn::UserInfo;
 use crate::body::Body;
 
@@ -76,7 +76,7 @@ fn query_escape(s: &str, out: &mut String) {
                 out.push(b as char)
             }
             b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
+            _ => push_percent_escaped(out, b),
         }
     }
 }
