@@ -32,10 +32,6 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
-
-use support::pki::Ca;
 use support::policy;
 
 /// The user every proxied request of the load run is made as.
@@ -127,63 +123,15 @@ fn run(args: Vec<String>) -> Result<(), Failure> {
     }
 }
 
-fn write(path: &Path, contents: &str) -> Result<(), String> {
-    std::fs::write(path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
 fn write_all(dir: &Path, backend_port: u16, policy_port: u16) -> Result<(), String> {
-    std::fs::create_dir_all(dir.join("apiservices"))
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    // Three trust domains, as in a cluster: users and serving certificates; the front proxy
-    // (the proxies' identity towards the backend); and the backend's serving certificate.
-    let cluster_ca = Ca::new("load-cluster-ca");
-    let front_proxy_ca = Ca::new("load-front-proxy-ca");
-    let service_ca = Ca::new("load-service-ca");
-    let serving = cluster_ca.server("load-gateway", &["127.0.0.1", "localhost"]);
-    let admin = cluster_ca.client(USER, &[GROUP]);
-    let policy_serving = cluster_ca.server("load-policy", &["127.0.0.1"]);
-    let proxy_client = front_proxy_ca.client("front-proxy-client", &[]);
-    let backend = service_ca.server(
-        "metrics-server.kube-system.svc",
-        &["metrics-server.kube-system.svc", "127.0.0.1"],
-    );
-    for (name, pem) in [
-        ("ca.crt", &cluster_ca.cert_pem),
-        ("front-proxy-ca.crt", &front_proxy_ca.cert_pem),
-        ("service-ca.crt", &service_ca.cert_pem),
-        ("gateway.crt", &serving.cert_pem),
-        ("gateway.key", &serving.key_pem),
-        ("admin.crt", &admin.cert_pem),
-        ("admin.key", &admin.key_pem),
-        ("policy.crt", &policy_serving.cert_pem),
-        ("policy.key", &policy_serving.key_pem),
-        ("front-proxy-client.crt", &proxy_client.cert_pem),
-        ("front-proxy-client.key", &proxy_client.key_pem),
-        ("metrics-server.crt", &backend.cert_pem),
-        ("metrics-server.key", &backend.key_pem),
-    ] {
-        write(&dir.join(name), pem)?;
-    }
-    write(
-        &dir.join("apiservices/metrics.k8s.io.yaml"),
-        &format!(
-            "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata:\n  name: v1beta1.metrics.k8s.io\nspec:\n  service:\n    namespace: kube-system\n    name: metrics-server\n    port: 443\n  group: metrics.k8s.io\n  version: v1beta1\n  caBundle: {}\n  groupPriorityMinimum: 100\n  versionPriority: 100\n",
-            STANDARD.encode(&service_ca.cert_pem)
-        ),
-    )?;
-    write(
-        &dir.join("service-endpoints.yaml"),
-        &format!(
-            "- namespace: kube-system\n  name: metrics-server\n  port: 443\n  address: \"127.0.0.1:{backend_port}\"\n"
-        ),
-    )?;
-    write(
-        &dir.join("authz-webhook.kubeconfig"),
-        &policy::webhook_kubeconfig(
-            &format!("https://127.0.0.1:{policy_port}/authorize"),
-            cluster_ca.cert_pem.as_bytes(),
-        ),
+    support::demo::write_cluster_files(
+        dir,
+        "load",
+        (USER, &[GROUP]),
+        &format!("127.0.0.1:{backend_port}"),
+        &format!("127.0.0.1:{policy_port}"),
     )
+    .map(drop)
 }
 
 fn serve_policy(dir: &Path, port: u16) -> Result<(), String> {

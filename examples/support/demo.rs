@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use super::flags::GatewayOptions;
 use super::gateway::{self, Gateway};
 use super::metrics_server::{self, MetricsServerConfig};
-use super::pki::Ca;
+use super::pki::{Ca, Leaf};
 use super::policy;
 
 /// The APIService the demo registers.
@@ -44,27 +44,45 @@ fn write(path: &Path, contents: &str) -> Result<(), String> {
     std::fs::write(path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Generates everything under `dir` and starts both servers; returns once the
-/// APIService is `Available` (or fails after `ready_timeout`).
-pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> {
+/// What [`write_cluster_files`] generated and keeps in memory for the caller.
+pub struct ClusterFiles {
+    /// Signs users' client certificates and the serving certificates.
+    pub cluster_ca: Ca,
+    /// The admin user's client certificate.
+    pub admin: Leaf,
+    /// The policy webhook's serving certificate.
+    pub policy: Leaf,
+}
+
+/// Writes the PKI and configuration a gateway in front of the sample metrics server needs,
+/// under `dir` (created): three trust domains as in a cluster (users and serving
+/// certificates; the front proxy, the aggregator's identity towards extension servers;
+/// the extension server's serving certificate, given to the APIService as caBundle), the
+/// `v1beta1.metrics.k8s.io` APIService manifest, the service-endpoints file pointing at
+/// `metrics_addr`, and the SubjectAccessReview webhook kubeconfig for `policy_addr`.
+/// Files: `ca.crt`, `front-proxy-ca.crt`, `service-ca.crt`, `gateway.{crt,key}`,
+/// `admin.{crt,key}`, `policy.{crt,key}`, `front-proxy-client.{crt,key}`,
+/// `metrics-server.{crt,key}`, `apiservices/metrics.k8s.io.yaml`,
+/// `service-endpoints.yaml`, `authz-webhook.kubeconfig`.
+pub fn write_cluster_files(
+    dir: &Path,
+    name_prefix: &str,
+    admin: (&str, &[&str]),
+    metrics_addr: &str,
+    policy_addr: &str,
+) -> Result<ClusterFiles, String> {
     std::fs::create_dir_all(dir.join("apiservices"))
         .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let dir = dir
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
     let p = |name: &str| dir.join(name);
-
-    // Three trust domains, as in a cluster: clients and the gateway's serving cert; the
-    // front proxy (the aggregator's identity towards extension servers); and the
-    // extension server's serving cert, given to the APIService as caBundle.
-    let cluster_ca = Ca::new("kube-aggregator-demo-ca");
-    let front_proxy_ca = Ca::new("kube-aggregator-demo-front-proxy-ca");
-    let service_ca = Ca::new("kube-aggregator-demo-service-ca");
-    let serving = cluster_ca.server("kube-aggregator-gateway", &["127.0.0.1", "localhost"]);
-    let admin = cluster_ca.client("demo-admin", &["system:masters"]);
-    // An unprivileged user: the demo policy lets it read core nodes and pods only.
-    let viewer = cluster_ca.client("demo-viewer", &[]);
-    let policy_serving = cluster_ca.server("demo-policy", &["127.0.0.1"]);
+    let cluster_ca = Ca::new(&format!("{name_prefix}-ca"));
+    let front_proxy_ca = Ca::new(&format!("{name_prefix}-front-proxy-ca"));
+    let service_ca = Ca::new(&format!("{name_prefix}-service-ca"));
+    let serving = cluster_ca.server(
+        &format!("{name_prefix}-gateway"),
+        &["127.0.0.1", "localhost"],
+    );
+    let admin = cluster_ca.client(admin.0, admin.1);
+    let policy_serving = cluster_ca.server(&format!("{name_prefix}-policy"), &["127.0.0.1"]);
     let proxy_client = front_proxy_ca.client("front-proxy-client", &[]);
     let metrics_serving = service_ca.server(
         "metrics-server.kube-system.svc",
@@ -78,8 +96,8 @@ pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> 
         ("gateway.key", &serving.key_pem),
         ("admin.crt", &admin.cert_pem),
         ("admin.key", &admin.key_pem),
-        ("viewer.crt", &viewer.cert_pem),
-        ("viewer.key", &viewer.key_pem),
+        ("policy.crt", &policy_serving.cert_pem),
+        ("policy.key", &policy_serving.key_pem),
         ("front-proxy-client.crt", &proxy_client.cert_pem),
         ("front-proxy-client.key", &proxy_client.key_pem),
         ("metrics-server.crt", &metrics_serving.cert_pem),
@@ -87,34 +105,6 @@ pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> 
     ] {
         write(&p(name), pem)?;
     }
-
-    // A bearer-token user, as with --token-auth-file on kube-apiserver.
-    let token = random_token();
-    write(
-        &p("tokens.csv"),
-        &format!("{token},demo-token-user,demo-token-uid,\"system:masters\"\n"),
-    )?;
-
-    let metrics_listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| format!("cannot listen: {e}"))?;
-    let metrics_addr = metrics_listener.local_addr().map_err(|e| e.to_string())?;
-    let policy_listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| format!("cannot listen: {e}"))?;
-    let policy_addr = policy_listener.local_addr().map_err(|e| e.to_string())?;
-    write(
-        &p("authz-webhook.kubeconfig"),
-        &policy::webhook_kubeconfig(
-            &format!("https://{policy_addr}/authorize"),
-            cluster_ca.cert_pem.as_bytes(),
-        ),
-    )?;
-    let gateway_listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| format!("cannot listen: {e}"))?;
-    let gateway_addr = gateway_listener.local_addr().map_err(|e| e.to_string())?;
-
     write(
         &p("apiservices/metrics.k8s.io.yaml"),
         &format!(
@@ -128,6 +118,60 @@ pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> 
             "- namespace: kube-system\n  name: metrics-server\n  port: 443\n  address: \"{metrics_addr}\"\n"
         ),
     )?;
+    write(
+        &p("authz-webhook.kubeconfig"),
+        &policy::webhook_kubeconfig(
+            &format!("https://{policy_addr}/authorize"),
+            cluster_ca.cert_pem.as_bytes(),
+        ),
+    )?;
+    Ok(ClusterFiles {
+        cluster_ca,
+        admin,
+        policy: policy_serving,
+    })
+}
+
+/// Generates everything under `dir` and starts both servers; returns once the
+/// APIService is `Available` (or fails after `ready_timeout`).
+pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let p = |name: &str| dir.join(name);
+
+    let listen = || async {
+        TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| format!("cannot listen: {e}"))
+    };
+    let (metrics_listener, policy_listener, gateway_listener) =
+        (listen().await?, listen().await?, listen().await?);
+    let metrics_addr = metrics_listener.local_addr().map_err(|e| e.to_string())?;
+    let policy_addr = policy_listener.local_addr().map_err(|e| e.to_string())?;
+    let gateway_addr = gateway_listener.local_addr().map_err(|e| e.to_string())?;
+
+    let files = write_cluster_files(
+        &dir,
+        "kube-aggregator-demo",
+        ("demo-admin", &["system:masters"]),
+        &metrics_addr.to_string(),
+        &policy_addr.to_string(),
+    )?;
+    let (cluster_ca, admin, policy_serving) = (&files.cluster_ca, &files.admin, &files.policy);
+    // An unprivileged user: the demo policy lets it read core nodes and pods only.
+    let viewer = cluster_ca.client("demo-viewer", &[]);
+    write(&p("viewer.crt"), &viewer.cert_pem)?;
+    write(&p("viewer.key"), &viewer.key_pem)?;
+
+    // A bearer-token user, as with --token-auth-file on kube-apiserver.
+    let token = random_token();
+    write(
+        &p("tokens.csv"),
+        &format!("{token},demo-token-user,demo-token-uid,\"system:masters\"\n"),
+    )?;
+
     let b64 = |s: &str| STANDARD.encode(s);
     write(
         &p("kubeconfig"),
