@@ -517,6 +517,20 @@ impl Client {
         }
     }
 
+    /// A new TLS connection to the gateway, as `localhost`.
+    async fn connect(&self) -> tokio_rustls::client::TlsStream<TcpStream> {
+        let tcp = within("connect to the gateway", TcpStream::connect(self.addr))
+            .await
+            .expect("the gateway accepts connections");
+        let server_name = ServerName::try_from("localhost").expect("valid server name");
+        within(
+            "TLS handshake with the gateway",
+            self.tls.connect(server_name, tcp),
+        )
+        .await
+        .expect("TLS handshake with the gateway")
+    }
+
     /// Sends `GET path_and_query` with `headers` and returns the response head; the body
     /// streams.
     pub(crate) async fn open(
@@ -537,16 +551,7 @@ impl Client {
         }
         let req = req.body(Empty::<Bytes>::new()).expect("valid request");
 
-        let tcp = within("connect to the gateway", TcpStream::connect(self.addr))
-            .await
-            .expect("the gateway accepts connections");
-        let server_name = ServerName::try_from("localhost").expect("valid server name");
-        let tls = within(
-            "TLS handshake with the gateway",
-            self.tls.connect(server_name, tcp),
-        )
-        .await
-        .expect("TLS handshake with the gateway");
+        let tls = self.connect().await;
         let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
         let io = TokioIo::new(tls);
         let res = match self.protocol {
@@ -586,16 +591,7 @@ impl Client {
         hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
         tokio::task::JoinHandle<Result<(), hyper::Error>>,
     ) {
-        let tcp = within("connect to the gateway", TcpStream::connect(self.addr))
-            .await
-            .expect("the gateway accepts connections");
-        let server_name = ServerName::try_from("localhost").expect("valid server name");
-        let tls = within(
-            "TLS handshake with the gateway",
-            self.tls.connect(server_name, tcp),
-        )
-        .await
-        .expect("TLS handshake with the gateway");
+        let tls = self.connect().await;
         let (mut sender, conn) =
             hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
                 .await
