@@ -9,6 +9,11 @@
 #[path = "support/mod.rs"]
 mod support;
 
+// A proxy allocates and frees small buffers for every request (headers, bodies, TLS
+// records); mimalloc does that with less CPU than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     support::gateway::main_from_args(std::env::args().skip(1))
 }
