@@ -13,6 +13,9 @@ use crate::registry::{Backend, Registry, Route};
 use crate::rt::Timer;
 use crate::transport::BackendClient;
 
+/// How many APIServices are checked at the same time (upstream: 5 workers).
+const WORKERS: usize = 5;
+
 /// Timing of the availability controller. Defaults are upstream's.
 #[derive(Debug, Clone)]
 pub struct AvailabilityConfig {
@@ -138,9 +141,18 @@ impl AvailabilityController {
                     };
                 }
             }
-            let due: Vec<Arc<Route>> = schedule
+            // At most WORKERS APIServices are checked at once, the longest overdue first
+            // (upstream runs 5 workers), so thousands of APIServices coming due together
+            // never open thousands of probe connections; the rest wait for the next round.
+            let mut overdue: Vec<(&String, Instant)> = schedule
                 .iter()
                 .filter(|(_, s)| s.due <= now)
+                .map(|(n, s)| (n, s.due))
+                .collect();
+            overdue.sort_unstable_by_key(|(_, due)| *due);
+            let due: Vec<Arc<Route>> = overdue
+                .into_iter()
+                .take(WORKERS)
                 .filter_map(|(name, _)| table.get(name).cloned())
                 .collect();
             if !due.is_empty() {
@@ -301,5 +313,95 @@ fn failed(message: String) -> Outcome {
         status: ConditionStatus::False,
         reason: "FailedDiscoveryCheck".into(),
         message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::apiservice::ApiService;
+    use crate::availability::ResolveFuture;
+    use crate::source::ApiServiceEvent;
+    use crate::transport::{BackendTarget, Transport, TransportError};
+
+    struct NoTransport;
+
+    impl Transport for NoTransport {
+        fn client(&self, _: &BackendTarget) -> Result<BackendClient, TransportError> {
+            Err(TransportError("unused".into()))
+        }
+    }
+
+    /// Answers "no such Service" after a short delay, counting how many lookups overlap.
+    #[derive(Default)]
+    struct SlowResolver {
+        now: AtomicUsize,
+        max: AtomicUsize,
+    }
+
+    impl ServiceResolver for Arc<SlowResolver> {
+        fn resolve(&self, service: &ServiceReference) -> ResolveFuture {
+            let this = self.clone();
+            let (namespace, name) = (service.namespace.clone(), service.name.clone());
+            Box::pin(async move {
+                let n = this.now.fetch_add(1, Ordering::SeqCst) + 1;
+                this.max.fetch_max(n, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                this.now.fetch_sub(1, Ordering::SeqCst);
+                Err(ResolveError::ServiceNotFound { namespace, name })
+            })
+        }
+    }
+
+    /// Twelve APIServices coming due at once are checked five at a time, as upstream's
+    /// five workers, and every one of them gets its condition.
+    #[tokio::test]
+    async fn checks_run_five_at_a_time() {
+        let registry = Registry::new(NoTransport);
+        let services: Vec<ApiService> = (0..12)
+            .map(|i| {
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": format!("v1.g{i}.example.com")},
+                    "spec": {"service": {"namespace": "ns", "name": format!("svc{i}")}, "group": format!("g{i}.example.com"),
+                             "version": "v1", "insecureSkipTLSVerify": true, "groupPriorityMinimum": 100, "versionPriority": 10}
+                }))
+                .unwrap()
+            })
+            .collect();
+        registry.apply(ApiServiceEvent::Resynced(services)).unwrap();
+        let resolver = Arc::new(SlowResolver::default());
+        let controller = AvailabilityController::new(
+            registry.clone(),
+            resolver.clone(),
+            Timer::tokio(),
+            AvailabilityConfig {
+                resync_period: Duration::from_secs(60),
+                backoff_base: Duration::from_secs(60),
+                ..AvailabilityConfig::default()
+            },
+            Arc::new(AvailabilityMetrics::default()),
+        );
+        let task = tokio::spawn(controller.run());
+        let all_checked = async {
+            loop {
+                let table = registry.snapshot_owned();
+                if table.routes().all(|r| {
+                    r.apiservice
+                        .available_condition()
+                        .is_some_and(|c| c.reason == "ServiceNotFound")
+                }) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), all_checked)
+            .await
+            .expect("every APIService is checked");
+        task.abort();
+        let max = resolver.max.load(Ordering::SeqCst);
+        assert!((2..=WORKERS).contains(&max), "{max} lookups overlapped");
     }
 }
