@@ -103,14 +103,8 @@ mod tests {
         Attributes {
             user: UserInfo::new("NAME", Vec::<String>::new()),
             verb: "get".into(),
-            namespace: String::new(),
-            api_group: String::new(),
-            api_version: String::new(),
-            resource: String::new(),
-            subresource: String::new(),
-            name: String::new(),
-            path: String::new(),
             is_resource_request: resource_request,
+            ..Attributes::default()
         }
     }
 

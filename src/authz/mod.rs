@@ -34,7 +34,7 @@ pub use webhook::{
 use crate::authn::UserInfo;
 
 /// What is being asked for, by whom (k8s.io/apiserver `authorizer.Attributes`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Attributes {
     /// The caller.
     pub user: UserInfo,

@@ -82,14 +82,8 @@ fn non_resource(user: UserInfo, verb: &str, path: &str) -> Attributes {
     Attributes {
         user,
         verb: verb.into(),
-        namespace: String::new(),
-        api_group: String::new(),
-        api_version: String::new(),
-        resource: String::new(),
-        subresource: String::new(),
-        name: String::new(),
         path: path.into(),
-        is_resource_request: false,
+        ..Attributes::default()
     }
 }
 
