@@ -599,3 +599,573 @@ pub fn fuzz_webhook_responses(status: u8, body: &[u8]) {
         }
     }
 }
+
+/// A clock whose sleeps never end: the stack's timeouts never fire, so a request that
+/// does not complete against ready in-memory parts is a finding.
+#[derive(Clone, Copy)]
+struct FrozenClock;
+
+struct Never;
+
+impl Future for Never {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        Poll::Pending
+    }
+}
+
+impl hyper::rt::Sleep for Never {}
+
+impl hyper::rt::Timer for FrozenClock {
+    fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(Never)
+    }
+    fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(Never)
+    }
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// The `--token-auth-file` of the whole-stack target: an admin (group `admins`), a
+/// viewer, and a user the policy has no opinion on.
+const STACK_TOKENS: &str = "admin-token,admin,1,\"admins\"\n\
+viewer-token,viewer,2\n\
+nobody-token,nobody,3,\"x,y\"\n";
+
+/// `Authorization` values the target may add: none, each known token, an unknown
+/// token, a basic credential, and malformed bearer forms.
+const STACK_CREDENTIALS: [&str; 8] = [
+    "",
+    "Bearer admin-token",
+    "Bearer viewer-token",
+    "Bearer nobody-token",
+    "Bearer wrong-token",
+    "Basic YWRtaW46YWRtaW4=",
+    "bearer  admin-token",
+    "Bearer admin-token extra",
+];
+
+/// Header names a client might use to smuggle identity or confuse the proxy; a
+/// header's selector picks one of these, or its raw name when past the end.
+const STACK_HEADER_NAMES: [&str; 22] = [
+    "authorization",
+    "proxy-authorization",
+    "x-remote-user",
+    "x-remote-group",
+    "x-remote-uid",
+    "x-remote-extra-scopes",
+    "X-Remote-Extra-Foo%2Fbar",
+    "impersonate-user",
+    "impersonate-group",
+    "impersonate-uid",
+    "impersonate-extra-scopes",
+    "connection",
+    "upgrade",
+    "host",
+    "x-forwarded-for",
+    "te",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "content-type",
+    "accept",
+    "sec-websocket-protocol",
+];
+
+/// Request-target prefixes of the whole-stack target, so that inputs reach every route.
+const STACK_TARGET_PREFIXES: [&str; 8] = [
+    "",
+    "/apis/metrics.k8s.io/v1beta1/",
+    "/apis/metrics.k8s.io/v1beta1/namespaces/",
+    "/apis/down.example.com/v1/",
+    "/apis/missing.example.com/v1/",
+    "/apis/local.example.com/v1/",
+    "/apis",
+    "/api/v1/",
+];
+
+/// One header of a whole-stack input.
+#[derive(Debug, Clone)]
+pub struct StackHeader<'a> {
+    /// Picks a name from a fixed list of sensitive headers; past its end `name` is used.
+    pub name_choice: u8,
+    /// The raw header name used when `name_choice` is past the list.
+    pub name: &'a str,
+    /// The raw header value.
+    pub value: &'a [u8],
+}
+
+/// One request of the whole-stack target.
+#[derive(Debug, Clone)]
+pub struct StackInput<'a> {
+    /// Picks the method (the fixed list of [`fuzz_request_info`]).
+    pub method: u8,
+    /// Picks a prefix of the request target: one per APIService of the table, discovery,
+    /// the core API, or none.
+    pub target_prefix: u8,
+    /// The rest of the request target; prefix and rest are parsed as a URI (origin or
+    /// absolute form).
+    pub target: &'a str,
+    /// Picks an `Authorization` value added after the other headers (0: none).
+    pub credential: u8,
+    /// Further headers, in order.
+    pub headers: Vec<StackHeader<'a>>,
+    /// The request body.
+    pub body: &'a [u8],
+}
+
+/// What the in-memory extension server received.
+struct SeenRequest {
+    uri: Uri,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+type DecisionLog = std::sync::Arc<std::sync::Mutex<Vec<(UserInfo, Decision)>>>;
+
+/// The fixed policy of the whole-stack target, recording every decision: `admins` may do
+/// anything; `viewer` may get/list/watch in `metrics.k8s.io`; any authenticated user may
+/// GET non-resource URLs under `/apis` (discovery); `nobody` gets no opinion; the rest is
+/// denied.
+struct RecordingPolicy(DecisionLog);
+
+impl Authorizer for RecordingPolicy {
+    fn authorize(&self, attrs: &Attributes) -> crate::authz::AuthorizeFuture {
+        let u = &attrs.user;
+        let admin = u.groups.iter().any(|g| g == "admins");
+        let viewer = u.name == "viewer"
+            && attrs.is_resource_request
+            && attrs.api_group == "metrics.k8s.io"
+            && matches!(attrs.verb.as_str(), "get" | "list" | "watch");
+        let discovery = !attrs.is_resource_request
+            && attrs.verb == "get"
+            && (attrs.path == "/apis" || attrs.path.starts_with("/apis/"))
+            && u.groups
+                .iter()
+                .any(|g| g == crate::authn::SYSTEM_AUTHENTICATED);
+        let decision = if admin || viewer || discovery {
+            Decision::Allow
+        } else if u.name == "nobody" {
+            Decision::NoOpinion
+        } else {
+            Decision::Deny
+        };
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((u.clone(), decision));
+        let mut answer = crate::authz::Authorization::new(decision);
+        answer.reason = "fuzz policy".to_owned();
+        Box::pin(std::future::ready(Ok(answer)))
+    }
+}
+
+/// An APIService `<version>.<group>` served by `<service>.<namespace>.svc`, or local.
+fn stack_apiservice(group: &str, service: Option<(&str, &str)>) -> ApiService {
+    let mut svc = ApiService::default();
+    svc.metadata.name = format!("v1.{group}");
+    svc.spec.group = group.to_owned();
+    svc.spec.version = "v1".to_owned();
+    svc.spec.group_priority_minimum = 1000;
+    svc.spec.version_priority = 15;
+    if let Some((namespace, name)) = service {
+        svc.spec.insecure_skip_tls_verify = true;
+        svc.spec.service = Some(crate::apiservice::ServiceReference {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            port: None,
+        });
+    }
+    svc
+}
+
+/// An in-memory extension server that records each request (body read to the end) and
+/// answers 200.
+fn recording_backend(
+    seen: std::sync::Arc<std::sync::Mutex<Vec<SeenRequest>>>,
+) -> impl tower::Service<
+    Request<Body>,
+    Response = http::Response<Body>,
+    Error = BoxError,
+    Future = impl Future<Output = Result<http::Response<Body>, BoxError>> + Send,
+> + Clone
++ Send
++ Sync
++ 'static {
+    tower::service_fn(move |req: Request<Body>| {
+        let seen = seen.clone();
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = http_body_util::BodyExt::collect(body).await?.to_bytes();
+            seen.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(SeenRequest {
+                    uri: parts.uri,
+                    method: parts.method,
+                    headers: parts.headers,
+                    body,
+                });
+            let mut res = http::Response::new(Body::full(r#"{"kind":"NodeMetricsList"}"#));
+            res.headers_mut()
+                .insert("x-fuzz-backend", HeaderValue::from_static("metrics"));
+            Ok::<_, BoxError>(res)
+        }
+    })
+}
+
+/// The host's own handler: an empty `/apis` group list, a Status 404 for the rest.
+async fn stack_host(req: Request<Body>) -> Result<http::Response<Body>, std::convert::Infallible> {
+    if req.uri().path() == "/apis" {
+        let mut res = http::Response::new(Body::full(
+            r#"{"kind":"APIGroupList","apiVersion":"v1","groups":[]}"#,
+        ));
+        res.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        return Ok(res);
+    }
+    let mut res = crate::status::Status::failure(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+    .into_response();
+    res.headers_mut()
+        .insert("x-fuzz-host", HeaderValue::from_static("1"));
+    Ok(res)
+}
+
+/// Sends one arbitrary request through `AuthenticationLayer` (token file, anonymous),
+/// `AuthorizationLayer` (a recording policy) and `AggregatorLayer` (four APIServices:
+/// `metrics.k8s.io` on an in-memory backend, `down.example.com` whose backend exists but
+/// whose `Available` is False, `missing.example.com` with no backend, `local.example.com`
+/// served by the host) over [`crate::transport::InMemoryTransport`].
+///
+/// Checks that nothing panics and a response comes for every request without waiting on
+/// anything; that the backend of an unavailable APIService is never called; that the
+/// backend is called at most once, only for `metrics.k8s.io`, only after the policy
+/// allowed, and sees the allowed user's identity exactly (`X-Remote-User`, one
+/// `X-Remote-Group` per group in order, `X-Remote-Uid`, no other `X-Remote-*`), no
+/// `Authorization`, `Proxy-Authorization` or `Impersonate-*`, and the request's body
+/// unchanged; that a request the policy did not allow gets 403 without reaching the
+/// backend; and that every error answered by the stack itself is either a `Status` with a
+/// message whose `code` is the HTTP status, or Go's `http.Error` plain text where upstream
+/// answers with it (the proxy handler's 503/404, `InternalError`).
+pub fn fuzz_stack(input: &StackInput<'_>) {
+    use std::sync::{Arc, Mutex, PoisonError};
+
+    use tower::{ServiceBuilder, ServiceExt};
+
+    use crate::authn::{Anonymous, AuthenticationLayer, BearerToken, ConnectionInfo, Union};
+    use crate::authz::AuthorizationLayer;
+    use crate::availability::StaticServiceResolver;
+    use crate::transport::InMemoryTransport;
+    use crate::{AggregatorLayer, apiservice::ConditionStatus};
+
+    let prefix =
+        STACK_TARGET_PREFIXES[usize::from(input.target_prefix) % STACK_TARGET_PREFIXES.len()];
+    let Ok(uri) = Uri::try_from(format!("{prefix}{}", input.target)) else {
+        return;
+    };
+    let method = Method::from_bytes(METHODS[usize::from(input.method) % METHODS.len()].as_bytes())
+        .unwrap_or(Method::GET);
+
+    // The extension servers and the table.
+    let metrics_seen = Arc::new(Mutex::new(Vec::new()));
+    let down_seen = Arc::new(Mutex::new(Vec::new()));
+    let transport = InMemoryTransport::new();
+    transport.insert(
+        "metrics-server.kube-system.svc",
+        recording_backend(metrics_seen.clone()),
+    );
+    transport.insert("down.default.svc", recording_backend(down_seen.clone()));
+    let registry = Registry::new(transport);
+    let services = vec![
+        {
+            let mut s = stack_apiservice("metrics.k8s.io", Some(("kube-system", "metrics-server")));
+            s.metadata.name = "v1beta1.metrics.k8s.io".to_owned();
+            s.spec.version = "v1beta1".to_owned();
+            s
+        },
+        stack_apiservice("down.example.com", Some(("default", "down"))),
+        stack_apiservice("missing.example.com", Some(("default", "missing"))),
+        stack_apiservice("local.example.com", None),
+    ];
+    if let Err(e) = registry.apply(ApiServiceEvent::Resynced(services)) {
+        panic!("the target's APIServices were rejected: {e}");
+    }
+    for name in ["v1beta1.metrics.k8s.io", "v1.missing.example.com"] {
+        registry.set_available_condition(
+            name,
+            crate::apiservice::ConditionStatus::True,
+            "Passed",
+            "all checks passed",
+        );
+    }
+    registry.set_available_condition(
+        "v1.down.example.com",
+        ConditionStatus::False,
+        "FailedDiscoveryCheck",
+        "failing or missing response from https://10.0.0.9:443/apis/down.example.com/v1",
+    );
+    let mut resolver = StaticServiceResolver::new();
+    for (ns, name, addr) in [
+        ("kube-system", "metrics-server", "10.0.0.5:4443"),
+        ("default", "down", "10.0.0.9:443"),
+        ("default", "missing", "10.0.0.10:443"),
+    ] {
+        if let Err(e) = resolver.insert(ns, name, 443, addr) {
+            panic!("resolver: {e}");
+        }
+    }
+
+    // Authentication and authorization.
+    let tokens = match TokenFileAuthenticator::from_csv(STACK_TOKENS) {
+        Ok(t) => t,
+        Err(e) => panic!("the target's token file: {e}"),
+    };
+    let authn = Union::new()
+        .push(BearerToken::new(tokens))
+        .with_anonymous(Anonymous::new());
+    let decisions: DecisionLog = Arc::new(Mutex::new(Vec::new()));
+    let stack = ServiceBuilder::new()
+        .layer(AuthenticationLayer::new(authn))
+        .layer(AuthorizationLayer::new(RecordingPolicy(decisions.clone())))
+        .layer(AggregatorLayer::new(
+            registry,
+            resolver,
+            Timer::new(FrozenClock),
+        ))
+        .service(tower::service_fn(stack_host));
+
+    // The request.
+    let mut req = Request::new(if input.body.is_empty() {
+        Body::empty()
+    } else {
+        Body::full(Bytes::copy_from_slice(input.body))
+    });
+    *req.method_mut() = method.clone();
+    *req.uri_mut() = uri;
+    for h in &input.headers {
+        let name = STACK_HEADER_NAMES
+            .get(usize::from(h.name_choice))
+            .copied()
+            .unwrap_or(h.name);
+        let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(h.value),
+        ) else {
+            continue;
+        };
+        req.headers_mut().append(name, value);
+    }
+    let credential = STACK_CREDENTIALS[usize::from(input.credential) % STACK_CREDENTIALS.len()];
+    if !credential.is_empty() {
+        req.headers_mut().append(
+            http::header::AUTHORIZATION,
+            HeaderValue::from_static(credential),
+        );
+    }
+    let sent_authorization = req.headers().contains_key(http::header::AUTHORIZATION);
+    req.extensions_mut().insert(ConnectionInfo {
+        remote_addr: Some(std::net::SocketAddr::from(([192, 0, 2, 7], 40000))),
+        ..ConnectionInfo::default()
+    });
+
+    let response = match run_until_ready(stack.oneshot(req), "the stack") {
+        Ok(r) => r,
+        Err(never) => match never {},
+    };
+    let (parts, body) = response.into_parts();
+    let body = match run_until_ready(http_body_util::BodyExt::collect(body), "the response body") {
+        Ok(b) => b.to_bytes(),
+        Err(e) => panic!("the response body failed: {e}"),
+    };
+    let status = parts.status;
+
+    let decisions = decisions.lock().unwrap_or_else(PoisonError::into_inner);
+    let down_seen = down_seen.lock().unwrap_or_else(PoisonError::into_inner);
+    assert!(
+        down_seen.is_empty(),
+        "the backend of an unavailable APIService was called"
+    );
+    let seen = metrics_seen.lock().unwrap_or_else(PoisonError::into_inner);
+    assert!(
+        seen.len() <= 1,
+        "one request reached the backend {} times",
+        seen.len()
+    );
+    assert!(
+        decisions.len() <= 1,
+        "one request was authorized {} times",
+        decisions.len()
+    );
+
+    // Who the stack believed the caller was, if it got as far as authorization.
+    if let Some((user, _)) = decisions.first() {
+        if !sent_authorization {
+            assert_eq!(
+                user.name,
+                crate::authn::SYSTEM_ANONYMOUS,
+                "no credential, yet {user:?}"
+            );
+        }
+        if credential == "Bearer admin-token" && req_had_single_authorization(&input.headers) {
+            assert_eq!(user.name, "admin", "the admin token authenticated {user:?}");
+        }
+    }
+
+    if let Some(seen) = seen.first() {
+        let Some((user, decision)) = decisions.first() else {
+            panic!(
+                "a request reached the backend without authorization: {} {}",
+                seen.method, seen.uri
+            );
+        };
+        assert_eq!(
+            *decision,
+            Decision::Allow,
+            "a {decision:?} request reached the backend"
+        );
+        assert_eq!(seen.method, method, "the method changed on the way");
+        assert!(
+            seen.uri.path().starts_with("/apis/metrics.k8s.io/"),
+            "the metrics backend was sent {}",
+            seen.uri
+        );
+        assert_eq!(seen.body, input.body, "the body changed on the way");
+        for (name, _) in &seen.headers {
+            let n = name.as_str();
+            assert!(
+                n != "authorization"
+                    && n != "proxy-authorization"
+                    && !n.starts_with("impersonate-"),
+                "the backend was sent {n}"
+            );
+            assert!(
+                matches!(n, "x-remote-user" | "x-remote-group" | "x-remote-uid")
+                    || !n.starts_with("x-remote-"),
+                "the backend was sent {n} for {user:?}"
+            );
+        }
+        let values = |n: &str| -> Vec<&[u8]> {
+            seen.headers
+                .get_all(n)
+                .iter()
+                .map(HeaderValue::as_bytes)
+                .collect()
+        };
+        assert_eq!(
+            values("x-remote-user"),
+            [user.name.as_bytes()],
+            "X-Remote-User for {user:?}"
+        );
+        let groups: Vec<&[u8]> = user.groups.iter().map(|g| g.as_bytes()).collect();
+        assert_eq!(
+            values("x-remote-group"),
+            groups,
+            "X-Remote-Group for {user:?}"
+        );
+        let uid: Vec<&[u8]> = if user.uid.is_empty() {
+            Vec::new()
+        } else {
+            vec![user.uid.as_bytes()]
+        };
+        assert_eq!(values("x-remote-uid"), uid, "X-Remote-Uid for {user:?}");
+        assert_eq!(status, StatusCode::OK, "the backend's answer was replaced");
+        return;
+    }
+
+    // The backend was not reached: the stack answered itself.
+    if let Some((user, decision)) = decisions.first() {
+        if *decision != Decision::Allow {
+            assert_eq!(
+                status,
+                StatusCode::FORBIDDEN,
+                "{decision:?} for {user:?} answered {status}"
+            );
+        }
+    } else {
+        assert!(
+            status.is_client_error() || status.is_server_error(),
+            "{status} without authorization"
+        );
+    }
+    let from_stack = !parts.headers.contains_key("x-fuzz-host");
+    if from_stack && (status.is_client_error() || status.is_server_error()) {
+        let content_type = parts
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .map(HeaderValue::as_bytes)
+            .unwrap_or_default();
+        if content_type == b"text/plain; charset=utf-8" {
+            // Go's `http.Error`, which upstream's proxy handler and InternalError use.
+            assert_eq!(
+                parts
+                    .headers
+                    .get(http::header::X_CONTENT_TYPE_OPTIONS)
+                    .map(HeaderValue::as_bytes),
+                Some(&b"nosniff"[..]),
+                "a plain-text {status} without nosniff"
+            );
+            assert!(
+                body.ends_with(b"\n"),
+                "a plain-text {status} not ending in a newline"
+            );
+        } else {
+            assert_eq!(
+                content_type, b"application/json",
+                "a {status} answered as {content_type:?}"
+            );
+            let v: serde_json::Value = match serde_json::from_slice(&body) {
+                Ok(v) => v,
+                Err(e) => panic!(
+                    "a {status} answer is not JSON ({e}): {:?}",
+                    String::from_utf8_lossy(&body)
+                ),
+            };
+            assert_eq!(
+                v["kind"], "Status",
+                "a {status} answer is not a Status: {v}"
+            );
+            assert_eq!(
+                v["code"],
+                status.as_u16(),
+                "a {status} Status says {}",
+                v["code"]
+            );
+            assert!(
+                v["message"].as_str().is_some_and(|m| !m.is_empty()),
+                "a {status} Status without a message: {v}"
+            );
+        }
+    }
+}
+
+/// True when the only `Authorization` header of the input is the one the target adds.
+fn req_had_single_authorization(headers: &[StackHeader<'_>]) -> bool {
+    !headers.iter().any(|h| {
+        STACK_HEADER_NAMES
+            .get(usize::from(h.name_choice))
+            .copied()
+            .unwrap_or(h.name)
+            .eq_ignore_ascii_case("authorization")
+    })
+}
+
+/// Polls `fut` with a no-op waker until it is ready; everything it waits on is in
+/// memory and ready, so still pending after many polls means it hangs.
+fn run_until_ready<F: Future>(fut: F, what: &str) -> F::Output {
+    let mut fut = pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    for _ in 0..1024 {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+    panic!("{what} did not complete against in-memory parts that are all ready");
+}

@@ -385,6 +385,38 @@ async fn denied_requests_get_the_upstream_forbidden_and_never_reach_the_backend(
     backend.assert_untouched();
 }
 
+/// A path RequestInfo cannot place (a bad escape, an empty resource segment) is refused
+/// with a 400 Status before any SubjectAccessReview, and never reaches the backend.
+#[tokio::test]
+async fn malformed_paths_get_a_400_status_without_review() {
+    let pki = Pki::new();
+    let mut backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
+    let webhook = Webhook::start(allow_all).await;
+    let authorizer = SubjectAccessReviewAuthorizer::from_kubeconfig(
+        &webhook.config_file("malformed"),
+        Executor::tokio(),
+        Timer::tokio(),
+    )
+    .expect("webhook kubeconfig");
+    let bob = Bob::new(&pki, gateway(&pki, backend.addr, authorizer).await);
+
+    for (path, message) in [
+        (format!("{BASE}/widgets%zz"), "invalid URL escape"),
+        (format!("{BASE}//widgets"), "resource"),
+    ] {
+        let (status, body) = bob.get(&path).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+        let v: Value = serde_json::from_str(&body).expect("a Status");
+        assert_eq!(v["kind"], "Status", "{path}: {body}");
+        assert_eq!(v["reason"], "BadRequest", "{path}: {body}");
+        assert_eq!(v["code"], 400, "{path}: {body}");
+        let text = v["message"].as_str().unwrap_or_default();
+        assert!(text.contains(message), "{path}: {text}");
+    }
+    assert_eq!(webhook.count(), 0);
+    backend.assert_untouched();
+}
+
 /// Reference §8.2/§8.4/§8.5 and B10 reproduction 2: when the webhook cannot answer, the
 /// request fails closed with kube-apiserver's 500 text, and the backend is never reached.
 #[tokio::test]

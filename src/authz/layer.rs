@@ -10,7 +10,7 @@ use super::forbidden::forbidden_response;
 use super::{Attributes, Authorizer, Decision, RequestInfo, RequestInfoError};
 use crate::authn::UserInfo;
 use crate::body::Body;
-use crate::status::{internal_error, plain_text_error};
+use crate::status::internal_error;
 
 /// Layer that authorizes every request with an [`Authorizer`].
 ///
@@ -115,16 +115,19 @@ where
                     info
                 }
                 // Go's HTTP server refuses a path it cannot decode with 400 before any
-                // filter runs; a path it decodes but RequestInfo cannot place is a 500.
+                // filter runs (as plain text); a path it decodes but RequestInfo cannot
+                // place is a 500. The 400 is a Status here so clients can read it.
                 Err(e @ RequestInfoError::UnknownKindAndNamespace { .. }) => {
                     let msg = format!("failed to create RequestInfo: {e}");
                     return Box::pin(std::future::ready(Ok(internal_error(&uri, &msg))));
                 }
                 Err(e) => {
-                    let res = plain_text_error(
+                    let res = crate::status::Status::failure(
                         http::StatusCode::BAD_REQUEST,
-                        &format!("400 Bad Request: {e}"),
-                    );
+                        "BadRequest",
+                        e.to_string(),
+                    )
+                    .into_response();
                     return Box::pin(std::future::ready(Ok(res)));
                 }
             },

@@ -6,8 +6,10 @@
 //! otherwise. The client is any tower service from a request to a response, so hosts on
 //! other runtimes bring their own; with the `tokio` feature, [`RustlsTransport`] is the
 //! ready one: rustls with the proxy client certificate, HTTP/2 by ALPN with HTTP/1.1
-//! keep-alive as fallback, connections pooled per APIService.
+//! keep-alive as fallback, connections pooled per APIService. [`InMemoryTransport`] serves
+//! APIServices from tower services in the same process (tests, benches, fuzzing).
 
+mod memory;
 #[cfg(feature = "tokio")]
 mod rustls_transport;
 mod tls;
@@ -17,6 +19,7 @@ use std::sync::Arc;
 use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 
+pub use memory::InMemoryTransport;
 #[cfg(feature = "tokio")]
 pub use rustls_transport::{RustlsTransport, TcpConnector};
 #[cfg(feature = "tokio")]
