@@ -6,21 +6,32 @@ use std::convert::Infallible;
 use std::hint::black_box;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+#[path = "../examples/support/pki.rs"]
+mod pki;
+
+use criterion::measurement::WallTime;
+use criterion::{
+    BatchSize, BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main,
+};
 use http::{HeaderValue, Method, Request, Response, StatusCode, Uri};
 use kube_aggregator::apiservice::{ApiService, ConditionStatus, ServiceReference};
 use kube_aggregator::authn::{
-    AuthenticateFuture, AuthenticationLayer, Authenticator, ConnectionInfo, UserInfo,
+    AuthenticationLayer, BearerToken, CacheTtl, ConnectionInfo, TokenReviewAuthenticator, Union,
+    UserInfo, X509Authenticator,
 };
-use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer, RequestInfo};
+use kube_aggregator::authz::{AuthorizationLayer, RequestInfo, SubjectAccessReviewAuthorizer};
 use kube_aggregator::availability::StaticServiceResolver;
 use kube_aggregator::body::BoxError;
 use kube_aggregator::proxy::upstream_request;
 use kube_aggregator::rt::Timer;
 use kube_aggregator::source::ApiServiceEvent;
-use kube_aggregator::transport::{BackendClient, BackendTarget, Transport, TransportError};
+use kube_aggregator::transport::{BackendClient, InMemoryTransport};
+use kube_aggregator::webhook::WebhookClient;
 use kube_aggregator::{AggregatorLayer, Body, Registry};
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
 use tower::util::BoxCloneSyncService;
 use tower::{ServiceBuilder, ServiceExt};
 
@@ -34,29 +45,6 @@ fn in_memory_backend() -> BackendClient {
     BoxCloneSyncService::new(tower::service_fn(|_req: Request<Body>| async {
         Ok::<_, BoxError>(Response::new(Body::empty()))
     }))
-}
-
-/// Hands every APIService the in-memory backend, so the stack runs without sockets.
-struct InMemoryTransport;
-
-impl Transport for InMemoryTransport {
-    fn client(&self, _target: &BackendTarget) -> Result<BackendClient, TransportError> {
-        Ok(in_memory_backend())
-    }
-}
-
-/// Says every request comes from `alice`: the cheapest authenticator that still takes
-/// the success path (identity stored, credentials stripped).
-#[derive(Debug, Clone, Copy)]
-struct AlwaysAlice;
-
-impl Authenticator for AlwaysAlice {
-    fn authenticate(&self, _parts: &http::request::Parts) -> AuthenticateFuture {
-        Box::pin(std::future::ready(Ok(Some(UserInfo::new(
-            "alice",
-            ["dev"],
-        )))))
-    }
 }
 
 /// A remote APIService `<version>.<group>` served by the benched Service.
@@ -78,7 +66,12 @@ fn remote_apiservice(group: &str, version: &str) -> ApiService {
 
 /// A registry of `count` available remote APIServices `v1.group<i>.example.com`.
 fn registry_with(count: usize) -> Registry {
-    let registry = Registry::new(InMemoryTransport);
+    let transport = InMemoryTransport::new();
+    transport.insert(
+        format!("{SERVICE_NAME}.{SERVICE_NAMESPACE}.svc"),
+        in_memory_backend(),
+    );
+    let registry = Registry::new(transport);
     let services = (0..count)
         .map(|i| remote_apiservice(&format!("group{i}.example.com"), "v1"))
         .collect();
@@ -130,9 +123,17 @@ fn request_info(c: &mut Criterion) {
     group.finish();
 }
 
+/// The routing table with 10, 1,000 and 10,000 APIServices: finding a route, and
+/// applying one update.
+fn routing(c: &mut Criterion) {
+    let mut group = c.benchmark_group("routing");
+    routing_lookup(&mut group);
+    routing_update(&mut group);
+    group.finish();
+}
+
 /// Finding the route of a group/version among many APIServices.
-fn routing_lookup(c: &mut Criterion) {
-    let mut group = c.benchmark_group("routing_lookup");
+fn routing_lookup(group: &mut BenchmarkGroup<'_, WallTime>) {
     for count in [10usize, 1_000, 10_000] {
         let registry = registry_with(count);
         // A group in the middle of the discovery order, so nothing benefits from being first.
@@ -145,7 +146,7 @@ fn routing_lookup(c: &mut Criterion) {
         assert!(table.lookup(&wanted, "v1").is_some());
 
         group.bench_with_input(
-            BenchmarkId::new("baseline_hashmap_get", count),
+            BenchmarkId::new("lookup_baseline_hashmap_get", count),
             &wanted,
             |b, wanted| {
                 b.iter(|| black_box(baseline.get(black_box(wanted.as_str())).map(Arc::as_ptr)))
@@ -163,13 +164,11 @@ fn routing_lookup(c: &mut Criterion) {
             })
         });
     }
-    group.finish();
 }
 
 /// Applying one changed APIService to a table of many (the registry rebuilds only the
 /// group it touches), against inserting one entry into a plain map of that size.
-fn routing_update(c: &mut Criterion) {
-    let mut group = c.benchmark_group("routing_update");
+fn routing_update(group: &mut BenchmarkGroup<'_, WallTime>) {
     for count in [10usize, 1_000, 10_000] {
         let registry = registry_with(count);
         let name = format!("group{}.example.com", count / 2);
@@ -178,7 +177,7 @@ fn routing_update(c: &mut Criterion) {
             .collect();
         let mut flip = 0usize;
         group.bench_with_input(
-            BenchmarkId::new("baseline_hashmap_insert", count),
+            BenchmarkId::new("update_baseline_hashmap_insert", count),
             &name,
             |b, name| {
                 b.iter(|| {
@@ -188,7 +187,7 @@ fn routing_update(c: &mut Criterion) {
             },
         );
         let mut priority = 0;
-        group.bench_with_input(BenchmarkId::new("apply", count), &name, |b, name| {
+        group.bench_with_input(BenchmarkId::new("update", count), &name, |b, name| {
             b.iter_batched(
                 || {
                     // Alternate the priority so every apply is a real change.
@@ -202,7 +201,6 @@ fn routing_update(c: &mut Criterion) {
             )
         });
     }
-    group.finish();
 }
 
 /// The request `kubectl top pods` sends, with the 10 headers it carries through a
@@ -268,15 +266,56 @@ fn proxy_rewrite(c: &mut Criterion) {
     group.finish();
 }
 
-/// A whole request through authentication, authorization and the aggregator to an
-/// in-memory extension server.
-fn stack_in_memory(c: &mut Criterion) {
+/// A TokenReview webhook in memory that authenticates every token as `bob`.
+fn token_review(timer: Timer) -> TokenReviewAuthenticator {
+    let svc = tower::service_fn(|_req: Request<Body>| async {
+        let answer = r#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","status":{"authenticated":true,"user":{"username":"bob","groups":["dev"]}}}"#;
+        Ok::<_, BoxError>(Response::new(Body::full(answer)))
+    });
+    let client = WebhookClient::new(
+        BoxCloneSyncService::new(svc),
+        Uri::from_static("https://authn.bench/review"),
+        timer.clone(),
+    );
+    TokenReviewAuthenticator::new(client, timer, CacheTtl::both(Duration::from_secs(3600)))
+        .unwrap_or_else(|e| panic!("token review: {e}"))
+}
+
+/// A SubjectAccessReview webhook in memory that allows everything.
+fn allowing_sar(timer: Timer) -> SubjectAccessReviewAuthorizer {
+    let svc = tower::service_fn(|_req: Request<Body>| async {
+        let review = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":true}}"#;
+        Ok::<_, BoxError>(Response::new(Body::full(review)))
+    });
+    let client = WebhookClient::new(
+        BoxCloneSyncService::new(svc),
+        Uri::from_static("https://authz.bench/authorize"),
+        timer.clone(),
+    );
+    SubjectAccessReviewAuthorizer::new(client, timer)
+}
+
+fn first_der(pem: &str) -> CertificateDer<'static> {
+    CertificateDer::pem_slice_iter(pem.as_bytes())
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("no certificate in generated PEM"))
+}
+
+/// A whole request as the gateway runs it: `AuthenticationLayer` (x509 client
+/// certificates, then bearer tokens by TokenReview), `AuthorizationLayer`
+/// (SubjectAccessReview), `AggregatorLayer` routing among 11 APIServices and proxying over
+/// [`InMemoryTransport`] to an extension server in memory. The chain verdict, the token
+/// and the review are cached after the first request, as in a steady stream of requests.
+fn stack(c: &mut Criterion) {
     // Criterion's async support needs a feature the crate does not enable; blocking on a
-    // pre-built current-thread runtime per iteration costs the same on both sides.
+    // pre-built current-thread runtime per iteration costs the same on every bench.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("cannot build the bench runtime: {e}"));
+    let _guard = rt.enter();
+    let timer = Timer::tokio();
 
     let registry = registry_with(10);
     let group_name = "metrics.k8s.io";
@@ -304,38 +343,69 @@ fn stack_in_memory(c: &mut Criterion) {
                 .unwrap_or_default(),
         )
     });
+
+    let client_ca = pki::Ca::new("client-ca");
+    let alice = first_der(&client_ca.client("alice", &["dev"]).cert_pem);
+    let x509 = X509Authenticator::new([first_der(&client_ca.cert_pem)])
+        .unwrap_or_else(|e| panic!("client CA: {e}"));
+    let authn = Union::new()
+        .push(x509)
+        .push(BearerToken::new(token_review(timer.clone())));
     let stack = ServiceBuilder::new()
-        .layer(AuthenticationLayer::new(AlwaysAlice))
-        .layer(AuthorizationLayer::new(AlwaysAllow))
-        .layer(AggregatorLayer::new(registry, resolver, Timer::tokio()))
+        .layer(AuthenticationLayer::new(authn))
+        .layer(AuthorizationLayer::new(allowing_sar(timer.clone())))
+        .layer(AggregatorLayer::new(registry, resolver, timer))
         .service(host);
     let backend = in_memory_backend();
 
-    let request = || {
+    let remote_addr = Some(SocketAddr::from(([192, 0, 2, 20], 51234)));
+    let with_certificate = ConnectionInfo {
+        remote_addr,
+        peer_certificates: Arc::from(vec![alice]),
+    };
+    let without_certificate = ConnectionInfo {
+        remote_addr,
+        ..ConnectionInfo::default()
+    };
+    let certificate_request = || {
         let mut req = kubectl_request();
-        req.extensions_mut().insert(ConnectionInfo {
-            remote_addr: Some(SocketAddr::from(([192, 0, 2, 20], 51234))),
-            ..ConnectionInfo::default()
-        });
+        req.headers_mut().remove(http::header::AUTHORIZATION);
+        req.extensions_mut().insert(with_certificate.clone());
         req
     };
-    // Bench the proxied path, not an error page.
-    let status = rt
-        .block_on(stack.clone().oneshot(request()))
-        .map(|r| r.status());
-    assert_eq!(status.ok(), Some(StatusCode::OK), "the stack did not proxy");
+    let token_request = || {
+        let mut req = kubectl_request();
+        req.extensions_mut().insert(without_certificate.clone());
+        req
+    };
+    // Bench the proxied path, not an error page; this also fills the caches.
+    for (what, req) in [("x509", certificate_request()), ("token", token_request())] {
+        let status = rt.block_on(stack.clone().oneshot(req)).map(|r| r.status());
+        assert_eq!(
+            status.ok(),
+            Some(StatusCode::OK),
+            "the {what} request was not proxied"
+        );
+    }
 
-    let mut group = c.benchmark_group("stack_in_memory");
+    let mut group = c.benchmark_group("stack");
     group.bench_function("baseline_backend_direct", |b| {
         b.iter_batched(
-            request,
+            token_request,
             |req| black_box(rt.block_on(backend.clone().oneshot(req)).is_ok()),
             BatchSize::SmallInput,
         )
     });
-    group.bench_function("full_stack", |b| {
+    group.bench_function("x509", |b| {
         b.iter_batched(
-            request,
+            certificate_request,
+            |req| black_box(rt.block_on(stack.clone().oneshot(req)).is_ok()),
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("cached_token", |b| {
+        b.iter_batched(
+            token_request,
             |req| black_box(rt.block_on(stack.clone().oneshot(req)).is_ok()),
             BatchSize::SmallInput,
         )
@@ -343,12 +413,5 @@ fn stack_in_memory(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(
-    benches,
-    request_info,
-    routing_lookup,
-    routing_update,
-    proxy_rewrite,
-    stack_in_memory
-);
+criterion_group!(benches, request_info, routing, proxy_rewrite, stack);
 criterion_main!(benches);

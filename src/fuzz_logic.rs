@@ -172,7 +172,8 @@ pub fn fuzz_manifests(data: &[u8]) {
 
 /// `uri` is a request target, `query` a raw query string, `extra_key` a user-extra key.
 /// Checks that the proxy's URL and header rewriting never panics, that a query encodes
-/// to a fixed point, that the upstream URI keeps the backend authority and is stable
+/// to a fixed point, that the upstream URI's shortcut (a path needing no escaping) agrees
+/// with the long way, that the upstream URI keeps the backend authority and is stable
 /// under a second rewrite, and that an escaped extra key is a valid header name that
 /// percent-decodes back to the key.
 pub fn fuzz_proxy_rewrite(uri: &str, query: &str, extra_key: &str) {
@@ -193,6 +194,12 @@ pub fn fuzz_proxy_rewrite(uri: &str, query: &str, extra_key: &str) {
     };
     let authority = Authority::from_static("10.0.0.5:4443");
     if let Ok(up) = upstream_uri(&uri, &authority) {
+        // The shortcut for paths that need no escaping agrees with the long way.
+        assert_eq!(
+            up.path_and_query().map(|pq| pq.as_str()),
+            Some(crate::proxy::escaped_path_and_query(&uri).as_str()),
+            "{uri}"
+        );
         assert_eq!(up.authority(), Some(&authority), "{up}");
         assert_eq!(up.scheme_str(), Some("https"), "{up}");
         if let Ok(again) = upstream_uri(&up, &authority) {

@@ -316,10 +316,16 @@ pub fn main_from_args(args: impl Iterator<Item = String>) -> ExitCode {
         }
     };
     init_logging(opts.v);
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // On one CPU (a container limited to one, or `taskset`), a work-stealing pool has
+    // nobody to steal from: the single-threaded scheduler does the same work without
+    // cross-thread wake-ups. `TOKIO_WORKER_THREADS` still sizes the pool otherwise.
+    let one_cpu = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
+    let mut builder = if one_cpu {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("gateway: cannot start the runtime: {e}");

@@ -284,6 +284,9 @@ pub(crate) fn is_identity_header(name: &http::HeaderName) -> bool {
 
 /// Removes every [`is_identity_header`] header in place.
 pub(crate) fn strip_identity_headers(headers: &mut http::HeaderMap) {
+    if !headers.keys().any(is_identity_header) {
+        return;
+    }
     let doomed: Vec<http::HeaderName> = headers
         .keys()
         .filter(|n| is_identity_header(n))

@@ -408,20 +408,84 @@ fn should_cache(attrs: &Attributes) -> bool {
     size < MAX_CACHED_ATTRIBUTE_BYTES
 }
 
+/// The decision cache's key: every field the SubjectAccessReview spec carries, each
+/// length-prefixed so that no two different specs share a key. Upstream keys its cache by
+/// the spec's JSON (`webhook.go`); this holds the same information without building the
+/// spec or serializing it on every cache hit.
+fn cache_key(attrs: &Attributes) -> String {
+    fn field(key: &mut String, s: &str) {
+        push_decimal(key, s.len());
+        key.push(':');
+        key.push_str(s);
+    }
+    fn push_decimal(key: &mut String, mut n: usize) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            // `n % 10` is a single digit, so the cast cannot truncate.
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        for &d in &digits[i..] {
+            key.push(char::from(d));
+        }
+    }
+    let user = &attrs.user;
+    let mut key = String::with_capacity(
+        96 + attrs.path.len()
+            + user.name.len()
+            + user.groups.iter().map(String::len).sum::<usize>(),
+    );
+    if attrs.is_resource_request {
+        key.push('R');
+        for s in [
+            &attrs.namespace,
+            &attrs.verb,
+            &attrs.api_group,
+            &attrs.api_version,
+            &attrs.resource,
+            &attrs.subresource,
+            &attrs.name,
+        ] {
+            field(&mut key, s);
+        }
+    } else {
+        key.push('N');
+        field(&mut key, &attrs.path);
+        field(&mut key, &attrs.verb);
+    }
+    field(&mut key, &user.name);
+    field(&mut key, &user.uid);
+    push_decimal(&mut key, user.groups.len());
+    key.push('g');
+    for g in &user.groups {
+        field(&mut key, g);
+    }
+    push_decimal(&mut key, user.extra.len());
+    key.push('e');
+    for (k, values) in &user.extra {
+        field(&mut key, k);
+        push_decimal(&mut key, values.len());
+        key.push('v');
+        for v in values {
+            field(&mut key, v);
+        }
+    }
+    key
+}
+
 impl Authorizer for SubjectAccessReviewAuthorizer {
     fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
-        let spec = SubjectAccessReviewSpec::from_attributes(attrs);
-        let key = match serde_json::to_string(&spec) {
-            Ok(k) => k,
-            Err(e) => {
-                let e = AuthorizationError(format!("encoding the SubjectAccessReview: {e}"));
-                return Box::pin(std::future::ready(Err(e)));
-            }
-        };
+        let key = cache_key(attrs);
         let now = self.timer.now();
         if let Some(status) = self.cache().get(&key, now) {
             return Box::pin(std::future::ready(status.decision()));
         }
+        let spec = SubjectAccessReviewSpec::from_attributes(attrs);
         Box::pin(self.clone().review(spec, key, should_cache(attrs)))
     }
 }

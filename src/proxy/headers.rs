@@ -5,31 +5,38 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use crate::authn::UserInfo;
 
 /// Headers that apply to one connection only (Go `httputil.ReverseProxy`).
-const HOP_BY_HOP: [&str; 9] = [
-    "connection",
-    "proxy-connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
+const HOP_BY_HOP: [HeaderName; 9] = [
+    header::CONNECTION,
+    HeaderName::from_static("proxy-connection"),
+    HeaderName::from_static("keep-alive"),
+    header::PROXY_AUTHENTICATE,
+    header::PROXY_AUTHORIZATION,
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
 ];
+
+/// The front-proxy identity headers (names parsed once, not per request).
+pub(crate) const X_REMOTE_USER: HeaderName = HeaderName::from_static("x-remote-user");
+pub(crate) const X_REMOTE_UID: HeaderName = HeaderName::from_static("x-remote-uid");
+pub(crate) const X_REMOTE_GROUP: HeaderName = HeaderName::from_static("x-remote-group");
 
 /// Removes hop-by-hop headers, including every header named in `Connection`.
 pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
-    let listed: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect();
-    for name in listed {
-        headers.remove(name);
+    if headers.contains_key(header::CONNECTION) {
+        let listed: Vec<HeaderName> = headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+            .collect();
+        for name in listed {
+            headers.remove(name);
+        }
     }
-    for name in HOP_BY_HOP {
+    for name in &HOP_BY_HOP {
         headers.remove(name);
     }
 }
@@ -43,16 +50,16 @@ pub fn set_identity_headers(headers: &mut HeaderMap, user: &UserInfo) {
     crate::authn::strip_identity_headers(headers);
     let value = |s: &str| HeaderValue::from_str(s).ok();
     if let Some(v) = value(&user.name) {
-        headers.insert("x-remote-user", v);
+        headers.insert(X_REMOTE_USER, v);
     }
     if !user.uid.is_empty() {
         if let Some(v) = value(&user.uid) {
-            headers.insert("x-remote-uid", v);
+            headers.insert(X_REMOTE_UID, v);
         }
     }
     for g in &user.groups {
         if let Some(v) = value(g) {
-            headers.append("x-remote-group", v);
+            headers.append(X_REMOTE_GROUP, v);
         }
     }
     for (key, values) in &user.extra {

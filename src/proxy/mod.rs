@@ -18,6 +18,8 @@ mod response;
 mod upgrade;
 
 pub use headers::{escape_extra_key, is_upgrade_request, set_identity_headers};
+#[cfg(fuzzing)]
+pub(crate) use request::escaped_path_and_query;
 pub use request::{encode_query, upstream_request, upstream_uri};
 pub use response::{REDIRECT_REJECTED, upstream_response};
 #[cfg(feature = "tokio")]

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use http::header::{self, HeaderValue};
+use http::header::{self, HeaderName, HeaderValue};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Request, Uri, Version};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
@@ -28,9 +28,51 @@ const PATH_ESCAPE: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'=')
     .remove(b'@');
 
+/// True for the bytes [`PATH_ESCAPE`] leaves alone (so `%` is false: it must be decoded).
+fn path_byte_kept(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'-' | b'_'
+                | b'.'
+                | b'~'
+                | b'$'
+                | b'&'
+                | b'+'
+                | b','
+                | b'/'
+                | b':'
+                | b';'
+                | b'='
+                | b'@'
+        )
+}
+
 /// The upstream URI: `https://<authority>` + the decoded request path re-escaped Go-style
 /// (so `%2F` becomes `/`) + the query re-encoded with sorted keys (docs/upstream-behaviour.md §3.2).
 pub fn upstream_uri(uri: &Uri, authority: &Authority) -> Result<Uri, http::Error> {
+    // The common case: nothing to decode or escape and no query to re-encode, so the
+    // path is already what Go would send and its buffer is shared, not copied.
+    if uri.query().is_none() && !uri.path().is_empty() && uri.path().bytes().all(path_byte_kept) {
+        if let Some(pq) = uri.path_and_query() {
+            return Uri::builder()
+                .scheme(Scheme::HTTPS)
+                .authority(authority.clone())
+                .path_and_query(pq.clone())
+                .build();
+        }
+    }
+    Uri::builder()
+        .scheme(Scheme::HTTPS)
+        .authority(authority.clone())
+        .path_and_query(PathAndQuery::try_from(escaped_path_and_query(uri))?)
+        .build()
+}
+
+/// The upstream path and query, always computed the long way: the decoded path
+/// re-escaped as Go's `EscapedPath` (`/` when empty), then `?` and the re-encoded query
+/// when it is not empty. [`upstream_uri`] skips this when it would change nothing.
+pub(crate) fn escaped_path_and_query(uri: &Uri) -> String {
     let decoded = percent_decode_str(uri.path()).decode_utf8_lossy();
     let mut pq = utf8_percent_encode(&decoded, PATH_ESCAPE).to_string();
     if pq.is_empty() {
@@ -43,11 +85,7 @@ pub fn upstream_uri(uri: &Uri, authority: &Authority) -> Result<Uri, http::Error
             pq.push_str(&encoded);
         }
     }
-    Uri::builder()
-        .scheme(Scheme::HTTPS)
-        .authority(authority.clone())
-        .path_and_query(PathAndQuery::try_from(pq)?)
-        .build()
+    pq
 }
 
 /// Go's `url.ParseQuery` then `Values.Encode`: pairs sorted by key (stable for equal
@@ -81,6 +119,11 @@ fn query_escape(s: &str, out: &mut String) {
     }
 }
 
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+const X_FORWARDED_URI: HeaderName = HeaderName::from_static("x-forwarded-uri");
+const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+
 /// Rewrites a client request into the request sent to the backend at `authority`.
 ///
 /// Removes hop-by-hop headers, `Host`, credentials, impersonation and client-supplied
@@ -102,11 +145,14 @@ pub fn upstream_request(
     let h = &mut parts.headers;
     remove_hop_by_hop(h);
     h.remove(header::HOST);
+    // Room for the identity and X-Forwarded-* headers, so the map grows at most once.
+    let extra_values: usize = user.extra.values().map(Vec::len).sum();
+    h.reserve(6 + user.groups.len() + extra_values);
     set_identity_headers(h, user);
     if let Some(addr) = remote_addr {
         let ip = addr.ip().to_string();
         let prior: Vec<&str> = h
-            .get_all("x-forwarded-for")
+            .get_all(X_FORWARDED_FOR)
             .iter()
             .filter_map(|v| v.to_str().ok())
             .collect();
@@ -116,15 +162,15 @@ pub fn upstream_request(
             format!("{}, {ip}", prior.join(", "))
         };
         if let Ok(v) = HeaderValue::from_str(&value) {
-            h.insert("x-forwarded-for", v);
+            h.insert(X_FORWARDED_FOR, v);
         }
     }
-    h.insert("x-forwarded-proto", HeaderValue::from_static("https"));
+    h.insert(X_FORWARDED_PROTO, HeaderValue::from_static("https"));
     if let Ok(v) = HeaderValue::from_str(&forwarded_uri) {
-        h.insert("x-forwarded-uri", v);
+        h.insert(X_FORWARDED_URI, v);
     }
     if let Ok(v) = HeaderValue::from_str(authority.as_str()) {
-        h.insert("x-forwarded-host", v);
+        h.insert(X_FORWARDED_HOST, v);
     }
     Ok(Request::from_parts(parts, body))
 }
@@ -184,6 +230,24 @@ mod tests {
             uri("/apis/g/v/a%20b"),
             "https://10.0.0.5:4443/apis/g/v/a%20b"
         );
+    }
+
+    #[test]
+    fn paths_needing_no_escaping_are_sent_as_they_came() {
+        for path in [
+            "/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods/coredns-1",
+            "/apis/g/v/a:b;c=d@e$f&g+h,i~j_k.l",
+            "/",
+            "/api/v1/nodes/",
+        ] {
+            let original: Uri = path.parse().unwrap();
+            assert_eq!(uri(path), format!("https://10.0.0.5:4443{path}"));
+            assert_eq!(escaped_path_and_query(&original), path);
+        }
+        // Anything to decode, escape or re-encode takes the long way.
+        assert_eq!(uri("/a%41"), "https://10.0.0.5:4443/aA");
+        assert_eq!(uri("/a?"), "https://10.0.0.5:4443/a");
+        assert_eq!(uri("/a*b"), "https://10.0.0.5:4443/a%2Ab");
     }
 
     #[test]

@@ -336,3 +336,56 @@ async fn huge_requests_are_not_cached() {
         "one byte less is cached"
     );
 }
+
+/// The cache key tells apart every pair of specs that differ, including ones whose
+/// fields only shift a boundary, and is the same for equal attributes.
+#[test]
+fn cache_keys_are_distinct_for_different_specs() {
+    let base = resource_attrs("alice");
+    let mut variants = vec![base.clone()];
+    let mut push = |f: &dyn Fn(&mut Attributes)| {
+        let mut a = base.clone();
+        f(&mut a);
+        variants.push(a);
+    };
+    push(&|a| a.namespace = "ns2".into());
+    push(&|a| a.verb = "watch".into());
+    push(&|a| a.api_group = "apps".into());
+    push(&|a| a.api_version = "v2".into());
+    push(&|a| a.resource = "pods".into());
+    push(&|a| a.subresource = "status".into());
+    push(&|a| a.name = "other".into());
+    push(&|a| a.user.name = "alic".into());
+    push(&|a| a.user.uid = "1".into());
+    push(&|a| a.user.groups = vec!["a,b".into()]);
+    push(&|a| a.user.groups = vec!["a".into(), "b".into()]);
+    push(&|a| a.user.groups = vec!["ab".into()]);
+    push(&|a| a.user.groups = vec!["a".into(), "".into()]);
+    push(&|a| {
+        a.user.extra.insert("k".into(), vec!["v".into()]);
+    });
+    push(&|a| {
+        a.user
+            .extra
+            .insert("k".into(), vec!["v".into(), "w".into()]);
+    });
+    push(&|a| {
+        a.user.extra.insert("k".into(), Vec::new());
+    });
+    // A boundary shift between two adjacent fields.
+    push(&|a| {
+        a.namespace = format!("{}x", a.namespace);
+        a.verb = a.verb[..a.verb.len() - 1].to_owned();
+    });
+    push(&|a| {
+        a.is_resource_request = false;
+        a.path = "/apis".into();
+    });
+    let keys: Vec<String> = variants.iter().map(super::cache_key).collect();
+    for (i, a) in keys.iter().enumerate() {
+        for (j, b) in keys.iter().enumerate().skip(i + 1) {
+            assert_ne!(a, b, "variants {i} and {j} share a key");
+        }
+    }
+    assert_eq!(super::cache_key(&base), super::cache_key(&base.clone()));
+}
