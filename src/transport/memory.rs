@@ -133,10 +133,9 @@ mod tests {
     #[test]
     fn an_unknown_server_name_is_an_error_naming_it() {
         let transport = InMemoryTransport::new();
-        let err = transport
-            .client(&target("api.other.svc"))
-            .err()
-            .expect("no backend was inserted");
+        let Err(err) = transport.client(&target("api.other.svc")) else {
+            panic!("no backend was inserted, yet a client came back");
+        };
         assert!(err.0.contains("\"api.other.svc\""), "{err}");
         assert!(format!("{transport:?}").contains("backends: []"));
     }

@@ -1,0 +1,371 @@
+//! Criterion bench of one aggregated request over real loopback mTLS (tokio, rustls):
+//! a client with a user certificate -> the whole stack behind `server::serve_tls`
+//! (x509 authentication, a cached SubjectAccessReview, routing, the proxy over
+//! `RustlsTransport` with the front-proxy client certificate) -> an HTTPS extension server
+//! that requires that certificate. The baseline in the same group is the same request
+//! sent straight to the extension server with the front-proxy certificate and
+//! `X-Remote-*` headers, as the aggregator would send it. HTTP/1.1 and HTTP/2, each over
+//! one kept-alive connection, one request at a time (latency, not throughput: see
+//! `benches/load/` for load).
+
+#[path = "../examples/support/pki.rs"]
+mod pki;
+
+use std::convert::Infallible;
+use std::hint::black_box;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use criterion::{Criterion, criterion_group, criterion_main};
+use http::{Request, Response, StatusCode, Uri};
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use kube_aggregator::apiservice::{ApiService, ConditionStatus, ServiceReference};
+use kube_aggregator::authn::{AuthenticationLayer, X509Authenticator};
+use kube_aggregator::authz::{AuthorizationLayer, SubjectAccessReviewAuthorizer};
+use kube_aggregator::availability::StaticServiceResolver;
+use kube_aggregator::body::BoxError;
+use kube_aggregator::rt::{Executor, Timer};
+use kube_aggregator::source::ApiServiceEvent;
+use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
+use kube_aggregator::webhook::WebhookClient;
+use kube_aggregator::{AggregatorLayer, Body, Registry, server};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use rustls_pki_types::pem::PemObject;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Runtime;
+use tower::ServiceBuilder;
+use tower::util::BoxCloneSyncService;
+
+const PATH: &str = "/apis/metrics.k8s.io/v1beta1/nodes";
+const ANSWER: &str =
+    r#"{"kind":"NodeMetricsList","apiVersion":"metrics.k8s.io/v1beta1","metadata":{},"items":[]}"#;
+
+fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
+    CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("generated PEM certificates: {e}"))
+}
+
+fn key(pem: &str) -> PrivateKeyDer<'static> {
+    PrivateKeyDer::from_pem_slice(pem.as_bytes())
+        .unwrap_or_else(|e| panic!("generated PEM key: {e}"))
+}
+
+fn roots(ca_pem: &str) -> RootCertStore {
+    let mut roots = RootCertStore::empty();
+    for c in certs(ca_pem) {
+        roots.add(c).unwrap_or_else(|e| panic!("generated CA: {e}"));
+    }
+    roots
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The extension server: requires a client certificate from `front_proxy_ca`, offers
+/// HTTP/2 and HTTP/1.1, answers every request with a small NodeMetricsList.
+async fn start_backend(serving: &pki::Leaf, front_proxy_ca: &pki::Ca) -> SocketAddr {
+    let verifier = WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots(&front_proxy_ca.cert_pem)),
+        provider(),
+    )
+    .build()
+    .unwrap_or_else(|e| panic!("front-proxy client verifier: {e}"));
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap_or_else(|e| panic!("TLS versions: {e}"))
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs(&serving.cert_pem), key(&serving.key_pem))
+        .unwrap_or_else(|e| panic!("serving certificate: {e}"));
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind the backend: {e}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("backend address: {e}"));
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let _ = tcp.set_nodelay(true);
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let svc = hyper::service::service_fn(|req: Request<Incoming>| async move {
+                    // A real extension server reads who is asking.
+                    let user = req.headers().get("x-remote-user").is_some();
+                    let mut res = Response::new(http_body_util::Full::new(Bytes::from_static(
+                        ANSWER.as_bytes(),
+                    )));
+                    if !user {
+                        *res.status_mut() = StatusCode::UNAUTHORIZED;
+                    }
+                    Ok::<_, Infallible>(res)
+                });
+                let _ = auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// A SubjectAccessReview webhook in memory that allows everything; its answer is cached
+/// after the first request.
+fn allowing_sar(timer: Timer) -> SubjectAccessReviewAuthorizer {
+    let svc = tower::service_fn(|_req: Request<Body>| async {
+        let review = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":true}}"#;
+        Ok::<_, BoxError>(Response::new(Body::full(review)))
+    });
+    let client = WebhookClient::new(
+        BoxCloneSyncService::new(svc),
+        Uri::from_static("https://authz.bench/authorize"),
+        timer.clone(),
+    );
+    SubjectAccessReviewAuthorizer::new(client, timer)
+}
+
+/// The aggregator: x509 authentication, SubjectAccessReview authorization, the
+/// `v1beta1.metrics.k8s.io` APIService on `kube-system/metrics-server` at `backend`.
+async fn start_gateway(
+    serving: &pki::Leaf,
+    client_ca: &pki::Ca,
+    serving_ca: &pki::Ca,
+    front_proxy: &pki::Leaf,
+    backend: SocketAddr,
+) -> SocketAddr {
+    let timer = Timer::tokio();
+    let proxy_cert = ClientCertificate::from_pem(
+        front_proxy.cert_pem.as_bytes(),
+        front_proxy.key_pem.as_bytes(),
+    )
+    .unwrap_or_else(|e| panic!("front-proxy client certificate: {e}"));
+    let registry = Registry::new(RustlsTransport::new(
+        proxy_cert,
+        Executor::tokio(),
+        timer.clone(),
+    ));
+    let mut apiservice = ApiService::default();
+    apiservice.metadata.name = "v1beta1.metrics.k8s.io".to_owned();
+    apiservice.spec.group = "metrics.k8s.io".to_owned();
+    apiservice.spec.version = "v1beta1".to_owned();
+    apiservice.spec.group_priority_minimum = 100;
+    apiservice.spec.version_priority = 100;
+    apiservice.spec.ca_bundle = serving_ca.cert_pem.as_bytes().to_vec();
+    apiservice.spec.service = Some(ServiceReference {
+        namespace: "kube-system".to_owned(),
+        name: "metrics-server".to_owned(),
+        port: Some(443),
+    });
+    if let Err(e) = registry.apply(ApiServiceEvent::Applied(apiservice)) {
+        panic!("the metrics APIService: {e}");
+    }
+    registry.set_available_condition(
+        "v1beta1.metrics.k8s.io",
+        ConditionStatus::True,
+        "Passed",
+        "all checks passed",
+    );
+    let mut resolver = StaticServiceResolver::new();
+    if let Err(e) = resolver.insert("kube-system", "metrics-server", 443, &backend.to_string()) {
+        panic!("resolver: {e}");
+    }
+    let x509 = X509Authenticator::new(certs(&client_ca.cert_pem))
+        .unwrap_or_else(|e| panic!("client CA: {e}"));
+    let host = tower::service_fn(|_req: Request<Body>| async {
+        let mut res = Response::new(Body::empty());
+        *res.status_mut() = StatusCode::NOT_FOUND;
+        Ok::<_, Infallible>(res)
+    });
+    let service = ServiceBuilder::new()
+        .layer(AuthenticationLayer::new(x509))
+        .layer(AuthorizationLayer::new(allowing_sar(timer.clone())))
+        .layer(AggregatorLayer::new(registry, resolver, timer))
+        .service(host);
+    let tls = server::server_config(
+        serving.cert_pem.as_bytes(),
+        serving.key_pem.as_bytes(),
+        client_ca.cert_pem.as_bytes(),
+        true,
+    )
+    .unwrap_or_else(|e| panic!("gateway TLS: {e}"));
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind the gateway: {e}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("gateway address: {e}"));
+    tokio::spawn(server::serve_tls(
+        listener,
+        tls,
+        service,
+        std::future::pending(),
+    ));
+    addr
+}
+
+/// One kept-alive client connection of either protocol.
+enum Connection {
+    Http1(hyper::client::conn::http1::SendRequest<Empty<Bytes>>),
+    Http2(hyper::client::conn::http2::SendRequest<Empty<Bytes>>),
+}
+
+impl Connection {
+    /// Connects to `addr` (verified as `server_name` by `ca`) presenting `identity`.
+    async fn open(
+        addr: SocketAddr,
+        server_name: &'static str,
+        ca: &pki::Ca,
+        identity: &pki::Leaf,
+        http2: bool,
+    ) -> Connection {
+        let mut config = ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap_or_else(|e| panic!("TLS versions: {e}"))
+            .with_root_certificates(roots(&ca.cert_pem))
+            .with_client_auth_cert(certs(&identity.cert_pem), key(&identity.key_pem))
+            .unwrap_or_else(|e| panic!("client certificate: {e}"));
+        config.alpn_protocols = vec![if http2 {
+            b"h2".to_vec()
+        } else {
+            b"http/1.1".to_vec()
+        }];
+        let tcp = TcpStream::connect(addr)
+            .await
+            .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        let _ = tcp.set_nodelay(true);
+        let name = ServerName::try_from(server_name).unwrap_or_else(|e| panic!("{e}"));
+        let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .unwrap_or_else(|e| panic!("TLS to {addr}: {e}"));
+        let io = TokioIo::new(tls);
+        if http2 {
+            let (send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+                .await
+                .unwrap_or_else(|e| panic!("HTTP/2 handshake with {addr}: {e}"));
+            tokio::spawn(conn);
+            Connection::Http2(send)
+        } else {
+            let (send, conn) = hyper::client::conn::http1::handshake(io)
+                .await
+                .unwrap_or_else(|e| panic!("HTTP/1.1 handshake with {addr}: {e}"));
+            tokio::spawn(conn);
+            Connection::Http1(send)
+        }
+    }
+
+    /// Sends `GET PATH` (with `headers`) and reads the whole answer; returns its status.
+    async fn get(&mut self, authority: &str, headers: &[(&str, &str)]) -> StatusCode {
+        let mut req = Request::get(format!("https://{authority}{PATH}"));
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        let req = req
+            .body(Empty::<Bytes>::new())
+            .unwrap_or_else(|e| panic!("request: {e}"));
+        let res = match self {
+            Connection::Http1(send) => {
+                if let Err(e) = send.ready().await {
+                    panic!("HTTP/1.1 connection lost: {e}");
+                }
+                send.send_request(req).await
+            }
+            Connection::Http2(send) => send.send_request(req).await,
+        };
+        let res = res.unwrap_or_else(|e| panic!("request failed: {e}"));
+        let status = res.status();
+        let body = res
+            .into_body()
+            .collect()
+            .await
+            .unwrap_or_else(|e| panic!("body: {e}"))
+            .to_bytes();
+        assert_eq!(body, ANSWER.as_bytes(), "the answer changed on the way");
+        status
+    }
+}
+
+fn proxy_tls(c: &mut Criterion) {
+    let rt: Runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let gateway_ca = pki::Ca::new("gateway-ca");
+    let client_ca = pki::Ca::new("client-ca");
+    let front_proxy_ca = pki::Ca::new("front-proxy-ca");
+    let serving_ca = pki::Ca::new("serving-ca");
+    let backend_serving = serving_ca.server("metrics-server", &["metrics-server.kube-system.svc"]);
+    let gateway_serving = gateway_ca.server("gateway", &["localhost"]);
+    let front_proxy = front_proxy_ca.client("front-proxy-client", &[]);
+    let user = client_ca.client("alice", &["system:masters"]);
+
+    let (backend, gateway) = rt.block_on(async {
+        let backend = start_backend(&backend_serving, &front_proxy_ca).await;
+        let gateway = start_gateway(
+            &gateway_serving,
+            &client_ca,
+            &serving_ca,
+            &front_proxy,
+            backend,
+        )
+        .await;
+        (backend, gateway)
+    });
+    let direct_headers = [
+        ("x-remote-user", "alice"),
+        ("x-remote-group", "system:masters"),
+    ];
+    let backend_authority = backend.to_string();
+    let gateway_authority = gateway.to_string();
+
+    let mut group = c.benchmark_group("proxy_tls");
+    for (protocol, http2) in [("http1", false), ("http2", true)] {
+        let (mut direct, mut via) = rt.block_on(async {
+            let direct = Connection::open(
+                backend,
+                "metrics-server.kube-system.svc",
+                &serving_ca,
+                &front_proxy,
+                http2,
+            )
+            .await;
+            let via = Connection::open(gateway, "localhost", &gateway_ca, &user, http2).await;
+            (direct, via)
+        });
+        // Bench the proxied path, not an error page; this also fills the caches and
+        // opens the gateway's backend connection.
+        for _ in 0..3 {
+            let status = rt.block_on(via.get(&gateway_authority, &[]));
+            assert_eq!(
+                status,
+                StatusCode::OK,
+                "{protocol}: the gateway did not proxy"
+            );
+        }
+        let status = rt.block_on(direct.get(&backend_authority, &direct_headers));
+        assert_eq!(status, StatusCode::OK, "{protocol}: the backend refused");
+
+        group.bench_function(format!("baseline_direct_{protocol}"), |b| {
+            b.iter(|| black_box(rt.block_on(direct.get(&backend_authority, &direct_headers))))
+        });
+        group.bench_function(format!("via_aggregator_{protocol}"), |b| {
+            b.iter(|| black_box(rt.block_on(via.get(&gateway_authority, &[]))))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, proxy_tls);
+criterion_main!(benches);
