@@ -249,7 +249,7 @@ where
 }
 
 /// A remote APIService: the gate, then the proxy (docs/upstream-behaviour.md §3.1 steps 3–8).
-fn remote(shared: Arc<Shared>, route: Arc<Route>, req: Request<Body>) -> ResponseFuture {
+fn remote(shared: Arc<Shared>, route: Arc<Route>, mut req: Request<Body>) -> ResponseFuture {
     Box::pin(async move {
         if !route.is_available() {
             return Ok(plain_text_error(
@@ -267,7 +267,8 @@ fn remote(shared: Arc<Shared>, route: Arc<Route>, req: Request<Body>) -> Respons
             }
             Backend::Local => return Ok(plain_text_error(StatusCode::NOT_FOUND, "")),
         };
-        let Some(user) = req.extensions().get::<UserInfo>().cloned() else {
+        // Taken out, not cloned: nothing behind the proxy reads the extensions.
+        let Some(user) = req.extensions_mut().remove::<UserInfo>() else {
             return Ok(plain_text_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "missing user",

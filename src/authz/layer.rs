@@ -106,20 +106,18 @@ where
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let uri = req.uri().to_string();
-        let info = match req.extensions().get::<RequestInfo>() {
-            Some(info) => info.clone(),
+        // The request URI appears only in error answers: format it only for them.
+        let uri = |req: &Request<B>| req.uri().to_string();
+        let computed = match req.extensions().get::<RequestInfo>() {
+            Some(_) => None,
             None => match RequestInfo::from_parts(req.method(), req.uri()) {
-                Ok(info) => {
-                    req.extensions_mut().insert(info.clone());
-                    info
-                }
+                Ok(info) => Some(info),
                 // Go's HTTP server refuses a path it cannot decode with 400 before any
                 // filter runs (as plain text); a path it decodes but RequestInfo cannot
                 // place is a 500. The 400 is a Status here so clients can read it.
                 Err(e @ RequestInfoError::UnknownKindAndNamespace { .. }) => {
                     let msg = format!("failed to create RequestInfo: {e}");
-                    return Box::pin(std::future::ready(Ok(internal_error(&uri, &msg))));
+                    return Box::pin(std::future::ready(Ok(internal_error(&uri(&req), &msg))));
                 }
                 Err(e) => {
                     let res = crate::status::Status::failure(
@@ -134,11 +132,22 @@ where
         };
         let Some(user) = req.extensions().get::<UserInfo>().cloned() else {
             return Box::pin(std::future::ready(Ok(internal_error(
-                &uri,
+                &uri(&req),
                 &"no user found for request",
             ))));
         };
-        let attrs = Attributes::new(user, &info);
+        // Built from a borrowed RequestInfo: the one found in the extensions, or the one
+        // just computed, which is stored afterwards for the layers behind.
+        let attrs = if let Some(info) = computed {
+            let attrs = Attributes::new(user, &info);
+            req.extensions_mut().insert(info);
+            attrs
+        } else if let Some(info) = req.extensions().get::<RequestInfo>() {
+            Attributes::new(user, info)
+        } else {
+            let msg = "no RequestInfo found for request";
+            return Box::pin(std::future::ready(Ok(internal_error(&uri(&req), &msg))));
+        };
         let pending = self.authorizer.authorize(&attrs);
         Box::pin(async move {
             match pending.await {
@@ -148,7 +157,7 @@ where
                     Ok(forbidden_response(&attrs, &a.reason))
                 }
                 // Fail closed: an authorizer that could not decide never allows (§8.2).
-                Err(e) => Ok(internal_error(&uri, &e)),
+                Err(e) => Ok(internal_error(&req.uri().to_string(), &e)),
             }
         })
     }
