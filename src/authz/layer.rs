@@ -108,10 +108,12 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         // The request URI appears only in error answers: format it only for them.
         let uri = |req: &Request<B>| req.uri().to_string();
-        let computed = match req.extensions().get::<RequestInfo>() {
-            Some(_) => None,
-            None => match RequestInfo::from_parts(req.method(), req.uri()) {
-                Ok(info) => Some(info),
+        if req.extensions().get::<RequestInfo>().is_none() {
+            match RequestInfo::from_parts(req.method(), req.uri()) {
+                // Stored for the layers behind, which route by it.
+                Ok(info) => {
+                    req.extensions_mut().insert(info);
+                }
                 // Go's HTTP server refuses a path it cannot decode with 400 before any
                 // filter runs (as plain text); a path it decodes but RequestInfo cannot
                 // place is a 500. The 400 is a Status here so clients can read it.
@@ -128,26 +130,18 @@ where
                     .into_response();
                     return Box::pin(std::future::ready(Ok(res)));
                 }
-            },
-        };
-        let Some(user) = req.extensions().get::<UserInfo>().cloned() else {
+            }
+        }
+        let (Some(user), Some(info)) = (
+            req.extensions().get::<UserInfo>(),
+            req.extensions().get::<RequestInfo>(),
+        ) else {
             return Box::pin(std::future::ready(Ok(internal_error(
                 &uri(&req),
                 &"no user found for request",
             ))));
         };
-        // Built from a borrowed RequestInfo: the one found in the extensions, or the one
-        // just computed, which is stored afterwards for the layers behind.
-        let attrs = if let Some(info) = computed {
-            let attrs = Attributes::new(user, &info);
-            req.extensions_mut().insert(info);
-            attrs
-        } else if let Some(info) = req.extensions().get::<RequestInfo>() {
-            Attributes::new(user, info)
-        } else {
-            let msg = "no RequestInfo found for request";
-            return Box::pin(std::future::ready(Ok(internal_error(&uri(&req), &msg))));
-        };
+        let attrs = Attributes::new(user.clone(), info);
         let pending = self.authorizer.authorize(&attrs);
         Box::pin(async move {
             match pending.await {
