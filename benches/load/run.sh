@@ -400,7 +400,7 @@ checks = [
     ("HTTP/2 req/s gateway/nginx >= 1.25", vs_nginx("h2", "rps"), 1.25, "ge"),
     ("open-loop p50 gateway/nginx <= 1.00", vs_nginx("open", "p50"), 1.00, "le"),
 ]
-print("\nThe bar (issue 5)\n")
+print("\nThe bar (benches/load/README.md)\n")
 print("| check | measured | met |")
 print("|---|---:|---|")
 for name, value, bound, how in checks:
