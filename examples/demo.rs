@@ -62,6 +62,8 @@ fn main() -> ExitCode {
         println!("  kubectl top pods -A");
         println!("  kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes");
         println!("  kubectl get nodes");
+        println!("  kubectl --user demo-viewer top nodes          # Forbidden by the policy");
+        println!("  kubectl --user demo-token top pods -n kube-system   # a bearer-token user");
         println!();
         println!("Serving until Ctrl-C.");
         let _ = tokio::signal::ctrl_c().await;
