@@ -473,17 +473,18 @@ fn canned_webhook(status: StatusCode, body: Bytes) -> WebhookClient {
     )
 }
 
-/// Runs `fut`, which must not wait on anything: the canned webhook and the clock are
-/// both ready at once.
-fn run_ready<F: Future>(fut: F) -> F::Output {
+/// Runs `fut` (`what` names it in the panic), which must not wait on anything: the
+/// canned servers, the in-memory backends and the clocks are all ready at once, so a
+/// future still pending after many polls hangs, which is a finding.
+fn run_ready<F: Future>(fut: F, what: &str) -> F::Output {
     let mut fut = pin!(fut);
     let mut cx = Context::from_waker(Waker::noop());
-    for _ in 0..64 {
+    for _ in 0..1024 {
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return v;
         }
     }
-    panic!("a webhook call against a ready server did not complete");
+    panic!("{what} did not complete although everything it waits on is ready");
 }
 
 /// `status` picks the webhook's HTTP status; `body` is its answer. Decodes `body` as a
@@ -544,7 +545,10 @@ pub fn fuzz_webhook_responses(status: u8, body: &[u8]) {
         canned_webhook(code, body.clone()),
         Timer::new(InstantClock),
     );
-    let decided = run_ready(authorizer.authorize(&attrs));
+    let decided = run_ready(
+        authorizer.authorize(&attrs),
+        "a SubjectAccessReview webhook call",
+    );
     match (&review, code.is_success()) {
         (Some(review), true) => {
             let direct = review.status.decision();
@@ -565,7 +569,10 @@ pub fn fuzz_webhook_responses(status: u8, body: &[u8]) {
                 "{decided:?} vs {direct:?}"
             );
             // A second ask must give the same answer, cached or not.
-            let again = run_ready(authorizer.authorize(&attrs));
+            let again = run_ready(
+                authorizer.authorize(&attrs),
+                "a SubjectAccessReview webhook call",
+            );
             assert_eq!(
                 again.as_ref().map(|a| a.decision).ok(),
                 decided.as_ref().map(|a| a.decision).ok()
@@ -586,7 +593,7 @@ pub fn fuzz_webhook_responses(status: u8, body: &[u8]) {
         ) else {
             return;
         };
-        let outcome = run_ready(authn.review("t0ken", &wanted));
+        let outcome = run_ready(authn.review("t0ken", &wanted), "a TokenReview webhook call");
         let Ok(Some(user)) = outcome else {
             continue;
         };
@@ -702,6 +709,16 @@ pub struct StackHeader<'a> {
     pub name: &'a str,
     /// The raw header value.
     pub value: &'a [u8],
+}
+
+impl StackHeader<'_> {
+    /// The header name this input stands for.
+    fn header_name(&self) -> &str {
+        STACK_HEADER_NAMES
+            .get(usize::from(self.name_choice))
+            .copied()
+            .unwrap_or(self.name)
+    }
 }
 
 /// One request of the whole-stack target.
@@ -958,10 +975,7 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
     *req.method_mut() = method.clone();
     *req.uri_mut() = uri;
     for h in &input.headers {
-        let name = STACK_HEADER_NAMES
-            .get(usize::from(h.name_choice))
-            .copied()
-            .unwrap_or(h.name);
+        let name = h.header_name();
         let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(name.as_bytes()),
             HeaderValue::from_bytes(h.value),
@@ -983,12 +997,12 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
         ..ConnectionInfo::default()
     });
 
-    let response = match run_until_ready(stack.oneshot(req), "the stack") {
+    let response = match run_ready(stack.oneshot(req), "the stack") {
         Ok(r) => r,
         Err(never) => match never {},
     };
     let (parts, body) = response.into_parts();
-    let body = match run_until_ready(http_body_util::BodyExt::collect(body), "the response body") {
+    let body = match run_ready(http_body_util::BodyExt::collect(body), "the response body") {
         Ok(b) => b.to_bytes(),
         Err(e) => panic!("the response body failed: {e}"),
     };
@@ -1158,24 +1172,7 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
 
 /// True when the only `Authorization` header of the input is the one the target adds.
 fn req_had_single_authorization(headers: &[StackHeader<'_>]) -> bool {
-    !headers.iter().any(|h| {
-        STACK_HEADER_NAMES
-            .get(usize::from(h.name_choice))
-            .copied()
-            .unwrap_or(h.name)
-            .eq_ignore_ascii_case("authorization")
-    })
-}
-
-/// Polls `fut` with a no-op waker until it is ready; everything it waits on is in
-/// memory and ready, so still pending after many polls means it hangs.
-fn run_until_ready<F: Future>(fut: F, what: &str) -> F::Output {
-    let mut fut = pin!(fut);
-    let mut cx = Context::from_waker(Waker::noop());
-    for _ in 0..1024 {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-    }
-    panic!("{what} did not complete against in-memory parts that are all ready");
+    !headers
+        .iter()
+        .any(|h| h.header_name().eq_ignore_ascii_case("authorization"))
 }
