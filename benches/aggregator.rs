@@ -6,10 +6,10 @@ use std::convert::Infallible;
 use std::hint::black_box;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 #[path = "../examples/support/pki.rs"]
 mod pki;
+mod support;
 
 use criterion::measurement::WallTime;
 use criterion::{
@@ -18,17 +18,15 @@ use criterion::{
 use http::{HeaderValue, Method, Request, Response, StatusCode, Uri};
 use kube_aggregator::apiservice::{ApiService, ConditionStatus, ServiceReference};
 use kube_aggregator::authn::{
-    AuthenticationLayer, BearerToken, CacheTtl, ConnectionInfo, TokenReviewAuthenticator, Union,
-    UserInfo, X509Authenticator,
+    AuthenticationLayer, BearerToken, ConnectionInfo, Union, UserInfo, X509Authenticator,
 };
-use kube_aggregator::authz::{AuthorizationLayer, RequestInfo, SubjectAccessReviewAuthorizer};
+use kube_aggregator::authz::{AuthorizationLayer, RequestInfo};
 use kube_aggregator::availability::StaticServiceResolver;
 use kube_aggregator::body::BoxError;
 use kube_aggregator::proxy::upstream_request;
 use kube_aggregator::rt::Timer;
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::{BackendClient, InMemoryTransport};
-use kube_aggregator::webhook::WebhookClient;
 use kube_aggregator::{AggregatorLayer, Body, Registry};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
@@ -266,35 +264,6 @@ fn proxy_rewrite(c: &mut Criterion) {
     group.finish();
 }
 
-/// A TokenReview webhook in memory that authenticates every token as `bob`.
-fn token_review(timer: Timer) -> TokenReviewAuthenticator {
-    let svc = tower::service_fn(|_req: Request<Body>| async {
-        let answer = r#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","status":{"authenticated":true,"user":{"username":"bob","groups":["dev"]}}}"#;
-        Ok::<_, BoxError>(Response::new(Body::full(answer)))
-    });
-    let client = WebhookClient::new(
-        BoxCloneSyncService::new(svc),
-        Uri::from_static("https://authn.bench/review"),
-        timer.clone(),
-    );
-    TokenReviewAuthenticator::new(client, timer, CacheTtl::both(Duration::from_secs(3600)))
-        .unwrap_or_else(|e| panic!("token review: {e}"))
-}
-
-/// A SubjectAccessReview webhook in memory that allows everything.
-fn allowing_sar(timer: Timer) -> SubjectAccessReviewAuthorizer {
-    let svc = tower::service_fn(|_req: Request<Body>| async {
-        let review = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":true}}"#;
-        Ok::<_, BoxError>(Response::new(Body::full(review)))
-    });
-    let client = WebhookClient::new(
-        BoxCloneSyncService::new(svc),
-        Uri::from_static("https://authz.bench/authorize"),
-        timer.clone(),
-    );
-    SubjectAccessReviewAuthorizer::new(client, timer)
-}
-
 fn first_der(pem: &str) -> CertificateDer<'static> {
     CertificateDer::pem_slice_iter(pem.as_bytes())
         .next()
@@ -350,10 +319,12 @@ fn stack(c: &mut Criterion) {
         .unwrap_or_else(|e| panic!("client CA: {e}"));
     let authn = Union::new()
         .push(x509)
-        .push(BearerToken::new(token_review(timer.clone())));
+        .push(BearerToken::new(support::token_review(timer.clone())));
     let stack = ServiceBuilder::new()
         .layer(AuthenticationLayer::new(authn))
-        .layer(AuthorizationLayer::new(allowing_sar(timer.clone())))
+        .layer(AuthorizationLayer::new(support::allowing_sar(
+            timer.clone(),
+        )))
         .layer(AggregatorLayer::new(registry, resolver, timer))
         .service(host);
     let backend = in_memory_backend();

@@ -2,26 +2,21 @@
 //! webhook in memory, answer already cached) and a client certificate (chain verified on
 //! every request, as kube-apiserver does), next to a no-authn baseline in the same group.
 
+mod support;
+
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use futures_util::FutureExt;
 use http::{Request, Response};
 use kube_aggregator::Body;
-use kube_aggregator::authn::{
-    AuthenticationLayer, BearerToken, CacheTtl, ConnectionInfo, TokenReviewAuthenticator,
-    X509Authenticator,
-};
-use kube_aggregator::body::BoxError;
+use kube_aggregator::authn::{AuthenticationLayer, BearerToken, ConnectionInfo, X509Authenticator};
 use kube_aggregator::rt::Timer;
-use kube_aggregator::webhook::WebhookClient;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
 };
-use tower::util::BoxCloneSyncService;
 use tower::{Layer, Service, ServiceExt};
 
 fn backend() -> impl Service<
@@ -33,25 +28,6 @@ fn backend() -> impl Service<
 + Send
 + 'static {
     tower::service_fn(|_req: Request<Body>| async { Ok(Response::new(Body::empty())) })
-}
-
-/// A TokenReview webhook in memory that authenticates every token.
-fn token_review() -> TokenReviewAuthenticator {
-    let svc = tower::service_fn(|_req: Request<Body>| async {
-        let answer = r#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","status":{"authenticated":true,"user":{"username":"alice","groups":["dev"]}}}"#;
-        Ok::<_, BoxError>(Response::new(Body::full(answer)))
-    });
-    let client = WebhookClient::new(
-        BoxCloneSyncService::new(svc),
-        "https://authn.bench/review".parse().expect("url"),
-        Timer::tokio(),
-    );
-    TokenReviewAuthenticator::new(
-        client,
-        Timer::tokio(),
-        CacheTtl::both(Duration::from_secs(3600)),
-    )
-    .expect("token review")
 }
 
 /// A client CA and a client certificate it signed (DER).
@@ -98,7 +74,8 @@ fn authn(c: &mut Criterion) {
         peer_certificates: Arc::from(vec![leaf]),
     };
 
-    let tokens = AuthenticationLayer::new(BearerToken::new(token_review())).layer(backend());
+    let tokens = AuthenticationLayer::new(BearerToken::new(support::token_review(Timer::tokio())))
+        .layer(backend());
     // Fill the cache once; every measured request is then a cache hit.
     let warm = rt.block_on(
         tokens

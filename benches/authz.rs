@@ -3,6 +3,8 @@
 //! request through `AuthorizationLayer` with a SubjectAccessReview cache hit against the
 //! same request with no authorization at all.
 
+mod support;
+
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::task::{Context, Poll};
@@ -11,13 +13,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use http::{Method, Request, Response, Uri};
 use kube_aggregator::Body;
 use kube_aggregator::authn::UserInfo;
-use kube_aggregator::authz::{
-    AlwaysAllow, AuthorizationLayer, RequestInfo, SubjectAccessReviewAuthorizer,
-};
-use kube_aggregator::body::BoxError;
+use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer, RequestInfo};
 use kube_aggregator::rt::Timer;
-use kube_aggregator::webhook::WebhookClient;
-use tower::util::BoxCloneSyncService;
 use tower::{Layer, Service, ServiceExt};
 
 /// Requests as a cluster's clients send them: kubectl, controllers' list/watch with
@@ -106,16 +103,6 @@ fn ok_handler() -> Ok200 {
     Ok200
 }
 
-/// A webhook in memory that allows everything.
-fn allowing_webhook(timer: Timer) -> WebhookClient {
-    let transport = BoxCloneSyncService::new(tower::service_fn(|_req: Request<Body>| async {
-        let review = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":true}}"#;
-        Ok::<_, BoxError>(Response::new(Body::full(review)))
-    }));
-    let url = Uri::from_static("https://authz.bench/authorize");
-    WebhookClient::new(transport, url, timer)
-}
-
 /// An authenticated `kubectl top pods`-like request.
 fn request() -> Request<Body> {
     let mut req = Request::get("/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods")
@@ -132,7 +119,7 @@ fn fast_path(c: &mut Criterion) {
         .build()
         .unwrap_or_else(|e| panic!("runtime: {e}"));
     let timer = Timer::tokio();
-    let sar = SubjectAccessReviewAuthorizer::new(allowing_webhook(timer.clone()), timer);
+    let sar = support::allowing_sar(timer);
     let with_sar = AuthorizationLayer::new(sar).layer(ok_handler());
     let with_allow = AuthorizationLayer::new(AlwaysAllow).layer(ok_handler());
     let baseline = ok_handler();

@@ -10,6 +10,7 @@
 
 #[path = "../examples/support/pki.rs"]
 mod pki;
+mod support;
 
 use std::convert::Infallible;
 use std::hint::black_box;
@@ -18,20 +19,18 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
-use http::{Request, Response, StatusCode, Uri};
+use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use kube_aggregator::apiservice::{ApiService, ConditionStatus, ServiceReference};
 use kube_aggregator::authn::{AuthenticationLayer, X509Authenticator};
-use kube_aggregator::authz::{AuthorizationLayer, SubjectAccessReviewAuthorizer};
+use kube_aggregator::authz::AuthorizationLayer;
 use kube_aggregator::availability::StaticServiceResolver;
-use kube_aggregator::body::BoxError;
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
-use kube_aggregator::webhook::WebhookClient;
 use kube_aggregator::{AggregatorLayer, Body, Registry, server};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
@@ -40,7 +39,6 @@ use rustls_pki_types::pem::PemObject;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tower::ServiceBuilder;
-use tower::util::BoxCloneSyncService;
 
 const PATH: &str = "/apis/metrics.k8s.io/v1beta1/nodes";
 const ANSWER: &str =
@@ -120,21 +118,6 @@ async fn start_backend(serving: &pki::Leaf, front_proxy_ca: &pki::Ca) -> SocketA
     addr
 }
 
-/// A SubjectAccessReview webhook in memory that allows everything; its answer is cached
-/// after the first request.
-fn allowing_sar(timer: Timer) -> SubjectAccessReviewAuthorizer {
-    let svc = tower::service_fn(|_req: Request<Body>| async {
-        let review = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":true}}"#;
-        Ok::<_, BoxError>(Response::new(Body::full(review)))
-    });
-    let client = WebhookClient::new(
-        BoxCloneSyncService::new(svc),
-        Uri::from_static("https://authz.bench/authorize"),
-        timer.clone(),
-    );
-    SubjectAccessReviewAuthorizer::new(client, timer)
-}
-
 /// The aggregator: x509 authentication, SubjectAccessReview authorization, the
 /// `v1beta1.metrics.k8s.io` APIService on `kube-system/metrics-server` at `backend`.
 async fn start_gateway(
@@ -189,7 +172,9 @@ async fn start_gateway(
     });
     let service = ServiceBuilder::new()
         .layer(AuthenticationLayer::new(x509))
-        .layer(AuthorizationLayer::new(allowing_sar(timer.clone())))
+        .layer(AuthorizationLayer::new(support::allowing_sar(
+            timer.clone(),
+        )))
         .layer(AggregatorLayer::new(registry, resolver, timer))
         .service(host);
     let tls = server::server_config(

@@ -1,0 +1,42 @@
+//! In-memory webhooks shared by the benches: a TokenReview server that authenticates
+//! every token and a SubjectAccessReview server that allows everything, each behind the
+//! library's `WebhookClient` so the benched code is the real client and cache.
+
+// Each bench file uses a part of it.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use http::{Request, Response, Uri};
+use kube_aggregator::Body;
+use kube_aggregator::authn::{CacheTtl, TokenReviewAuthenticator};
+use kube_aggregator::authz::SubjectAccessReviewAuthorizer;
+use kube_aggregator::body::BoxError;
+use kube_aggregator::rt::Timer;
+use kube_aggregator::webhook::WebhookClient;
+use tower::util::BoxCloneSyncService;
+
+/// A webhook client whose server answers every call with `answer` (JSON).
+fn in_memory_webhook(url: &'static str, answer: &'static str, timer: Timer) -> WebhookClient {
+    let svc = tower::service_fn(move |_req: Request<Body>| async move {
+        Ok::<_, BoxError>(Response::new(Body::full(answer)))
+    });
+    WebhookClient::new(BoxCloneSyncService::new(svc), Uri::from_static(url), timer)
+}
+
+/// A TokenReview authenticator whose webhook says every token is `alice` in `dev`;
+/// answers are cached for an hour, so after the first request every one is a cache hit.
+pub(crate) fn token_review(timer: Timer) -> TokenReviewAuthenticator {
+    let answer = r#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","status":{"authenticated":true,"user":{"username":"alice","groups":["dev"]}}}"#;
+    let client = in_memory_webhook("https://authn.bench/review", answer, timer.clone());
+    TokenReviewAuthenticator::new(client, timer, CacheTtl::both(Duration::from_secs(3600)))
+        .unwrap_or_else(|e| panic!("token review: {e}"))
+}
+
+/// A SubjectAccessReview authorizer whose webhook allows everything (default TTLs, so
+/// after the first request every one is a cache hit).
+pub(crate) fn allowing_sar(timer: Timer) -> SubjectAccessReviewAuthorizer {
+    let answer = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":true}}"#;
+    let client = in_memory_webhook("https://authz.bench/authorize", answer, timer.clone());
+    SubjectAccessReviewAuthorizer::new(client, timer)
+}
