@@ -389,10 +389,9 @@ impl SubjectAccessReviewAuthorizer {
     }
 }
 
-/// Upstream `shouldCache`: the caller controls these strings, so a huge request could be
-/// a denial-of-service attempt on the cache.
-fn should_cache(attrs: &Attributes) -> bool {
-    let size: usize = [
+/// The attributes a SubjectAccessReview's `resourceAttributes` carries, in its order.
+fn resource_fields(attrs: &Attributes) -> [&String; 7] {
+    [
         &attrs.namespace,
         &attrs.verb,
         &attrs.api_group,
@@ -400,11 +399,17 @@ fn should_cache(attrs: &Attributes) -> bool {
         &attrs.resource,
         &attrs.subresource,
         &attrs.name,
-        &attrs.path,
     ]
-    .iter()
-    .map(|s| s.len())
-    .sum();
+}
+
+/// Upstream `shouldCache`: the caller controls these strings, so a huge request could be
+/// a denial-of-service attempt on the cache.
+fn should_cache(attrs: &Attributes) -> bool {
+    let size = resource_fields(attrs)
+        .iter()
+        .map(|s| s.len())
+        .sum::<usize>()
+        + attrs.path.len();
     size < MAX_CACHED_ATTRIBUTE_BYTES
 }
 
@@ -442,15 +447,7 @@ fn cache_key(attrs: &Attributes) -> String {
     );
     if attrs.is_resource_request {
         key.push('R');
-        for s in [
-            &attrs.namespace,
-            &attrs.verb,
-            &attrs.api_group,
-            &attrs.api_version,
-            &attrs.resource,
-            &attrs.subresource,
-            &attrs.name,
-        ] {
+        for s in resource_fields(attrs) {
             field(&mut key, s);
         }
     } else {
