@@ -23,6 +23,7 @@ use http_body_util::BodyExt;
 use tower::{Layer, Service, ServiceExt};
 
 use crate::authn::{ConnectionInfo, UserInfo};
+use crate::authz::ApiPath;
 use crate::availability::ServiceResolver;
 use crate::body::{Body, BoxError, boxed, full};
 use crate::registry::{Backend, Registry, Route};
@@ -156,57 +157,68 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let req = req.map(boxed);
-        let inner = self.inner.clone();
+        let mut req = req.map(boxed);
         let table = self.shared.registry.snapshot();
-        let path = req.uri().path();
-        let mut segments = path
-            .strip_prefix("/apis")
-            .map(|rest| rest.split('/').filter(|s| !s.is_empty()));
-        let (group, version) = match segments.as_mut() {
-            Some(s) => (s.next(), s.next()),
-            None => (None, None),
+        let target = match route(&table, &mut req) {
+            Target::Ready(res) => return Box::pin(std::future::ready(Ok(res))),
+            target => target,
         };
-        let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
-        match (
-            path.starts_with("/apis") && (path.len() == 5 || path.as_bytes()[5] == b'/'),
-            group,
-            version,
-        ) {
-            (true, None, _) if is_get => {
-                let ours = table.api_group_list_json().clone();
-                group_list(inner, req, ours)
-            }
-            (true, Some(crate::apiservice::API_GROUP), _) => {
-                let (parts, _) = req.into_parts();
-                let res = crate::apiregistration::handle(&table, &parts);
-                Box::pin(std::future::ready(Ok(res)))
-            }
-            (true, Some(g), None) if is_get => match table.group(g) {
-                Some(group) => {
-                    let res = json(group.api_group_json.clone());
-                    Box::pin(std::future::ready(Ok(res)))
-                }
-                None => Box::pin(inner.oneshot(req)),
-            },
-            (true, Some(g), Some(v)) => match table.lookup(g, v) {
-                Some(route) if !route.apiservice.is_local() => {
-                    let route = route.clone();
-                    remote(self.shared.clone(), route, req)
-                }
-                _ => Box::pin(inner.oneshot(req)),
-            },
-            _ => {
-                // The legacy core API is proxied only when `v1.` is a remote APIService.
-                if path == "/api" || path.starts_with("/api/") {
-                    if let Some(route) = table.get("v1.").filter(|r| !r.apiservice.is_local()) {
-                        let route = route.clone();
-                        return remote(self.shared.clone(), route, req);
-                    }
-                }
-                Box::pin(inner.oneshot(req))
-            }
+        let inner = self.inner.clone();
+        match target {
+            Target::GroupList => group_list(inner, req, table.api_group_list_json().clone()),
+            Target::Remote(route) => remote(self.shared.clone(), route, req),
+            Target::Inner | Target::Ready(_) => Box::pin(inner.oneshot(req)),
         }
+    }
+}
+
+/// Where [`route`] sends a request.
+enum Target {
+    /// Answered already (discovery of one group, the APIService API, a path error).
+    Ready(Response<Body>),
+    /// `/apis`: our group list merged with the host's.
+    GroupList,
+    /// A remote APIService.
+    Remote(Arc<Route>),
+    /// The host's own handlers.
+    Inner,
+}
+
+/// The mux of kube-aggregator's `apiserver.go`. Reads the RequestInfo authorization read
+/// (or computes the same one when no authorization layer runs), so routing and
+/// authorization see one group and version (docs/upstream-behaviour.md §2.2).
+fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>) -> Target {
+    let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
+    if let Err(res) = crate::authz::request_info::ensure(req) {
+        return Target::Ready(res);
+    }
+    let req = &*req;
+    let Some(info) = req.extensions().get::<crate::authz::RequestInfo>() else {
+        // `ensure` stored it; never reached, and never a reason to route.
+        let uri = req.uri().to_string();
+        return Target::Ready(crate::status::internal_error(&uri, &"no RequestInfo"));
+    };
+    match info.api_path() {
+        ApiPath::GroupList if is_get => Target::GroupList,
+        ApiPath::Group(crate::apiservice::API_GROUP)
+        | ApiPath::GroupVersion {
+            group: crate::apiservice::API_GROUP,
+            ..
+        } => Target::Ready(crate::apiregistration::handle(table, req, info)),
+        ApiPath::Group(g) if is_get => match table.group(g) {
+            Some(group) => Target::Ready(json(group.api_group_json.clone())),
+            None => Target::Inner,
+        },
+        ApiPath::GroupVersion { group, version } => match table.lookup(group, version) {
+            Some(route) if !route.apiservice.is_local() => Target::Remote(route.clone()),
+            _ => Target::Inner,
+        },
+        // The legacy core API is proxied only when `v1.` is a remote APIService.
+        ApiPath::Legacy => match table.get("v1.").filter(|r| !r.apiservice.is_local()) {
+            Some(route) => Target::Remote(route.clone()),
+            None => Target::Inner,
+        },
+        _ => Target::Inner,
     }
 }
 

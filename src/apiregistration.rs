@@ -5,65 +5,75 @@
 
 use std::time::{Duration, SystemTime};
 
-use http::{HeaderValue, Method, Response, StatusCode, header, request::Parts};
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
 use crate::apiservice::{API_GROUP, API_VERSION, ApiService};
+use crate::authz::{ApiPath, RequestInfo};
 use crate::body::{Body, full};
 use crate::registry::RoutingTable;
 use crate::status::{Status, plain_text_error};
 
 const RESOURCE: &str = "apiservices";
 
-/// Answers a request under `/apis/apiregistration.k8s.io`.
-pub(crate) fn handle(table: &RoutingTable, parts: &Parts) -> Response<Body> {
-    let rest = parts
-        .uri
-        .path()
-        .trim_start_matches("/apis/apiregistration.k8s.io");
-    let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
-    if parts.method != Method::GET && parts.method != Method::HEAD {
+/// Answers a request under `/apis/apiregistration.k8s.io`, reading what it asks for from
+/// the request's [`RequestInfo`] (the one authorization decided on).
+pub(crate) fn handle<B>(
+    table: &RoutingTable,
+    req: &Request<B>,
+    info: &RequestInfo,
+) -> Response<Body> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
         return Status::method_not_supported(
             API_GROUP,
             RESOURCE,
-            &parts.method.as_str().to_lowercase(),
+            &req.method().as_str().to_lowercase(),
         )
         .into_response();
     }
-    match segments.as_slice() {
-        [] => json_response(&crate::discovery::api_group_json(
-            API_GROUP,
-            ["v1"].into_iter(),
-        )),
-        ["v1"] => json_response(&resource_list()),
-        ["v1", "apiservices"] => {
-            if is_watch(parts) {
-                return Status::method_not_supported(API_GROUP, RESOURCE, "watch").into_response();
-            }
+    if !info.is_resource_request {
+        return match info.api_path() {
+            ApiPath::Group(_) => json_response(&crate::discovery::api_group_json(
+                API_GROUP,
+                ["v1"].into_iter(),
+            )),
+            ApiPath::GroupVersion { version: "v1", .. } => json_response(&resource_list()),
+            _ => not_found(),
+        };
+    }
+    let parts: Vec<&str> = info.parts.iter().map(String::as_str).collect();
+    if info.api_version != "v1" || info.resource != RESOURCE || !info.namespace.is_empty() {
+        return not_found();
+    }
+    match (info.verb.as_str(), parts.as_slice()) {
+        ("watch", _) => Status::method_not_supported(API_GROUP, RESOURCE, "watch").into_response(),
+        ("list", [_]) => {
             let items: Vec<ApiService> = table
                 .routes()
                 .map(|r| with_type_meta(&r.apiservice))
                 .collect();
-            if wants_table(parts) {
+            if wants_table(req.headers()) {
                 return table_response(&items);
             }
             let list = json!({"kind": "APIServiceList", "apiVersion": API_VERSION, "metadata": {"resourceVersion": table.generation().to_string()}, "items": items});
             json_response(&serde_json::to_vec(&list).unwrap_or_default())
         }
-        ["v1", "apiservices", name] | ["v1", "apiservices", name, "status"] => {
-            match table.get(name) {
-                None => Status::not_found(API_GROUP, RESOURCE, name).into_response(),
-                Some(route) => {
-                    let svc = with_type_meta(&route.apiservice);
-                    if wants_table(parts) {
-                        return table_response(std::slice::from_ref(&svc));
-                    }
-                    json_response(&serde_json::to_vec(&svc).unwrap_or_default())
+        ("get", [_, name]) | ("get", [_, name, "status"]) => match table.get(name) {
+            None => Status::not_found(API_GROUP, RESOURCE, name).into_response(),
+            Some(route) => {
+                let svc = with_type_meta(&route.apiservice);
+                if wants_table(req.headers()) {
+                    return table_response(std::slice::from_ref(&svc));
                 }
+                json_response(&serde_json::to_vec(&svc).unwrap_or_default())
             }
-        }
-        _ => plain_text_error(StatusCode::NOT_FOUND, "404 page not found"),
+        },
+        _ => not_found(),
     }
+}
+
+fn not_found() -> Response<Body> {
+    plain_text_error(StatusCode::NOT_FOUND, "404 page not found")
 }
 
 fn with_type_meta(svc: &ApiService) -> ApiService {
@@ -86,17 +96,9 @@ fn resource_list() -> Vec<u8> {
     serde_json::to_vec(&doc).unwrap_or_default()
 }
 
-fn is_watch(parts: &Parts) -> bool {
-    parts.uri.query().is_some_and(|q| {
-        form_urlencoded::parse(q.as_bytes())
-            .any(|(k, v)| k == "watch" && v != "0" && !v.eq_ignore_ascii_case("false"))
-    })
-}
-
 /// True when `Accept` names the `meta.k8s.io` Table (`application/json;as=Table;v=v1;g=meta.k8s.io`).
-fn wants_table(parts: &Parts) -> bool {
-    parts
-        .headers
+fn wants_table(headers: &http::HeaderMap) -> bool {
+    headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
@@ -224,11 +226,11 @@ mod tests {
             .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
             .body(())
             .unwrap();
-        assert!(wants_table(&req.into_parts().0));
+        assert!(wants_table(req.headers()));
         let plain = http::Request::get("/")
             .header("accept", "application/json")
             .body(())
             .unwrap();
-        assert!(!wants_table(&plain.into_parts().0));
+        assert!(!wants_table(plain.headers()));
     }
 }

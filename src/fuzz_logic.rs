@@ -643,17 +643,19 @@ impl hyper::rt::Timer for FrozenClock {
 }
 
 /// The `--token-auth-file` of the whole-stack target: an admin (group `admins`), a
-/// viewer, and a user the policy has no opinion on.
+/// viewer, a user allowed only the core group, and a user the policy has no opinion on.
 const STACK_TOKENS: &str = "admin-token,admin,1,\"admins\"\n\
 viewer-token,viewer,2\n\
+core-token,core,4\n\
 nobody-token,nobody,3,\"x,y\"\n";
 
 /// `Authorization` values the target may add: none, each known token, an unknown
 /// token, a basic credential, and malformed bearer forms.
-const STACK_CREDENTIALS: [&str; 8] = [
+const STACK_CREDENTIALS: [&str; 9] = [
     "",
     "Bearer admin-token",
     "Bearer viewer-token",
+    "Bearer core-token",
     "Bearer nobody-token",
     "Bearer wrong-token",
     "Basic YWRtaW46YWRtaW4=",
@@ -689,10 +691,17 @@ const STACK_HEADER_NAMES: [&str; 22] = [
 ];
 
 /// Request-target prefixes of the whole-stack target, so that inputs reach every route.
-const STACK_TARGET_PREFIXES: [&str; 8] = [
+const STACK_TARGET_PREFIXES: [&str; 13] = [
     "",
     "/apis/metrics.k8s.io/v1beta1/",
     "/apis/metrics.k8s.io/v1beta1/namespaces/",
+    // Empty or escaped segments where group or version belong: authorization and
+    // routing must read these alike.
+    "/apis//metrics.k8s.io/v1beta1/",
+    "/apis/metrics.k8s.io//v1beta1/",
+    "/apis/%2Fmetrics.k8s.io/v1beta1/",
+    "/apis/metrics.k8s.io%2Fv1beta1/",
+    "//apis/metrics.k8s.io/v1beta1/",
     "/apis/down.example.com/v1/",
     "/apis/missing.example.com/v1/",
     "/apis/local.example.com/v1/",
@@ -748,11 +757,12 @@ struct SeenRequest {
     body: Bytes,
 }
 
-type DecisionLog = std::sync::Arc<std::sync::Mutex<Vec<(UserInfo, Decision)>>>;
+type DecisionLog = std::sync::Arc<std::sync::Mutex<Vec<(Attributes, Decision)>>>;
 
 /// The fixed policy of the whole-stack target, recording every decision: `admins` may do
-/// anything; `viewer` may get/list/watch in `metrics.k8s.io`; any authenticated user may
-/// GET non-resource URLs under `/apis` (discovery); `nobody` gets no opinion; the rest is
+/// anything; `viewer` may get/list/watch in `metrics.k8s.io`; `core` may do anything in
+/// the core group (and nothing in `metrics.k8s.io`); any authenticated user may GET
+/// non-resource URLs under `/apis` (discovery); `nobody` gets no opinion; the rest is
 /// denied.
 struct RecordingPolicy(DecisionLog);
 
@@ -764,13 +774,14 @@ impl Authorizer for RecordingPolicy {
             && attrs.is_resource_request
             && attrs.api_group == "metrics.k8s.io"
             && matches!(attrs.verb.as_str(), "get" | "list" | "watch");
+        let core = u.name == "core" && attrs.is_resource_request && attrs.api_group.is_empty();
         let discovery = !attrs.is_resource_request
             && attrs.verb == "get"
             && (attrs.path == "/apis" || attrs.path.starts_with("/apis/"))
             && u.groups
                 .iter()
                 .any(|g| g == crate::authn::SYSTEM_AUTHENTICATED);
-        let decision = if admin || viewer || discovery {
+        let decision = if admin || viewer || core || discovery {
             Decision::Allow
         } else if u.name == "nobody" {
             Decision::NoOpinion
@@ -780,7 +791,7 @@ impl Authorizer for RecordingPolicy {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push((u.clone(), decision));
+            .push((attrs.clone(), decision));
         let mut answer = crate::authz::Authorization::new(decision);
         answer.reason = "fuzz policy".to_owned();
         Box::pin(std::future::ready(Ok(answer)))
@@ -1027,7 +1038,7 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
     );
 
     // Who the stack believed the caller was, if it got as far as authorization.
-    if let Some((user, _)) = decisions.first() {
+    if let Some((Attributes { user, .. }, _)) = decisions.first() {
         if !sent_authorization {
             assert_eq!(
                 user.name,
@@ -1041,12 +1052,28 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
     }
 
     if let Some(seen) = seen.first() {
-        let Some((user, decision)) = decisions.first() else {
+        let Some((attrs, decision)) = decisions.first() else {
             panic!(
                 "a request reached the backend without authorization: {} {}",
                 seen.method, seen.uri
             );
         };
+        let user = &attrs.user;
+        // What was authorized names the APIService's own group and version: a resource
+        // in metrics.k8s.io/v1beta1, or that group-version's discovery document.
+        let own = if attrs.is_resource_request {
+            attrs.api_group == "metrics.k8s.io" && attrs.api_version == "v1beta1"
+        } else {
+            matches!(
+                attrs.path.as_str(),
+                "/apis/metrics.k8s.io/v1beta1" | "/apis/metrics.k8s.io/v1beta1/"
+            )
+        };
+        assert!(
+            own,
+            "the metrics backend was reached by {} {} authorized as {attrs:?}",
+            seen.method, seen.uri
+        );
         assert_eq!(
             *decision,
             Decision::Allow,
@@ -1105,7 +1132,7 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
     }
 
     // The backend was not reached: the stack answered itself.
-    if let Some((user, decision)) = decisions.first() {
+    if let Some((Attributes { user, .. }, decision)) = decisions.first() {
         if *decision != Decision::Allow {
             assert_eq!(
                 status,

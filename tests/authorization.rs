@@ -528,3 +528,74 @@ async fn allow_is_cached_and_deny_is_asked_again_after_its_ttl() {
     assert_eq!(bob.get(&allowed).await.0, StatusCode::OK);
     assert_eq!(webhook.count(), 3, "the Allow is still within its TTL");
 }
+
+/// Issue: routing and authorization once read `//` differently, so
+/// `/apis//widgets.example.io/v1alpha1/...` was authorized as the core group (version
+/// `widgets.example.io`) and proxied to the widgets APIService. Both now read one parse
+/// of the path: every variant a policy allowing only the core group sees is either
+/// authorized as widgets (403) or routed nowhere (the host's 404), and none reaches the
+/// backend. Upstream's mux matches only `/apis/<g>/<v>` and `/apis/<g>/<v>/...`.
+#[tokio::test]
+async fn double_slash_and_escaped_slash_paths_never_reach_a_backend_unauthorized() {
+    let pki = Pki::new();
+    let mut backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
+    // Anything in the core group and any non-resource URL; nothing in widgets.
+    let webhook = Webhook::start(|spec| {
+        let core =
+            spec["resourceAttributes"]["group"].is_null() && spec["resourceAttributes"].is_object();
+        let non_resource = spec["nonResourceAttributes"].is_object();
+        status(core || non_resource, false, "")
+    })
+    .await;
+    let authorizer = SubjectAccessReviewAuthorizer::from_kubeconfig(
+        &webhook.config_file("double-slash"),
+        Executor::tokio(),
+        Timer::tokio(),
+    )
+    .expect("webhook kubeconfig");
+    let bob = Bob::new(&pki, gateway(&pki, backend.addr, authorizer).await);
+
+    let rest = "namespaces/kube-system/widgets/secret-thing";
+    for (path, want) in [
+        (format!("{BASE}/{rest}"), StatusCode::FORBIDDEN),
+        (
+            format!("/apis//{GROUP}/v1alpha1/{rest}"),
+            StatusCode::NOT_FOUND,
+        ),
+        // Group widgets, version "", resource v1alpha1: asked of the policy as widgets.
+        (
+            format!("/apis/{GROUP}//v1alpha1/{rest}"),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            format!("/apis/%2F{GROUP}/v1alpha1/{rest}"),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            format!("/apis/{GROUP}%2F%2Fv1alpha1/{rest}"),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            format!("/apis%2F{GROUP}/v1alpha1/{rest}"),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            format!("//apis/{GROUP}/v1alpha1/{rest}"),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            format!("/apis/{GROUP}%2Fv1alpha1/{rest}"),
+            StatusCode::FORBIDDEN,
+        ),
+        (format!("/apis//{GROUP}/v1alpha1"), StatusCode::NOT_FOUND),
+        (format!("/apis//{GROUP}/v1alpha1/"), StatusCode::NOT_FOUND),
+        (format!("/apis/{GROUP}//v1alpha1"), StatusCode::FORBIDDEN),
+    ] {
+        let (status, body) = bob.get(&path).await;
+        assert_eq!(status, want, "{path}: {body}");
+        if want == StatusCode::NOT_FOUND {
+            assert!(body.starts_with("inner: GET "), "{path}: {body}");
+        }
+    }
+    backend.assert_untouched();
+}

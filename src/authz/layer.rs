@@ -7,7 +7,7 @@ use http::{Request, Response};
 use tower::{Layer, Service};
 
 use super::forbidden::forbidden_response;
-use super::{Attributes, Authorizer, Decision, RequestInfo, RequestInfoError};
+use super::{Attributes, Authorizer, Decision, RequestInfo};
 use crate::authn::UserInfo;
 use crate::body::Body;
 use crate::status::internal_error;
@@ -108,29 +108,8 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         // The request URI appears only in error answers: format it only for them.
         let uri = |req: &Request<B>| req.uri().to_string();
-        if req.extensions().get::<RequestInfo>().is_none() {
-            match RequestInfo::from_parts(req.method(), req.uri()) {
-                // Stored for the layers behind, which route by it.
-                Ok(info) => {
-                    req.extensions_mut().insert(info);
-                }
-                // Go's HTTP server refuses a path it cannot decode with 400 before any
-                // filter runs (as plain text); a path it decodes but RequestInfo cannot
-                // place is a 500. The 400 is a Status here so clients can read it.
-                Err(e @ RequestInfoError::UnknownKindAndNamespace { .. }) => {
-                    let msg = format!("failed to create RequestInfo: {e}");
-                    return Box::pin(std::future::ready(Ok(internal_error(&uri(&req), &msg))));
-                }
-                Err(e) => {
-                    let res = crate::status::Status::failure(
-                        http::StatusCode::BAD_REQUEST,
-                        "BadRequest",
-                        e.to_string(),
-                    )
-                    .into_response();
-                    return Box::pin(std::future::ready(Ok(res)));
-                }
-            }
+        if let Err(res) = super::request_info::ensure(&mut req) {
+            return Box::pin(std::future::ready(Ok(res)));
         }
         let (Some(user), Some(info)) = (
             req.extensions().get::<UserInfo>(),

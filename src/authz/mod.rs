@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 pub use forbidden::forbidden_message;
 pub use layer::{AuthorizationLayer, AuthorizationService};
-pub use request_info::{RequestInfo, RequestInfoError};
+pub use request_info::{ApiPath, RequestInfo, RequestInfoError};
 pub use webhook::{
     NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewAuthorizer,
     SubjectAccessReviewSpec, SubjectAccessReviewStatus, UnsupportedWebhookVersion, WebhookVersion,
@@ -152,6 +152,61 @@ pub struct AlwaysDeny;
 impl Authorizer for AlwaysDeny {
     fn authorize(&self, _: &Attributes) -> AuthorizeFuture {
         Box::pin(std::future::ready(Ok(Authorization::new(Decision::Deny))))
+    }
+}
+
+/// The group kube-apiserver's privileged-group authorizer allows (`user.SystemPrivilegedGroup`).
+pub const SYSTEM_MASTERS: &str = "system:masters";
+
+/// Allows every request of a user in one of its groups and has no opinion on the rest,
+/// with an empty reason either way.
+///
+/// kube-apiserver always puts one of these for `system:masters` in front of every
+/// configured mode (`authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)` in
+/// [pkg/kubeapiserver/authorizer/config.go](https://github.com/kubernetes/kubernetes/blob/master/pkg/kubeapiserver/authorizer/config.go),
+/// the type in k8s.io/apiserver `pkg/authorization/authorizerfactory/builtin.go`), so a
+/// break-glass administrator is answered without asking a webhook that may be down or
+/// hanging. Put it first in a [`Union`]:
+///
+/// ```
+/// use kube_aggregator::authz::{AlwaysDeny, PrivilegedGroups, Union};
+/// let authorizer = Union::new()
+///     .push("privileged-groups", PrivilegedGroups::system_masters())
+///     .push("AlwaysDeny", AlwaysDeny);
+/// # let _ = authorizer;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrivilegedGroups {
+    groups: Vec<String>,
+}
+
+impl PrivilegedGroups {
+    /// Allows users in any of `groups`.
+    pub fn new(groups: impl IntoIterator<Item = impl Into<String>>) -> PrivilegedGroups {
+        PrivilegedGroups {
+            groups: groups.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Allows `system:masters`, as kube-apiserver does.
+    pub fn system_masters() -> PrivilegedGroups {
+        PrivilegedGroups::new([SYSTEM_MASTERS])
+    }
+}
+
+impl Authorizer for PrivilegedGroups {
+    fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
+        let privileged = attrs
+            .user
+            .groups
+            .iter()
+            .any(|g| self.groups.iter().any(|p| p == g));
+        let decision = if privileged {
+            Decision::Allow
+        } else {
+            Decision::NoOpinion
+        };
+        Box::pin(std::future::ready(Ok(Authorization::new(decision))))
     }
 }
 

@@ -118,6 +118,41 @@ pub enum RequestInfoError {
     },
 }
 
+impl RequestInfoError {
+    /// The answer upstream gives: Go's HTTP server refuses a path it cannot decode with
+    /// 400 before any filter runs (as plain text; a `Status` here, so clients can read
+    /// it); a path it decodes but RequestInfo cannot place is the RequestInfo filter's
+    /// 500 `InternalError`.
+    pub(crate) fn into_response(self, uri: &Uri) -> http::Response<crate::body::Body> {
+        match self {
+            e @ RequestInfoError::UnknownKindAndNamespace { .. } => crate::status::internal_error(
+                &uri.to_string(),
+                &format!("failed to create RequestInfo: {e}"),
+            ),
+            e => crate::status::Status::failure(
+                http::StatusCode::BAD_REQUEST,
+                "BadRequest",
+                e.to_string(),
+            )
+            .into_response(),
+        }
+    }
+}
+
+/// Puts the request's [`RequestInfo`] into its extensions unless an earlier layer did;
+/// the error answer when the path cannot be parsed. Authorization and routing both read
+/// the one stored value.
+pub(crate) fn ensure<B>(
+    req: &mut http::Request<B>,
+) -> Result<(), http::Response<crate::body::Body>> {
+    if req.extensions().get::<RequestInfo>().is_none() {
+        let info = RequestInfo::from_parts(req.method(), req.uri())
+            .map_err(|e| e.into_response(req.uri()))?;
+        req.extensions_mut().insert(info);
+    }
+    Ok(())
+}
+
 /// Which path prefixes hold resources (upstream `RequestInfoFactory`).
 ///
 /// Prefixes are written without leading or trailing slashes.
@@ -191,6 +226,109 @@ impl RequestInfo {
     }
 }
 
+/// The segments of a decoded path as upstream splits it: leading and trailing slashes
+/// trimmed, then split on every `/`, so `//` inside the path gives an empty segment.
+///
+/// The one split of the path: [`RequestInfo`] takes prefix, group and version from it,
+/// and [`RequestInfo::api_path`] (what the aggregator routes by) reads the same segments,
+/// so routing and authorization cannot disagree on which group and version a path names.
+fn path_segments(path: &str) -> impl Iterator<Item = &str> {
+    let trimmed = path.trim_matches('/');
+    trimmed.split('/').filter(move |_| !trimmed.is_empty())
+}
+
+/// Which part of the API a request path addresses, as kube-aggregator's mux matches it
+/// (`/apis`, `/apis/<group>`, `/apis/<group>/<version>` exactly or as a `/`-prefix), with
+/// group and version taken from the same segments [`RequestInfo`] authorizes.
+///
+/// A path with an empty segment where the group or version belongs
+/// (`/apis//metrics.k8s.io/v1beta1/...`, `/apis/metrics.k8s.io//v1beta1`, or the same
+/// with `%2F`) or a doubled leading slash matches none of upstream's patterns and is
+/// [`ApiPath::Other`] here too: upstream answers it 404, and it never reaches an
+/// APIService whose group the authorizer was not asked about.
+///
+/// ```
+/// use http::{Method, Uri};
+/// use kube_aggregator::authz::{ApiPath, RequestInfo};
+///
+/// let info = |p: &str| RequestInfo::from_parts(&Method::GET, &p.parse::<Uri>().unwrap()).unwrap();
+/// assert_eq!(
+///     info("/apis/metrics.k8s.io/v1beta1/nodes").api_path(),
+///     ApiPath::GroupVersion { group: "metrics.k8s.io", version: "v1beta1" },
+/// );
+/// assert_eq!(info("/apis/metrics.k8s.io").api_path(), ApiPath::Group("metrics.k8s.io"));
+/// // Authorized as the core group, version "metrics.k8s.io": routed nowhere.
+/// assert_eq!(info("/apis//metrics.k8s.io/v1beta1/nodes").api_path(), ApiPath::Other);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiPath<'a> {
+    /// `/apis` or `/apis/`: the group list.
+    GroupList,
+    /// `/apis/<group>` or `/apis/<group>/`.
+    Group(&'a str),
+    /// `/apis/<group>/<version>` or anything below `/apis/<group>/<version>/`.
+    GroupVersion {
+        /// The API group.
+        group: &'a str,
+        /// The API version.
+        version: &'a str,
+    },
+    /// `/api`, `/api/`, or `/api/<version>` and below: the legacy core group.
+    Legacy,
+    /// Anything else.
+    Other,
+}
+
+impl RequestInfo {
+    /// Where [`RequestInfo::path`] points in the API, for routing (see [`ApiPath`]).
+    ///
+    /// For a resource request under `/apis`, the group and version returned are
+    /// [`RequestInfo::api_group`] and [`RequestInfo::api_version`].
+    pub fn api_path(&self) -> ApiPath<'_> {
+        let path = self.path.as_str();
+        let mut segments = path_segments(path);
+        let (first, group, version) = (segments.next(), segments.next(), segments.next());
+        // Upstream's mux compares the path itself: exactly one leading slash, and no empty
+        // segment before what the pattern names.
+        let below = |prefix: &[&str]| {
+            let mut rest = path;
+            for s in prefix {
+                match rest.strip_prefix('/').and_then(|r| r.strip_prefix(s)) {
+                    Some(r) if !s.is_empty() => rest = r,
+                    _ => return None,
+                }
+            }
+            Some(rest)
+        };
+        match (first, group, version) {
+            (Some("apis"), None, _) if matches!(below(&["apis"]), Some("" | "/")) => {
+                ApiPath::GroupList
+            }
+            (Some("apis"), Some(g), None) if matches!(below(&["apis", g]), Some("" | "/")) => {
+                ApiPath::Group(g)
+            }
+            (Some("apis"), Some(g), Some(v))
+                if below(&["apis", g, v]).is_some_and(|r| r.is_empty() || r.starts_with('/')) =>
+            {
+                debug_assert!(
+                    !self.is_resource_request || (self.api_group == g && self.api_version == v)
+                );
+                ApiPath::GroupVersion {
+                    group: g,
+                    version: v,
+                }
+            }
+            (Some("api"), None, _) if matches!(below(&["api"]), Some("" | "/")) => ApiPath::Legacy,
+            (Some("api"), Some(v), _)
+                if below(&["api", v]).is_some_and(|r| r.is_empty() || r.starts_with('/')) =>
+            {
+                ApiPath::Legacy
+            }
+            _ => ApiPath::Other,
+        }
+    }
+}
+
 fn resolve_with(
     is_api_prefix: impl Fn(&str) -> bool,
     is_groupless: impl Fn(&str) -> bool,
@@ -198,12 +336,7 @@ fn resolve_with(
     uri: &Uri,
 ) -> Result<RequestInfo, RequestInfoError> {
     let path = decode_path(uri.path())?;
-    let trimmed = path.trim_matches('/');
-    let segments: Vec<&str> = if trimmed.is_empty() {
-        Vec::new()
-    } else {
-        trimmed.split('/').collect()
-    };
+    let segments: Vec<&str> = path_segments(&path).collect();
     let non_resource = || RequestInfo {
         path: path.to_string(),
         verb: method.as_str().to_ascii_lowercase(),
