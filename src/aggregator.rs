@@ -189,8 +189,8 @@ enum Target {
 /// authorization see one group and version (docs/upstream-behaviour.md §2.2).
 fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>) -> Target {
     let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
-    if let Err(res) = crate::authz::request_info::ensure(req) {
-        return Target::Ready(res);
+    if let Err(e) = crate::authz::request_info::ensure(req) {
+        return Target::Ready(e.into_response(req.uri()));
     }
     let req = &*req;
     let Some(info) = req.extensions().get::<crate::authz::RequestInfo>() else {

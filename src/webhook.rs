@@ -3,9 +3,11 @@
 //!
 //! Mirrors k8s.io/apiserver `pkg/util/webhook` (`webhook.go`, `authentication.go`): the
 //! configuration is a kubeconfig whose current context (or first cluster and user) names
-//! the server, its CA and the client credentials; transient failures (connection errors,
-//! HTTP 429, 500, 504, or a `Retry-After`) are retried with exponential backoff (500 ms,
-//! ×1.5, jitter 0.2, 5 steps); each attempt has a timeout (10 s).
+//! the server, its CA and the client credentials; transient failures (a reset or lost
+//! connection, HTTP 429, 500, 504, or a `Retry-After`) are retried with exponential
+//! backoff (500 ms, ×1.5, jitter 0.2, 5 steps); each attempt has a timeout (10 s), and an
+//! attempt that times out is not retried, so a hanging webhook costs one call and at most
+//! one timeout per request.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -53,9 +55,19 @@ impl Default for Backoff {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum WebhookError {
-    /// The server could not be reached (dial, TLS, protocol) or did not answer in time.
+    /// The server could not be reached (dial, TLS, protocol). Not retried: upstream
+    /// retries a connection only when it was reset or lost ([`WebhookError::ConnectionLost`]).
     #[error("{0}")]
     Transport(String),
+    /// The connection was reset by the server (`ECONNRESET`) or aborted while the call was
+    /// under way; retried, as upstream's `utilnet.IsConnectionReset` and
+    /// `IsHTTP2ConnectionLost` errors are.
+    #[error("{0}")]
+    ConnectionLost(String),
+    /// The attempt did not finish within the client timeout (10 s by default). Not retried:
+    /// upstream's client-side deadline ends the call (`context deadline exceeded`).
+    #[error("{0}")]
+    Timeout(String),
     /// The server answered with a non-2xx status.
     #[error(
         "the server responded with the status code {code} but did not return more information: {body}"
@@ -71,15 +83,35 @@ pub enum WebhookError {
 }
 
 impl WebhookError {
-    /// True for failures upstream retries: connection errors and 429, 500, 504 or any
-    /// answer with `Retry-After` (apiserver `webhook.DefaultShouldRetry`).
+    /// True for failures upstream retries (apiserver `webhook.DefaultShouldRetry`): a
+    /// reset or lost connection, and 429, 500, 504 or any answer with `Retry-After`.
+    /// Never a timeout, a refused connection or a TLS failure.
     pub fn is_transient(&self) -> bool {
         match self {
-            WebhookError::Transport(_) => true,
+            WebhookError::ConnectionLost(_) => true,
+            WebhookError::Transport(_) | WebhookError::Timeout(_) => false,
             WebhookError::Status {
                 code, retry_after, ..
             } => *retry_after || matches!(code, 429 | 500 | 504),
         }
+    }
+
+    /// A transport failure, classified by the I/O error somewhere in its chain.
+    fn from_transport(e: &(dyn std::error::Error + 'static)) -> WebhookError {
+        let text = crate::status::error_chain(e);
+        let mut cur = Some(e);
+        while let Some(err) = cur {
+            if let Some(io) = err.downcast_ref::<std::io::Error>() {
+                if matches!(
+                    io.kind(),
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+                ) {
+                    return WebhookError::ConnectionLost(text);
+                }
+            }
+            cur = err.source();
+        }
+        WebhookError::Transport(text)
     }
 }
 
@@ -178,14 +210,14 @@ impl WebhookClient {
                 .clone()
                 .oneshot(req)
                 .await
-                .map_err(|e| WebhookError::Transport(crate::status::error_chain(&*e)))?;
+                .map_err(|e| WebhookError::from_transport(&*e))?;
             let status = res.status();
             let retry_after = res.headers().contains_key(header::RETRY_AFTER);
             let bytes = res
                 .into_body()
                 .collect()
                 .await
-                .map_err(|e| WebhookError::Transport(e.to_string()))?
+                .map_err(|e| WebhookError::from_transport(&*e))?
                 .to_bytes();
             if status.is_success() {
                 Ok(bytes)
@@ -204,7 +236,7 @@ impl WebhookClient {
         };
         match self.timer.timeout(self.timeout, call).await {
             Ok(r) => r,
-            Err(_) => Err(WebhookError::Transport(format!(
+            Err(_) => Err(WebhookError::Timeout(format!(
                 "Post \"{}\": context deadline exceeded",
                 self.url
             ))),
@@ -451,7 +483,13 @@ current-context: webhook
 
     #[test]
     fn transient_errors_follow_upstream() {
-        assert!(WebhookError::Transport("connection refused".into()).is_transient());
+        assert!(!WebhookError::Transport("connection refused".into()).is_transient());
+        assert!(!WebhookError::Timeout("context deadline exceeded".into()).is_transient());
+        assert!(WebhookError::ConnectionLost("connection reset by peer".into()).is_transient());
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert!(WebhookError::from_transport(&reset).is_transient());
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(!WebhookError::from_transport(&refused).is_transient());
         for (code, transient) in [
             (429, true),
             (500, true),

@@ -22,7 +22,8 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use kube_aggregator::authn::X509Authenticator;
 use kube_aggregator::authz::{
-    SubjectAccessReview, SubjectAccessReviewAuthorizer, SubjectAccessReviewStatus,
+    PrivilegedGroups, SubjectAccessReview, SubjectAccessReviewAuthorizer,
+    SubjectAccessReviewStatus, Union,
 };
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::webhook::{Backoff, Kubeconfig};
@@ -145,7 +146,12 @@ struct Bob {
 
 impl Bob {
     fn new(pki: &Pki, addr: SocketAddr) -> Bob {
-        let leaf = pki.client_ca.client("bob", &["dev"]);
+        Bob::with_identity(pki, addr, "bob", &["dev"])
+    }
+
+    /// A client presenting a certificate for `user` in `groups`.
+    fn with_identity(pki: &Pki, addr: SocketAddr, user: &str, groups: &[&str]) -> Bob {
+        let leaf = pki.client_ca.client(user, groups);
         let mut roots = rustls::RootCertStore::empty();
         for c in CertificateDer::pem_slice_iter(pki.gateway_ca.cert_pem.as_bytes()) {
             roots.add(c.expect("CA PEM")).expect("trust anchor");
@@ -215,6 +221,10 @@ impl Bob {
 
     async fn get(&self, path_and_query: &str) -> (StatusCode, String) {
         self.send(Method::GET, path_and_query).await
+    }
+
+    async fn get_owned(&self, path_and_query: String) -> (StatusCode, String) {
+        self.send(Method::GET, &path_and_query).await
     }
 }
 
@@ -598,4 +608,108 @@ async fn double_slash_and_escaped_slash_paths_never_reach_a_backend_unauthorized
         }
     }
     backend.assert_untouched();
+}
+
+/// An HTTPS webhook that reads each review and never answers; counts the reviews.
+async fn hanging_webhook(calls: Arc<std::sync::atomic::AtomicUsize>) -> String {
+    let ca = pki::Ca::new("hanging-authz-ca");
+    let leaf = ca.server("authz", &["127.0.0.1"]);
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let tls = kube_aggregator::server::server_config(
+        leaf.cert_pem.as_bytes(),
+        leaf.key_pem.as_bytes(),
+        b"",
+        true,
+    )
+    .expect("webhook TLS");
+    let service = tower::service_fn(move |_: Request<hyper::body::Incoming>| {
+        calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::future::pending::<
+            Result<http::Response<kube_aggregator::Body>, std::convert::Infallible>,
+        >()
+    });
+    tokio::spawn(kube_aggregator::server::serve_tls(
+        listener,
+        tls,
+        service,
+        std::future::pending(),
+    ));
+    policy::webhook_kubeconfig(&format!("https://{addr}/authorize"), ca.cert_pem.as_bytes())
+}
+
+/// A SubjectAccessReview webhook that hangs costs each request exactly one call (a timed
+/// out attempt is not retried, as upstream's `DefaultShouldRetry`), and the request fails
+/// closed at the client timeout; `system:masters` is allowed by the privileged-group
+/// authorizer in front of it without asking the webhook at all.
+#[tokio::test]
+async fn a_hanging_webhook_gets_one_call_per_request_and_masters_never_wait_for_it() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let pki = Pki::new();
+    let mut backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let kubeconfig = hanging_webhook(calls.clone()).await;
+    let timeout = Duration::from_millis(500);
+    // The default backoff (5 steps): nothing here shortens the retries.
+    let client = Kubeconfig::parse(&kubeconfig, std::path::Path::new("."))
+        .expect("kubeconfig")
+        .client(Executor::tokio(), Timer::tokio())
+        .expect("webhook client")
+        .with_timeout(timeout);
+    let authorizer = Union::new()
+        .push("privileged-groups", PrivilegedGroups::system_masters())
+        .push(
+            "Webhook",
+            SubjectAccessReviewAuthorizer::new(client, Timer::tokio()),
+        );
+    let x509 = X509Authenticator::from_pem(pki.client_ca.cert_pem.as_bytes()).expect("client CA");
+    let addr = common::Gateway::start_with_authorizer(&pki, x509, authorizer, backend.addr)
+        .await
+        .addr;
+    let bob = Bob::new(&pki, addr);
+    let root = Bob::with_identity(&pki, addr, "root", &["system:masters"]);
+
+    for i in 1..=3 {
+        let started = std::time::Instant::now();
+        let (status, body) = bob
+            .get(&format!("{BASE}/namespaces/ns1/widgets/w{i}"))
+            .await;
+        let took = started.elapsed();
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+        assert!(body.contains("context deadline exceeded"), "{body}");
+        assert!(
+            took >= timeout && took < timeout * 3,
+            "answered after {took:?} with a {timeout:?} webhook timeout"
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), i, "calls after request {i}");
+    }
+
+    // Twenty at once: twenty calls, not a hundred.
+    let answers = futures_util::future::join_all(
+        (0..20).map(|i| bob.get_owned(format!("{BASE}/namespaces/ns2/widgets/c{i}"))),
+    )
+    .await;
+    assert!(
+        answers
+            .iter()
+            .all(|(s, _)| *s == StatusCode::INTERNAL_SERVER_ERROR)
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 23);
+
+    let started = std::time::Instant::now();
+    let (status, body) = root
+        .get(&format!("{BASE}/namespaces/kube-system/widgets/w1"))
+        .await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "some data"));
+    assert!(
+        started.elapsed() < timeout,
+        "system:masters waited {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        23,
+        "system:masters was asked of the webhook"
+    );
+    backend.next_request().await;
 }

@@ -489,3 +489,38 @@ async fn local_and_unknown_paths_reach_the_inner_service_and_discovery_is_served
     );
     f.backend.assert_untouched();
 }
+
+/// A request whose chunked body is malformed is the client's fault: 400 with a Status,
+/// not 503 "error trying to reach service" (Go's server answers a body it cannot read
+/// with 400).
+#[tokio::test]
+async fn a_malformed_chunked_body_gets_400_not_503() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    for alpn in [HTTP11_ONLY, H2_AND_HTTP11] {
+        let pki = Pki::new();
+        let backend = Backend::start_reading_bodies(&pki, alpn, ok).await;
+        let gateway = Gateway::start(&pki, alice(), backend.addr).await;
+        let client = Client::new(&pki, gateway.addr, None, Protocol::Http1);
+        let mut tls = client.connect().await;
+        let request = format!(
+            "POST {BASE}/namespaces/ns1/widgets HTTP/1.1\r\nHost: localhost\r\n\
+             Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
+             5\r\nhello\r\nzz\r\n"
+        );
+        tls.write_all(request.as_bytes()).await.expect("write");
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(common::WAIT, tls.read_to_end(&mut answer)).await;
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{alpn:?}: {answer}");
+        let body = answer.split_once("\r\n\r\n").expect("a body").1;
+        let status: serde_json::Value = serde_json::from_str(body).expect("a Status");
+        assert_eq!(status["reason"], "BadRequest", "{body}");
+        assert_eq!(status["code"], 400, "{body}");
+        assert!(
+            status["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("the request body could not be read: ")),
+            "{body}"
+        );
+    }
+}

@@ -114,6 +114,14 @@ impl FlagValue for u16 {
     }
 }
 
+impl FlagValue for u32 {
+    const TYPE_NAME: &'static str = "int";
+    const ARITY: Arity = Arity::Value;
+    fn parse_value(s: &str) -> Result<Self, String> {
+        s.parse().map_err(|_| int_error("ParseInt", s))
+    }
+}
+
 impl FlagValue for u8 {
     const TYPE_NAME: &'static str = "int";
     const ARITY: Arity = Arity::Value;
@@ -596,6 +604,8 @@ const GATEWAY_FLAGS: &[FlagSpec] = &[
         "Number for the log level verbosity.").shorthand('v'),
     FlagSpec::of::<bool>("enable-http2", "true",
         "Offer HTTP/2 to clients and extension API servers."),
+    FlagSpec::of::<u32>("http2-max-streams-per-connection", "0",
+        "The limit that the server gives to clients for the maximum number of streams in an HTTP/2 connection. Zero means to use the default (250)."),
 ];
 
 /// The gateway's flag table.
@@ -671,6 +681,8 @@ pub struct GatewayOptions {
     pub v: u8,
     /// `--enable-http2`, default true.
     pub enable_http2: bool,
+    /// `--http2-max-streams-per-connection`, default 0 (250).
+    pub http2_max_streams_per_connection: u32,
 }
 
 impl GatewayOptions {
@@ -716,6 +728,7 @@ impl GatewayOptions {
             apiservice_dir_poll_interval: f.get("apiservice-dir-poll-interval")?,
             v: f.get("v")?,
             enable_http2: f.get("enable-http2")?,
+            http2_max_streams_per_connection: f.get("http2-max-streams-per-connection")?,
         };
         options.validate()?;
         Ok(options)
@@ -823,6 +836,7 @@ impl Default for GatewayOptions {
             apiservice_dir_poll_interval: Duration::from_secs(2),
             v: 0,
             enable_http2: true,
+            http2_max_streams_per_connection: 0,
         }
     }
 }

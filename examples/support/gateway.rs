@@ -18,7 +18,7 @@ use kube_aggregator::authn::{
     X509Authenticator,
 };
 use kube_aggregator::authz::{
-    AlwaysAllow, AlwaysDeny, AuthorizationLayer, SubjectAccessReviewAuthorizer,
+    AlwaysAllow, AlwaysDeny, AuthorizationLayer, PrivilegedGroups, SubjectAccessReviewAuthorizer,
     Union as AuthorizerUnion, WebhookVersion,
 };
 use kube_aggregator::availability::{
@@ -142,7 +142,10 @@ pub async fn start(
     );
     tokio::spawn(controller.run());
 
-    let mut authorizer = AuthorizerUnion::new();
+    // As kube-apiserver: system:masters is allowed before any configured mode is asked,
+    // so a break-glass administrator never waits on a webhook that is down.
+    let mut authorizer =
+        AuthorizerUnion::new().push("privileged-groups", PrivilegedGroups::system_masters());
     for mode in &opts.authorization_mode {
         authorizer = match mode.as_str() {
             "AlwaysAllow" => authorizer.push(mode.clone(), AlwaysAllow),
@@ -205,7 +208,13 @@ pub async fn start(
         .local_addr()
         .map_err(|e| StartError(e.to_string()))?;
     tracing::info!(%local_addr, "serving securely");
-    let handle = tokio::spawn(server::serve_tls(listener, tls, service, shutdown));
+    let mut serving = server::ServeConfig::default();
+    if opts.http2_max_streams_per_connection > 0 {
+        serving = serving.http2_max_concurrent_streams(opts.http2_max_streams_per_connection);
+    }
+    let handle = tokio::spawn(server::serve_tls_with(
+        listener, tls, service, shutdown, serving,
+    ));
     Ok((
         Gateway {
             registry,

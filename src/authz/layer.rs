@@ -108,7 +108,8 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         // The request URI appears only in error answers: format it only for them.
         let uri = |req: &Request<B>| req.uri().to_string();
-        if let Err(res) = super::request_info::ensure(&mut req) {
+        if let Err(e) = super::request_info::ensure(&mut req) {
+            let res = e.into_response(req.uri());
             return Box::pin(std::future::ready(Ok(res)));
         }
         let (Some(user), Some(info)) = (

@@ -139,15 +139,12 @@ impl RequestInfoError {
     }
 }
 
-/// Puts the request's [`RequestInfo`] into its extensions unless an earlier layer did;
-/// the error answer when the path cannot be parsed. Authorization and routing both read
-/// the one stored value.
-pub(crate) fn ensure<B>(
-    req: &mut http::Request<B>,
-) -> Result<(), http::Response<crate::body::Body>> {
+/// Puts the request's [`RequestInfo`] into its extensions unless an earlier layer did.
+/// Authorization and routing both read the one stored value; on an error, answer with
+/// [`RequestInfoError::into_response`].
+pub(crate) fn ensure<B>(req: &mut http::Request<B>) -> Result<(), RequestInfoError> {
     if req.extensions().get::<RequestInfo>().is_none() {
-        let info = RequestInfo::from_parts(req.method(), req.uri())
-            .map_err(|e| e.into_response(req.uri()))?;
+        let info = RequestInfo::from_parts(req.method(), req.uri())?;
         req.extensions_mut().insert(info);
     }
     Ok(())

@@ -53,6 +53,7 @@ pub async fn forward(
     req: Request<Body>,
 ) -> Response<Body> {
     let discovery = is_discovery_path(req.uri().path());
+    let (req, client_body) = watch_request_body(req);
     let upstream = match upstream_request(req, authority, user, remote_addr) {
         Ok(r) => r,
         Err(e) => {
@@ -73,6 +74,21 @@ pub async fn forward(
     };
     match result {
         Ok(res) => upstream_response(res),
+        // The client's own body broke the call (a malformed chunk, a reset upload): the
+        // client's fault, answered 400 as Go's server answers a body it cannot read.
+        Err(_) if client_body.as_ref().is_some_and(|f| f.get().is_some()) => {
+            let e = client_body
+                .as_ref()
+                .and_then(|f| f.get())
+                .map_or("", String::as_str);
+            tracing::debug!(%authority, error = %e, "the request body could not be read");
+            crate::status::Status::failure(
+                StatusCode::BAD_REQUEST,
+                "BadRequest",
+                format!("the request body could not be read: {e}"),
+            )
+            .into_response()
+        }
         Err(e) => {
             let text = crate::status::error_chain(&*e);
             tracing::info!(%authority, error = %text, "backend unreachable");
@@ -82,6 +98,31 @@ pub async fn forward(
             )
         }
     }
+}
+
+/// Where a failure of the client's request body is recorded.
+type BodyFailure = std::sync::Arc<std::sync::OnceLock<String>>;
+
+/// Wraps a request body that is not empty so that an error reading it is recorded: the
+/// upstream call then fails with a transport error that no longer says whose fault it was
+/// (over HTTP/2 the stream is just reset).
+fn watch_request_body(req: Request<Body>) -> (Request<Body>, Option<BodyFailure>) {
+    use http_body::Body as _;
+    if req.body().is_end_stream() {
+        return (req, None);
+    }
+    let failure = BodyFailure::default();
+    let record = failure.clone();
+    let req = req.map(|body| {
+        Body::new(http_body_util::BodyExt::map_err(
+            body,
+            move |e: crate::body::BoxError| {
+                let _ = record.set(crate::status::error_chain(&*e));
+                e
+            },
+        ))
+    });
+    (req, Some(failure))
 }
 
 /// True for `/apis/<group>/<version>` (exactly three segments): the non-resource

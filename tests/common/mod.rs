@@ -180,6 +180,25 @@ impl Backend {
         alpn: &[&[u8]],
         handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
     ) -> Backend {
+        Backend::start_with(pki, alpn, handler, false).await
+    }
+
+    /// As [`Backend::start`], reading each request body to its end before answering (the
+    /// handler's answer when the body arrived whole, a 400 when it did not).
+    pub(crate) async fn start_reading_bodies(
+        pki: &Pki,
+        alpn: &[&[u8]],
+        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
+    ) -> Backend {
+        Backend::start_with(pki, alpn, handler, true).await
+    }
+
+    async fn start_with(
+        pki: &Pki,
+        alpn: &[&[u8]],
+        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
+        read_bodies: bool,
+    ) -> Backend {
         let leaf = pki.serving_ca.server("backend", &["backend.test-ns.svc"]);
         let verifier = WebPkiClientVerifier::builder_with_provider(
             Arc::new(roots(&pki.front_proxy_ca.cert_pem)),
@@ -206,6 +225,7 @@ impl Backend {
             Arc::new(handler),
             tx,
             connections.clone(),
+            read_bodies,
         ));
         Backend {
             addr,
@@ -239,6 +259,7 @@ async fn backend_accept_loop(
     handler: Handler,
     tx: mpsc::UnboundedSender<Seen>,
     connections: Arc<AtomicUsize>,
+    read_bodies: bool,
 ) {
     while let Ok((tcp, _)) = listener.accept().await {
         connections.fetch_add(1, Ordering::SeqCst);
@@ -248,16 +269,24 @@ async fn backend_accept_loop(
                 return;
             };
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
-                let (parts, _body) = req.into_parts();
-                let seen = Seen {
-                    method: parts.method,
-                    uri: parts.uri,
-                    version: parts.version,
-                    headers: parts.headers,
-                };
-                let res = handler(&seen);
-                let _ = tx.send(seen);
-                std::future::ready(Ok::<_, Infallible>(res))
+                let (handler, tx) = (handler.clone(), tx.clone());
+                async move {
+                    let (parts, body) = req.into_parts();
+                    let seen = Seen {
+                        method: parts.method,
+                        uri: parts.uri,
+                        version: parts.version,
+                        headers: parts.headers,
+                    };
+                    let whole = !read_bodies || body.collect().await.is_ok();
+                    let res = if whole {
+                        handler(&seen)
+                    } else {
+                        respond(400, "the body did not arrive whole")
+                    };
+                    let _ = tx.send(seen);
+                    Ok::<_, Infallible>(res)
+                }
             });
             let _ = auto::Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(tls), svc)
@@ -518,7 +547,7 @@ impl Client {
     }
 
     /// A new TLS connection to the gateway, as `localhost`.
-    async fn connect(&self) -> tokio_rustls::client::TlsStream<TcpStream> {
+    pub(crate) async fn connect(&self) -> tokio_rustls::client::TlsStream<TcpStream> {
         let tcp = within("connect to the gateway", TcpStream::connect(self.addr))
             .await
             .expect("the gateway accepts connections");

@@ -1,0 +1,485 @@
+//! One accepted connection: the TLS handshake, HTTP/1.1 or HTTP/2 by ALPN, and the
+//! header-read and idle timeouts of Go's `http.Server` (what `ReadHeaderTimeout` and
+//! `IdleTimeout` mean in `net/http/server.go` and `x/net/http2/server.go`).
+//!
+//! hyper's own HTTP/1 header timer starts as soon as a connection waits for a request, so
+//! it would also close idle keep-alive connections after the header timeout. Go keeps the
+//! two apart: after a response, the connection may wait [`ServeConfig::idle_timeout`] for
+//! the next request's first byte, and from that byte on has the header timeout. The
+//! [`Activity`] of a connection tracks what that needs: requests in flight (from the
+//! service call to the end of the response body), when the connection last went idle, and
+//! the first byte read while idle.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode, Version, header};
+use http_body::{Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use rustls::pki_types::CertificateDer;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tower::Service;
+
+use super::ServeConfig;
+use crate::authn::{CloseConnection, ConnectionInfo};
+use crate::body::{Body, BoxError};
+use crate::status::Status;
+
+/// Go's slack over `MaxHeaderBytes` (`initialReadLimitSize` in net/http).
+const HEADER_SLACK: usize = 4096;
+/// hyper refuses a read buffer limit below this.
+const MIN_BUF_SIZE: usize = 8192;
+
+/// Serves one TCP connection until it ends, times out, or the server stops.
+pub(super) async fn serve<S>(
+    tcp: TcpStream,
+    remote_addr: SocketAddr,
+    acceptor: tokio_rustls::TlsAcceptor,
+    service: S,
+    config: Arc<ServeConfig>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) where
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    // Go gives the handshake the header timeout too (`tlsHandshakeTimeout`).
+    let stream = match tokio::time::timeout(config.read_header_timeout, acceptor.accept(tcp)).await
+    {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            tracing::debug!(%remote_addr, error = %e, "TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%remote_addr, "TLS handshake timed out");
+            return;
+        }
+    };
+    let tls = &stream.get_ref().1;
+    let http2 = tls.alpn_protocol() == Some(b"h2");
+    let peer: Arc<[CertificateDer<'static>]> = tls
+        .peer_certificates()
+        .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
+        .unwrap_or_else(|| Arc::from(Vec::new()));
+    let activity = Arc::new(Activity::new(!http2));
+    let service = ConnService {
+        inner: service,
+        info: ConnectionInfo {
+            remote_addr: Some(remote_addr),
+            peer_certificates: peer,
+        },
+        activity: activity.clone(),
+    };
+    let io = TokioIo::new(Tracked {
+        inner: stream,
+        activity: activity.clone(),
+    });
+
+    // ALPN picks the protocol and its settings. (With upgrades enabled, hyper-util still
+    // reads the first bytes to confirm it; the header timeout covers that read too.)
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    if http2 {
+        builder = builder.http2_only();
+        let header_list =
+            u32::try_from(config.max_header_bytes.saturating_add(HEADER_SLACK)).unwrap_or(u32::MAX);
+        builder
+            .http2()
+            .max_concurrent_streams(config.http2_max_concurrent_streams)
+            .initial_stream_window_size(config.http2_stream_window)
+            .max_header_list_size(header_list);
+    } else {
+        builder = builder.http1_only();
+        builder
+            .http1()
+            .max_buf_size(
+                config
+                    .max_header_bytes
+                    .saturating_add(HEADER_SLACK)
+                    .max(MIN_BUF_SIZE),
+            )
+            .max_headers(config.max_headers);
+    }
+    let conn = builder.serve_connection_with_upgrades(io, TowerToHyperService::new(service));
+    let mut conn = std::pin::pin!(conn);
+    // Set once the connection was asked to finish: by the server stopping, a response
+    // marked CloseConnection, or the idle timeout (which also bounds how long it may take).
+    let mut closing = false;
+    let mut hard_deadline: Option<Instant> = None;
+    let current = |closing: bool, hard_deadline: Option<Instant>| match hard_deadline {
+        Some(t) => Some((t, Expiry::Grace)),
+        None if closing => None,
+        None => activity.deadline(&config),
+    };
+    loop {
+        let deadline = current(closing, hard_deadline);
+        let expired = async {
+            match deadline {
+                Some((at, _)) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            res = conn.as_mut() => {
+                if let Err(e) = res {
+                    tracing::debug!(%remote_addr, error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            () = activity.changed.notified() => {
+                if activity.close_requested.load(Ordering::Acquire) && !closing {
+                    closing = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+            // A request may have started since the deadline was computed: act only on
+            // a deadline that still holds.
+            () = expired => match current(closing, hard_deadline) {
+                Some((at, _)) if at > Instant::now() => {}
+                None => {}
+                Some((_, kind)) => match kind {
+                Expiry::Idle => {
+                    tracing::debug!(%remote_addr, timeout = ?config.idle_timeout, "closing an idle connection");
+                    closing = true;
+                    hard_deadline = Some(Instant::now() + config.read_header_timeout);
+                    conn.as_mut().graceful_shutdown();
+                }
+                Expiry::Header => {
+                    // Go closes without an answer when the header does not arrive in time.
+                    tracing::debug!(%remote_addr, timeout = ?config.read_header_timeout, "request header not received in time; closing the connection");
+                    return;
+                }
+                Expiry::Grace => {
+                    tracing::debug!(%remote_addr, "connection did not close in time; dropping it");
+                    return;
+                }
+                },
+            },
+            _ = stop.wait_for(|s| *s), if !closing => {
+                closing = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// Which timeout a deadline belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expiry {
+    /// A request header (or the first request) did not arrive in time: close at once.
+    Header,
+    /// Nothing in flight for the idle timeout: finish gracefully.
+    Idle,
+    /// A graceful close took too long: drop the connection.
+    Grace,
+}
+
+/// What the timeouts of one connection depend on. Times are nanoseconds since `base`
+/// plus one, so that 0 means "not set".
+#[derive(Debug)]
+struct Activity {
+    base: Instant,
+    http1: bool,
+    in_flight: AtomicUsize,
+    requests: AtomicU64,
+    idle_since: AtomicU64,
+    reading_since: AtomicU64,
+    close_requested: AtomicBool,
+    changed: tokio::sync::Notify,
+}
+
+impl Activity {
+    fn new(http1: bool) -> Activity {
+        Activity {
+            base: Instant::now(),
+            http1,
+            in_flight: AtomicUsize::new(0),
+            requests: AtomicU64::new(0),
+            idle_since: AtomicU64::new(0),
+            reading_since: AtomicU64::new(0),
+            close_requested: AtomicBool::new(false),
+            changed: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_nanos())
+            .unwrap_or(u64::MAX - 1)
+            .saturating_add(1)
+    }
+
+    fn at(&self, stamp: u64) -> Instant {
+        self.base + Duration::from_nanos(stamp.saturating_sub(1))
+    }
+
+    /// Bytes arrived. On an idle HTTP/1.1 connection the first of them starts the header
+    /// timeout of the next request.
+    fn on_read(&self) {
+        if self.http1
+            && self.in_flight.load(Ordering::Acquire) == 0
+            && self.reading_since.load(Ordering::Acquire) == 0
+        {
+            self.reading_since.store(self.now(), Ordering::Release);
+            self.changed.notify_one();
+        }
+    }
+
+    fn request_started(&self) {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.requests.fetch_add(1, Ordering::AcqRel);
+        self.reading_since.store(0, Ordering::Release);
+    }
+
+    fn request_finished(&self) {
+        if self.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.idle_since.store(self.now(), Ordering::Release);
+            self.changed.notify_one();
+        }
+    }
+
+    fn request_close(&self) {
+        self.close_requested.store(true, Ordering::Release);
+        self.changed.notify_one();
+    }
+
+    /// When the connection times out if nothing changes; `None` while a request is in
+    /// flight (its duration is the request timeout's business, not the connection's).
+    fn deadline(&self, config: &ServeConfig) -> Option<(Instant, Expiry)> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        if self.requests.load(Ordering::Acquire) == 0 {
+            return Some((self.base + config.read_header_timeout, Expiry::Header));
+        }
+        let reading = self.reading_since.load(Ordering::Acquire);
+        if self.http1 && reading != 0 {
+            return Some((
+                self.at(reading) + config.read_header_timeout,
+                Expiry::Header,
+            ));
+        }
+        let idle = self.idle_since.load(Ordering::Acquire);
+        Some((self.at(idle) + config.idle_timeout, Expiry::Idle))
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The TLS stream, telling [`Activity`] when bytes arrive.
+    struct Tracked<T> {
+        #[pin]
+        inner: T,
+        activity: Arc<Activity>,
+    }
+}
+
+impl<T: AsyncRead> AsyncRead for Tracked<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.project();
+        let before = buf.filled().len();
+        let res = this.inner.poll_read(cx, buf);
+        if matches!(res, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            this.activity.on_read();
+        }
+        res
+    }
+}
+
+impl<T: AsyncWrite> AsyncWrite for Tracked<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.project().inner.poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.project().inner.poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.project().inner.poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        self.project().inner.poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+/// Counts one request in flight until dropped (with the response body, or with the
+/// response future when the client went away first).
+#[derive(Debug)]
+struct InFlight(Arc<Activity>);
+
+impl InFlight {
+    fn new(activity: Arc<Activity>) -> InFlight {
+        activity.request_started();
+        InFlight(activity)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.request_finished();
+    }
+}
+
+/// The service of one connection: the connection's [`ConnectionInfo`] into every request,
+/// requests counted in flight, `Host` checked, [`CloseConnection`] honoured.
+#[derive(Clone)]
+struct ConnService<S> {
+    inner: S,
+    info: ConnectionInfo,
+    activity: Arc<Activity>,
+}
+
+impl<S> Service<Request<Incoming>> for ConnService<S>
+where
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>,
+{
+    type Response = Response<TrackedBody>;
+    type Error = Infallible;
+    type Future = ConnFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<Incoming>) -> Self::Future {
+        let in_flight = InFlight::new(self.activity.clone());
+        if let Some(problem) = host_problem(&req) {
+            let mut res =
+                Status::failure(StatusCode::BAD_REQUEST, "BadRequest", problem).into_response();
+            res.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            self.activity.request_close();
+            return ConnFuture {
+                inner: None,
+                ready: Some(res),
+                in_flight: Some(in_flight),
+                activity: self.activity.clone(),
+            };
+        }
+        req.extensions_mut().insert(self.info.clone());
+        ConnFuture {
+            inner: Some(self.inner.call(req)),
+            ready: None,
+            in_flight: Some(in_flight),
+            activity: self.activity.clone(),
+        }
+    }
+}
+
+/// Go's checks of `Host` on HTTP/1.1 requests (`net/http/server.go` readRequest): exactly
+/// one is required. HTTP/1.0 may omit it; HTTP/2 carries `:authority` instead.
+fn host_problem<B>(req: &Request<B>) -> Option<&'static str> {
+    if req.version() != Version::HTTP_11 {
+        return None;
+    }
+    let mut hosts = req.headers().get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (None, _) => Some("missing required Host header"),
+        (Some(_), Some(_)) => Some("too many Host headers"),
+        (Some(_), None) => None,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The response future of [`ConnService`].
+    struct ConnFuture<F> {
+        #[pin]
+        inner: Option<F>,
+        ready: Option<Response<Body>>,
+        in_flight: Option<InFlight>,
+        activity: Arc<Activity>,
+    }
+}
+
+impl<F> Future for ConnFuture<F>
+where
+    F: Future<Output = Result<Response<Body>, Infallible>>,
+{
+    type Output = Result<Response<TrackedBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let res = match this.ready.take() {
+            Some(res) => res,
+            None => match this.inner.as_mut().as_pin_mut() {
+                Some(fut) => match fut.poll(cx) {
+                    Poll::Ready(Ok(res)) => res,
+                    Poll::Pending => return Poll::Pending,
+                },
+                None => Status::failure(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "InternalError",
+                    "the response was already taken",
+                )
+                .into_response(),
+            },
+        };
+        if res.extensions().get::<CloseConnection>().is_some() {
+            this.activity.request_close();
+        }
+        let in_flight = this.in_flight.take();
+        Poll::Ready(Ok(res.map(|body| TrackedBody {
+            inner: body,
+            _in_flight: in_flight,
+        })))
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response body that keeps its request counted in flight until it is dropped.
+    struct TrackedBody {
+        #[pin]
+        inner: Body,
+        _in_flight: Option<InFlight>,
+    }
+}
+
+impl http_body::Body for TrackedBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.project().inner.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

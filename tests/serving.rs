@@ -1,0 +1,293 @@
+//! The connection limits of `server::serve_tls_with` over real TLS on 127.0.0.1, each
+//! with short configured timeouts (upstream's are 32 s and 90 s): a connection that sends
+//! nothing, a header trickled one byte at a time, idle HTTP/1.1 keep-alive and HTTP/2
+//! connections; requests in flight are never cut; `Host` is required on HTTP/1.1; header
+//! sets up to 1 MiB are accepted.
+
+mod common;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{Client, Pki, Protocol};
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use kube_aggregator::Body;
+use kube_aggregator::server::{self, ServeConfig};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Starts a server answering `200 ok` (after 1.5 s for `/slow`) with `config`.
+async fn serve(pki: &Pki, config: ServeConfig) -> SocketAddr {
+    let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
+    let tls = server::server_config(
+        leaf.cert_pem.as_bytes(),
+        leaf.key_pem.as_bytes(),
+        pki.client_ca.cert_pem.as_bytes(),
+        true,
+    )
+    .expect("TLS config");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let service = tower::service_fn(|req: Request<Incoming>| async move {
+        if req.uri().path() == "/slow" {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+        }
+        let body = req.into_body().collect().await.map(|b| b.to_bytes().len());
+        Ok::<_, Infallible>(Response::new(Body::full(format!("ok {body:?}"))))
+    });
+    tokio::spawn(server::serve_tls_with(
+        listener,
+        tls,
+        service,
+        std::future::pending(),
+        config,
+    ));
+    addr
+}
+
+/// Reads until the server closes the stream (EOF or an error); how long that took, and
+/// what it sent. Panics after `limit`.
+async fn time_to_close(
+    stream: &mut (impl tokio::io::AsyncRead + Unpin),
+    limit: Duration,
+) -> (Duration, Vec<u8>) {
+    let start = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout_at((start + limit).into(), stream.read(&mut buf)).await {
+            Err(_) => panic!("the server kept the connection open for {limit:?}"),
+            Ok(Ok(0) | Err(_)) => return (start.elapsed(), got),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn short() -> ServeConfig {
+    ServeConfig::default()
+        .read_header_timeout(Duration::from_millis(400))
+        .idle_timeout(Duration::from_millis(1200))
+}
+
+#[tokio::test]
+async fn a_connection_that_sends_nothing_is_closed_at_the_header_timeout() {
+    let pki = Pki::new();
+    let addr = serve(&pki, short()).await;
+
+    // TLS done, then silence.
+    let mut tls = Client::new(&pki, addr, None, Protocol::Http1)
+        .connect()
+        .await;
+    let (took, sent) = time_to_close(&mut tls, Duration::from_secs(5)).await;
+    assert!(took >= Duration::from_millis(300), "closed after {took:?}");
+    assert!(sent.is_empty(), "the server answered {sent:?}");
+
+    // Not even a handshake: the handshake has the header timeout too.
+    let mut tcp = TcpStream::connect(addr).await.expect("connect");
+    let (took, _) = time_to_close(&mut tcp, Duration::from_secs(5)).await;
+    assert!(took >= Duration::from_millis(300), "closed after {took:?}");
+
+    // HTTP/2 without a request.
+    let mut h2 = Client::new(&pki, addr, None, Protocol::Http2)
+        .connect()
+        .await;
+    let (took, _) = time_to_close(&mut h2, Duration::from_secs(5)).await;
+    assert!(took >= Duration::from_millis(300), "closed after {took:?}");
+}
+
+#[tokio::test]
+async fn a_header_trickled_one_byte_at_a_time_is_cut_off_at_the_header_timeout() {
+    let pki = Pki::new();
+    let addr = serve(&pki, short()).await;
+    let tls = Client::new(&pki, addr, None, Protocol::Http1)
+        .connect()
+        .await;
+    let (mut read, mut write) = tokio::io::split(tls);
+    write
+        .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+        .await
+        .expect("write");
+    let start = Instant::now();
+    // One byte every 100 ms, for longer than the timeout allows.
+    let trickle = tokio::spawn(async move {
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if write.write_all(b"a").await.is_err() || write.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    let (_, sent) = time_to_close(&mut read, Duration::from_secs(5)).await;
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(3),
+        "closed after {took:?}"
+    );
+    assert!(sent.is_empty(), "the server answered {sent:?}");
+    trickle.abort();
+}
+
+#[tokio::test]
+async fn idle_http1_keep_alive_waits_for_the_idle_timeout_not_the_header_timeout() {
+    let pki = Pki::new();
+    let addr = serve(&pki, short()).await;
+    let tls = Client::new(&pki, addr, None, Protocol::Http1)
+        .connect()
+        .await;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .expect("handshake");
+    let driver = tokio::spawn(conn);
+    let get = || {
+        Request::get("/")
+            .header("host", "localhost")
+            .body(Empty::<Bytes>::new())
+            .expect("request")
+    };
+    let res = sender.send_request(get()).await.expect("first answer");
+    assert_eq!(res.status(), StatusCode::OK);
+    res.into_body().collect().await.expect("body");
+
+    // Idle for longer than the header timeout: still open.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let res = sender.send_request(get()).await.expect("second answer");
+    assert_eq!(res.status(), StatusCode::OK);
+    res.into_body().collect().await.expect("body");
+    let idle_from = Instant::now();
+
+    tokio::time::timeout(Duration::from_secs(5), driver)
+        .await
+        .expect("the server closes the idle connection")
+        .expect("driver task")
+        .expect("a clean close");
+    let took = idle_from.elapsed();
+    assert!(
+        took >= Duration::from_millis(1000) && took < Duration::from_secs(4),
+        "closed {took:?} after going idle"
+    );
+}
+
+#[tokio::test]
+async fn idle_http2_connections_are_closed_but_streams_in_flight_are_not() {
+    let pki = Pki::new();
+    let addr = serve(&pki, short()).await;
+    let tls = Client::new(&pki, addr, None, Protocol::Http2)
+        .connect()
+        .await;
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+            .await
+            .expect("HTTP/2 handshake");
+    let driver = tokio::spawn(conn);
+    let get = |path: &str| {
+        Request::get(format!("https://localhost:{}{path}", addr.port()))
+            .body(Empty::<Bytes>::new())
+            .expect("request")
+    };
+    // A request that takes longer than the idle timeout is answered.
+    let res = sender.send_request(get("/slow")).await.expect("answer");
+    assert_eq!(res.status(), StatusCode::OK);
+    res.into_body().collect().await.expect("body");
+    let idle_from = Instant::now();
+
+    tokio::time::timeout(Duration::from_secs(5), driver)
+        .await
+        .expect("the server closes the idle connection")
+        .expect("driver task")
+        .expect("a clean close (GOAWAY)");
+    let took = idle_from.elapsed();
+    assert!(
+        took >= Duration::from_millis(1000) && took < Duration::from_secs(4),
+        "closed {took:?} after going idle"
+    );
+}
+
+/// Sends raw bytes on a new HTTP/1.1 TLS connection; everything the server sent until it
+/// closed.
+async fn raw_exchange(pki: &Pki, addr: SocketAddr, request: &[u8]) -> String {
+    let mut tls = Client::new(pki, addr, None, Protocol::Http1)
+        .connect()
+        .await;
+    tls.write_all(request).await.expect("write");
+    let (_, sent) = time_to_close(&mut tls, Duration::from_secs(5)).await;
+    String::from_utf8(sent).expect("UTF-8 answer")
+}
+
+#[tokio::test]
+async fn http11_requests_need_exactly_one_host_header() {
+    let pki = Pki::new();
+    let addr = serve(&pki, short()).await;
+    for (request, message) in [
+        (
+            &b"GET / HTTP/1.1\r\n\r\n"[..],
+            "missing required Host header",
+        ),
+        (
+            &b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"[..],
+            "too many Host headers",
+        ),
+    ] {
+        let answer = raw_exchange(&pki, addr, request).await;
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+        assert!(
+            answer
+                .to_ascii_lowercase()
+                .contains("\r\nconnection: close\r\n"),
+            "{answer}"
+        );
+        let body = answer.split_once("\r\n\r\n").expect("a body").1;
+        let status: Value = serde_json::from_str(body).expect("a Status body");
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["code"], 400);
+        assert_eq!(status["reason"], "BadRequest");
+        assert_eq!(status["message"], message);
+    }
+    // HTTP/1.0 may omit it.
+    let answer = raw_exchange(&pki, addr, b"GET / HTTP/1.0\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.0 200 "), "{answer}");
+}
+
+#[tokio::test]
+async fn header_sets_up_to_one_mebibyte_are_accepted_as_go_does() {
+    let pki = Pki::new();
+    let addr = serve(&pki, short()).await;
+    for protocol in [Protocol::Http1, Protocol::Http2] {
+        let client = Client::new(&pki, addr, None, protocol);
+        // 500 headers (hyper's default limit is 100), and 900 KB of them.
+        let many: Vec<(String, String)> = (0..500)
+            .map(|i| (format!("impersonate-extra-scope-{i}"), format!("value-{i}")))
+            .collect();
+        let big: Vec<(String, String)> = (0..100)
+            .map(|i| (format!("x-big-{i}"), "v".repeat(9000)))
+            .collect();
+        for headers in [&many, &big] {
+            let refs: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let reply = client.get_with("/", &refs).await;
+            assert_eq!(reply.status, StatusCode::OK, "{protocol:?}");
+        }
+    }
+    // Well past 1 MiB: 431 on HTTP/1.1. hyper checks its limit between reads, and a read
+    // may fill the buffer's spare capacity, so heads up to about twice the limit can
+    // still complete; 3 MB never does.
+    let mut tls = Client::new(&pki, addr, None, Protocol::Http1)
+        .connect()
+        .await;
+    let mut request = b"GET / HTTP/1.1\r\nHost: localhost\r\n".to_vec();
+    for i in 0..330 {
+        request.extend_from_slice(format!("x-big-{i}: {}\r\n", "v".repeat(9000)).as_bytes());
+    }
+    request.extend_from_slice(b"\r\n");
+    let _ = tls.write_all(&request).await;
+    let (_, sent) = time_to_close(&mut tls, Duration::from_secs(5)).await;
+    let answer = String::from_utf8_lossy(&sent);
+    assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
+}
