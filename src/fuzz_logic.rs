@@ -1060,14 +1060,16 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
         };
         let user = &attrs.user;
         // What was authorized names the APIService's own group and version: a resource
-        // in metrics.k8s.io/v1beta1, or that group-version's discovery document.
+        // in metrics.k8s.io/v1beta1, or a non-resource path at or below the group-version
+        // (its discovery document; `/apis/metrics.k8s.io/v1beta1//` is one too, for
+        // RequestInfo trims trailing slashes, and upstream proxies it the same way).
         let own = if attrs.is_resource_request {
             attrs.api_group == "metrics.k8s.io" && attrs.api_version == "v1beta1"
         } else {
-            matches!(
-                attrs.path.as_str(),
-                "/apis/metrics.k8s.io/v1beta1" | "/apis/metrics.k8s.io/v1beta1/"
-            )
+            attrs
+                .path
+                .strip_prefix("/apis/metrics.k8s.io/v1beta1")
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         };
         assert!(
             own,
