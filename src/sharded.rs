@@ -6,32 +6,12 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
+// FNV-1a: the keys are APIService and group names from the host's configuration, not from
+// requests, so a keyed hash buys nothing here, and FNV is several times cheaper than
+// SipHash on short names (the lookup runs on every request).
+use fnv::FnvHasher as Fnv;
+
 const SHARDS: usize = 64;
-
-/// FNV-1a as a `Hasher`. The keys are APIService and group names from the host's
-/// configuration, not from requests, so a keyed hash buys nothing here, and FNV is several
-/// times cheaper than SipHash on short names (the lookup runs on every request).
-#[derive(Clone, Copy)]
-pub(crate) struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
 
 type Shard<V> = HashMap<Arc<str>, V, BuildHasherDefault<Fnv>>;
 

@@ -2,15 +2,15 @@
 //! `pkg/authentication/token/cache/cached_token_authenticator.go`): results keyed by an
 //! HMAC-SHA256 of token and audiences under a random per-process key, successes and
 //! failures kept for their own TTLs, errors never kept, and concurrent lookups of one key
-//! coalesced into one.
+//! coalesced into one (a `futures_util` `Shared` future per key in flight).
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt as _;
+use futures_util::future::{BoxFuture, Shared};
 use ring::hmac;
 
 use super::{AuthenticationError, AuthenticationResult, UserInfo};
@@ -47,6 +47,10 @@ type Key = [u8; 32];
 /// Above this many entries an insert first drops the expired ones.
 const PRUNE_AT: usize = 4096;
 
+/// A lookup in progress, shared by everyone asking for the same key meanwhile. Whoever
+/// polls it drives it, so a caller that goes away leaves it to the others.
+type Lookup = Shared<BoxFuture<'static, AuthenticationResult>>;
+
 pub(crate) struct TokenCache {
     hmac_key: hmac::Key,
     ttl: CacheTtl,
@@ -57,27 +61,8 @@ pub(crate) struct TokenCache {
 #[derive(Default)]
 struct State {
     entries: HashMap<Key, (Option<UserInfo>, Instant)>,
-    flights: HashMap<Key, Arc<Flight>>,
+    flights: HashMap<Key, Lookup>,
     prune_at: usize,
-}
-
-/// One lookup in progress, shared by everyone asking for the same key meanwhile.
-#[derive(Default)]
-struct Flight {
-    state: Mutex<FlightState>,
-}
-
-#[derive(Default)]
-struct FlightState {
-    outcome: Option<Outcome>,
-    wakers: Vec<Waker>,
-}
-
-#[derive(Clone)]
-enum Outcome {
-    Done(AuthenticationResult),
-    /// The leader's future was dropped before finishing; a waiter takes over.
-    Abandoned,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -125,118 +110,63 @@ impl TokenCache {
         key
     }
 
-    /// The cached result for `key`, or the result of `lookup` (run at most once at a time
-    /// per key; concurrent callers share it).
-    pub(crate) async fn get_or_lookup<F, Fut>(&self, key: Key, lookup: F) -> AuthenticationResult
+    /// The cached result for `key`, or the result of the future `lookup` makes (made at
+    /// most once at a time per key; concurrent callers share it).
+    pub(crate) async fn get_or_lookup<F, Fut>(
+        self: &Arc<Self>,
+        key: Key,
+        lookup: F,
+    ) -> AuthenticationResult
     where
-        F: Fn() -> Fut,
-        Fut: Future<Output = AuthenticationResult>,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = AuthenticationResult> + Send + 'static,
     {
-        loop {
-            let flight = {
-                let mut state = lock(&self.state);
-                if let Some((user, expires)) = state.entries.get(&key) {
-                    if *expires > self.timer.now() {
-                        return Ok(user.clone());
-                    }
-                    state.entries.remove(&key);
-                }
-                match state.flights.get(&key) {
-                    Some(f) => Some(f.clone()),
-                    None => {
-                        state.flights.insert(key, Arc::new(Flight::default()));
-                        None
-                    }
-                }
-            };
-            match flight {
-                Some(flight) => match (Wait { flight }).await {
-                    Outcome::Done(result) => return result,
-                    Outcome::Abandoned => continue,
-                },
-                None => {
-                    let mut guard = Leader {
-                        cache: self,
-                        key,
-                        done: false,
-                    };
-                    let result = lookup().await;
-                    guard.finish(Outcome::Done(result.clone()));
-                    return result;
-                }
-            }
-        }
-    }
-
-    fn complete(&self, key: Key, outcome: Outcome) {
         let flight = {
             let mut state = lock(&self.state);
-            if let Outcome::Done(Ok(user)) = &outcome {
-                let ttl = if user.is_some() {
-                    self.ttl.success
-                } else {
-                    self.ttl.failure
-                };
-                if !ttl.is_zero() {
-                    let now = self.timer.now();
-                    if state.entries.len() >= state.prune_at.max(PRUNE_AT) {
-                        state.entries.retain(|_, (_, exp)| *exp > now);
-                        // Grow the threshold with the live set so pruning stays amortised.
-                        state.prune_at = state.entries.len() * 2;
-                    }
-                    state.entries.insert(key, (user.clone(), now + ttl));
+            if let Some((user, expires)) = state.entries.get(&key) {
+                if *expires > self.timer.now() {
+                    return Ok(user.clone());
                 }
+                state.entries.remove(&key);
             }
-            state.flights.remove(&key)
+            state
+                .flights
+                .entry(key)
+                .or_insert_with(|| {
+                    let cache = Arc::clone(self);
+                    let fut = lookup();
+                    async move {
+                        let result = fut.await;
+                        cache.complete(key, &result);
+                        result
+                    }
+                    .boxed()
+                    .shared()
+                })
+                .clone()
         };
-        if let Some(flight) = flight {
-            let wakers = {
-                let mut f = lock(&flight.state);
-                f.outcome = Some(outcome);
-                std::mem::take(&mut f.wakers)
+        flight.await
+    }
+
+    /// Keeps a result for its TTL (errors are never kept) and ends its flight.
+    fn complete(&self, key: Key, result: &AuthenticationResult) {
+        let mut state = lock(&self.state);
+        if let Ok(user) = result {
+            let ttl = if user.is_some() {
+                self.ttl.success
+            } else {
+                self.ttl.failure
             };
-            wakers.into_iter().for_each(Waker::wake);
+            if !ttl.is_zero() {
+                let now = self.timer.now();
+                if state.entries.len() >= state.prune_at.max(PRUNE_AT) {
+                    state.entries.retain(|_, (_, exp)| *exp > now);
+                    // Grow the threshold with the live set so pruning stays amortised.
+                    state.prune_at = state.entries.len() * 2;
+                }
+                state.entries.insert(key, (user.clone(), now + ttl));
+            }
         }
-    }
-}
-
-/// Publishes the leader's result, or [`Outcome::Abandoned`] if it is dropped first.
-struct Leader<'a> {
-    cache: &'a TokenCache,
-    key: Key,
-    done: bool,
-}
-
-impl Leader<'_> {
-    fn finish(&mut self, outcome: Outcome) {
-        self.done = true;
-        self.cache.complete(self.key, outcome);
-    }
-}
-
-impl Drop for Leader<'_> {
-    fn drop(&mut self) {
-        if !self.done {
-            self.cache.complete(self.key, Outcome::Abandoned);
-        }
-    }
-}
-
-struct Wait {
-    flight: Arc<Flight>,
-}
-
-impl Future for Wait {
-    type Output = Outcome;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Outcome> {
-        let mut f = lock(&self.flight.state);
-        if let Some(outcome) = &f.outcome {
-            return Poll::Ready(outcome.clone());
-        }
-        if !f.wakers.iter().any(|w| w.will_wake(cx.waker())) {
-            f.wakers.push(cx.waker().clone());
-        }
-        Poll::Pending
+        state.flights.remove(&key);
     }
 }

@@ -184,8 +184,11 @@ impl TokenAuthenticator for TokenReviewAuthenticator {
         let audiences = audiences.to_vec();
         Box::pin(async move {
             let key = this.cache.key(&token, &audiences);
+            let reviewer = this.clone();
             this.cache
-                .get_or_lookup(key, || this.review(&token, &audiences))
+                .get_or_lookup(key, move || async move {
+                    reviewer.review(&token, &audiences).await
+                })
                 .await
         })
     }

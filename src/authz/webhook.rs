@@ -423,21 +423,8 @@ fn cache_key(attrs: &Attributes) -> String {
         key.push(':');
         key.push_str(s);
     }
-    fn push_decimal(key: &mut String, mut n: usize) {
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            // `n % 10` is a single digit, so the cast cannot truncate.
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        for &d in &digits[i..] {
-            key.push(char::from(d));
-        }
+    fn push_decimal(key: &mut String, n: usize) {
+        key.push_str(itoa::Buffer::new().format(n));
     }
     let user = &attrs.user;
     let mut key = String::with_capacity(
