@@ -42,6 +42,9 @@ struct Shared {
     timer: Timer,
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     executor: Option<Executor>,
+    /// The worker of a stack from [`Aggregator::builder`](crate::Aggregator::builder);
+    /// `None` when assembled by hand (the host runs the controller itself).
+    worker: Option<Arc<crate::builder::WorkerState>>,
 }
 
 impl std::fmt::Debug for AggregatorLayer {
@@ -73,6 +76,7 @@ impl AggregatorLayer {
                 resolver: Arc::new(resolver),
                 timer,
                 executor,
+                worker: None,
             }),
         }
     }
@@ -86,6 +90,21 @@ impl AggregatorLayer {
                 resolver: s.resolver.clone(),
                 timer: s.timer.clone(),
                 executor: Some(executor),
+                worker: s.worker.clone(),
+            }),
+        }
+    }
+
+    /// Answers remote requests with a 503 naming the problem while `worker` is not running.
+    pub(crate) fn with_worker(self, worker: Arc<crate::builder::WorkerState>) -> AggregatorLayer {
+        let s = &self.shared;
+        AggregatorLayer {
+            shared: Arc::new(Shared {
+                registry: s.registry.clone(),
+                resolver: s.resolver.clone(),
+                timer: s.timer.clone(),
+                executor: s.executor.clone(),
+                worker: Some(worker),
             }),
         }
     }
@@ -134,25 +153,30 @@ impl<S> AggregatorService<S> {
     }
 }
 
-/// The response future of [`AggregatorService`].
-pub type ResponseFuture = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+/// The response future of [`AggregatorService`]; `E` is the inner service's error.
+pub type ResponseFuture<E = Infallible> =
+    Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
 
-impl<S, B> Service<Request<B>> for AggregatorService<S>
+/// The inner service answers with any body of [`Bytes`] frames (an axum `Router`, a
+/// `tower::service_fn` returning `String`s, ...); it is boxed into [`Body`] once, and not
+/// at all when it already is one. Its errors pass through unchanged: everything the
+/// aggregator answers itself is an `Ok` response.
+impl<S, B, RB> Service<Request<B>> for AggregatorService<S>
 where
-    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
+    S: Service<Request<Body>, Response = Response<RB>> + Clone + Send + 'static,
     S::Future: Send,
+    S::Error: Send + 'static,
+    RB: http_body::Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
     type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = ResponseFuture;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Error>;
 
     /// Always ready: local requests go to a clone of the inner service with `oneshot`.
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         Poll::Ready(Ok(()))
     }
 
@@ -167,7 +191,9 @@ where
         match target {
             Target::GroupList => group_list(inner, req, table.api_group_list_json().clone()),
             Target::Remote(route) => remote(self.shared.clone(), route, req),
-            Target::Inner | Target::Ready(_) => Box::pin(inner.oneshot(req)),
+            Target::Inner | Target::Ready(_) => {
+                Box::pin(async move { inner.oneshot(req).await.map(|res| res.map(Body::new)) })
+            }
         }
     }
 }
@@ -232,10 +258,13 @@ fn json(bytes: Bytes) -> Response<Body> {
 }
 
 /// `/apis`: our list, with the groups the inner service lists appended.
-fn group_list<S>(inner: S, req: Request<Body>, ours: Bytes) -> ResponseFuture
+fn group_list<S, RB>(inner: S, req: Request<Body>, ours: Bytes) -> ResponseFuture<S::Error>
 where
-    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible> + Send + 'static,
+    S: Service<Request<Body>, Response = Response<RB>> + Send + 'static,
     S::Future: Send,
+    S::Error: Send + 'static,
+    RB: http_body::Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
 {
     Box::pin(async move {
         let mut probe = Request::get(req.uri().clone())
@@ -261,8 +290,19 @@ where
 }
 
 /// A remote APIService: the gate, then the proxy (docs/upstream-behaviour.md §3.1 steps 3–8).
-fn remote(shared: Arc<Shared>, route: Arc<Route>, mut req: Request<Body>) -> ResponseFuture {
+fn remote<E: Send + 'static>(
+    shared: Arc<Shared>,
+    route: Arc<Route>,
+    mut req: Request<Body>,
+) -> ResponseFuture<E> {
     Box::pin(async move {
+        if let Some(problem) = shared
+            .worker
+            .as_ref()
+            .and_then(|w| w.problem(shared.timer.now()))
+        {
+            return Ok(plain_text_error(StatusCode::SERVICE_UNAVAILABLE, problem));
+        }
         if !route.is_available() {
             return Ok(plain_text_error(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -18,13 +18,17 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub struct Body(UnsyncBoxBody<Bytes, BoxError>);
 
 impl Body {
-    /// Boxes any `http_body::Body` with `Bytes` frames.
+    /// Boxes any `http_body::Body` with `Bytes` frames. A body that already is a [`Body`]
+    /// is returned as it is, not boxed again (as axum-core's `Body::new` does).
     pub fn new<B>(body: B) -> Body
     where
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        Body(body.map_err(Into::into).boxed_unsync())
+        match try_downcast::<Body, B>(body) {
+            Ok(body) => body,
+            Err(body) => Body(body.map_err(Into::into).boxed_unsync()),
+        }
     }
 
     /// A body holding `bytes` in one frame.
@@ -35,6 +39,21 @@ impl Body {
     /// An empty body.
     pub fn empty() -> Body {
         Body::new(Empty::<Bytes>::new())
+    }
+}
+
+/// `k` as a `T` when `K` is `T` (axum-core's `try_downcast`).
+fn try_downcast<T: 'static, K: 'static>(k: K) -> Result<T, K> {
+    let mut slot = Some(k);
+    if let Some(t) = (&mut slot as &mut dyn std::any::Any).downcast_mut::<Option<T>>() {
+        if let Some(t) = t.take() {
+            return Ok(t);
+        }
+    }
+    match slot {
+        Some(k) => Err(k),
+        // Only a successful downcast empties the slot, and that returned above.
+        None => unreachable!("try_downcast: slot emptied without a downcast"),
     }
 }
 
@@ -87,4 +106,18 @@ where
     B::Error: Into<BoxError>,
 {
     Body::new(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_body_is_not_boxed_twice_and_others_are_boxed() {
+        assert!(try_downcast::<Body, Body>(Body::full("x")).is_ok());
+        let text = try_downcast::<Body, String>(String::from("text"));
+        assert_eq!(text.as_ref().err().map(String::as_str), Some("text"));
+        let boxed = Body::new(String::from("text"));
+        assert_eq!(boxed.collect().await.unwrap().to_bytes(), "text");
+    }
 }

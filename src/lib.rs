@@ -16,6 +16,7 @@ pub mod authn;
 pub mod authz;
 pub mod availability;
 pub mod body;
+pub mod builder;
 pub mod discovery;
 #[cfg(fuzzing)]
 #[doc(hidden)]
@@ -33,4 +34,5 @@ pub mod webhook;
 
 pub use aggregator::{AggregatorLayer, AggregatorService};
 pub use body::Body;
+pub use builder::{Aggregator, AggregatorBuilder, Worker};
 pub use registry::Registry;

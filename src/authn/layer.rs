@@ -108,11 +108,15 @@ impl<S, A> AuthenticationService<S, A> {
     }
 }
 
-impl<S, A, B> Service<Request<B>> for AuthenticationService<S, A>
+/// The inner service answers with any body of [`Bytes`](bytes::Bytes) frames; it is
+/// boxed into [`Body`] once (not at all when it already is one). Its errors pass through.
+impl<S, A, B, RB> Service<Request<B>> for AuthenticationService<S, A>
 where
-    S: Service<Request<B>, Response = Response<Body>> + Clone + Send + 'static,
+    S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
     S::Future: Send,
     S::Error: Send + 'static,
+    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    RB::Error: Into<crate::body::BoxError>,
     A: Authenticator,
     B: Send + 'static,
 {
@@ -145,7 +149,10 @@ where
                     strip_websocket_bearer(&mut parts.headers);
                     let close = http2 && is_anonymous(&user);
                     parts.extensions.insert(user);
-                    let mut res = inner.call(Request::from_parts(parts, body)).await?;
+                    let mut res = inner
+                        .call(Request::from_parts(parts, body))
+                        .await?
+                        .map(Body::new);
                     if close {
                         res.extensions_mut().insert(CloseConnection);
                     }

@@ -87,11 +87,15 @@ impl<S, Z> AuthorizationService<S, Z> {
     }
 }
 
-impl<S, Z, B> Service<Request<B>> for AuthorizationService<S, Z>
+/// The inner service answers with any body of [`Bytes`](bytes::Bytes) frames; it is
+/// boxed into [`Body`] once (not at all when it already is one). Its errors pass through.
+impl<S, Z, B, RB> Service<Request<B>> for AuthorizationService<S, Z>
 where
-    S: Service<Request<B>, Response = Response<Body>> + Clone + Send + 'static,
+    S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
     S::Future: Send,
     S::Error: Send + 'static,
+    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    RB::Error: Into<crate::body::BoxError>,
     Z: Authorizer,
     B: Send + 'static,
 {
@@ -125,7 +129,9 @@ where
         let pending = self.authorizer.authorize(&attrs);
         Box::pin(async move {
             match pending.await {
-                Ok(a) if a.decision == Decision::Allow => inner.call(req).await,
+                Ok(a) if a.decision == Decision::Allow => {
+                    inner.call(req).await.map(|res| res.map(Body::new))
+                }
                 Ok(a) => {
                     tracing::debug!(user = %attrs.user.name, verb = %attrs.verb, path = %attrs.path, reason = %a.reason, "forbidden");
                     Ok(forbidden_response(&attrs, &a.reason))

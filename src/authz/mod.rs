@@ -135,6 +135,12 @@ impl<A: Authorizer + ?Sized> Authorizer for Arc<A> {
     }
 }
 
+impl<A: Authorizer + ?Sized> Authorizer for Box<A> {
+    fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
+        (**self).authorize(attrs)
+    }
+}
+
 /// Allows everything (`--authorization-mode=AlwaysAllow`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AlwaysAllow;

@@ -42,6 +42,12 @@ pub struct ManifestDir {
 }
 
 impl ManifestDir {
+    /// Follows `dir` on tokio, scanning it every 2 s.
+    #[cfg(feature = "tokio")]
+    pub fn watch(dir: impl Into<PathBuf>) -> ManifestDir {
+        ManifestDir::new(dir, Timer::tokio(), Duration::from_secs(2))
+    }
+
     /// A source over `dir`, polled every `interval` through `timer`.
     pub fn new(dir: impl Into<PathBuf>, timer: Timer, interval: Duration) -> ManifestDir {
         ManifestDir {

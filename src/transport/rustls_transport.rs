@@ -16,7 +16,8 @@ use tokio::net::TcpStream;
 use tower::{Service, ServiceExt};
 
 use super::{
-    BackendClient, BackendTarget, ClientCertificate, Transport, TransportError, client_config,
+    BackendClient, BackendTarget, ClientCertificate, TlsConfigError, Transport, TransportError,
+    client_config,
 };
 use crate::body::{Body, BoxError, boxed};
 use crate::rt::{Executor, Timer};
@@ -61,6 +62,20 @@ impl RustlsTransport {
             timer,
             tcp: tcp_connector(),
         }
+    }
+
+    /// A transport on tokio presenting the PEM certificate chain and key (the
+    /// `--proxy-client-cert-file` and `--proxy-client-key-file` of kube-apiserver).
+    ///
+    /// # Errors
+    ///
+    /// When the PEM holds no certificate, no usable key, or a key that does not match.
+    pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<RustlsTransport, TlsConfigError> {
+        Ok(RustlsTransport::new(
+            ClientCertificate::from_pem(cert_pem, key_pem)?,
+            Executor::tokio(),
+            Timer::tokio(),
+        ))
     }
 
     /// The proxy client certificate handle; swapping it affects new connections.

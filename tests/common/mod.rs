@@ -415,7 +415,7 @@ impl Gateway {
 
 /// `v1alpha1.widgets.example.io` served by `test-ns/backend:443`, verified with the
 /// serving CA.
-fn widgets_apiservice(pki: &Pki) -> ApiService {
+pub(crate) fn widgets_apiservice(pki: &Pki) -> ApiService {
     ApiService {
         metadata: ObjectMeta {
             name: APISERVICE.into(),

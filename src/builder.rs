@@ -1,0 +1,518 @@
+//! Embedding in one step: [`Aggregator::builder`] wires kube-apiserver's usual stack around
+//! the host's own handlers and returns it with the one background [`Worker`] the host must
+//! run, as tower's `Buffer::pair` returns a service and its worker.
+//!
+//! ```no_run
+//! # #[cfg(feature = "tokio")]
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use kube_aggregator::Aggregator;
+//! use kube_aggregator::authn::X509Authenticator;
+//! use kube_aggregator::authz::AlwaysAllow;
+//! use kube_aggregator::source::ManifestDir;
+//! use kube_aggregator::transport::RustlsTransport;
+//! use tower::Layer;
+//!
+//! let transport = RustlsTransport::from_pem(&std::fs::read("proxy.crt")?, &std::fs::read("proxy.key")?)?;
+//! let (aggregator, worker) = Aggregator::builder(transport)
+//!     .authenticator(X509Authenticator::from_pem(&std::fs::read("client-ca.crt")?)?)
+//!     .authorizer(AlwaysAllow)
+//!     .source(ManifestDir::watch("apiservices/"))
+//!     .build()?;
+//! tokio::spawn(worker);
+//! let service = aggregator.layer(tower::service_fn(|_req: http::Request<kube_aggregator::Body>| async {
+//!     Ok::<_, std::convert::Infallible>(http::Response::new(String::from("the host's own API")))
+//! }));
+//! # let _ = service;
+//! # Ok(()) }
+//! ```
+//!
+//! What [`AggregatorBuilder::build`] assembles, outside in (kube-apiserver's order):
+//! [`AuthenticationLayer`] (with the builder's authenticator, or, without one, the
+//! [`UserInfo`] the host put into the request extensions), [`AuthorizationLayer`], then
+//! [`AggregatorLayer`]. The [`Worker`] runs the [`Registry`] feed from the builder's
+//! [`ApiServiceSource`] and the [`AvailabilityController`]. Assembling the layers by hand
+//! stays possible: each is public and documented, and then the host runs
+//! [`Registry::run`] and [`AvailabilityController::run`] itself.
+//!
+//! A stack whose worker is not running cannot mark any remote APIService `Available`; it
+//! says so instead of answering a silent 503: each request to a remote APIService gets
+//! 503 `the aggregator's worker is not running: ...` and an error is logged (at most once a
+//! minute).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
+use tower::Layer;
+
+use crate::aggregator::{AggregatorLayer, AggregatorService};
+use crate::authn::{
+    AuthenticateFuture, AuthenticationLayer, AuthenticationService, Authenticator, UserInfo,
+};
+use crate::authz::{AuthorizationLayer, AuthorizationService, Authorizer};
+use crate::availability::{
+    AvailabilityConfig, AvailabilityController, AvailabilityMetrics, ServiceResolver,
+    StaticServiceResolver,
+};
+use crate::registry::Registry;
+use crate::rt::{Executor, Timer};
+use crate::source::ApiServiceSource;
+use crate::transport::Transport;
+
+/// The stack [`Aggregator::builder`] builds: a [`Layer`] that wraps the host's handlers in
+/// authentication, authorization and the aggregator.
+#[derive(Clone)]
+pub struct Aggregator {
+    authentication: AuthenticationLayer<Box<dyn Authenticator>>,
+    authorization: AuthorizationLayer<Box<dyn Authorizer>>,
+    aggregator: AggregatorLayer,
+    registry: Registry,
+    metrics: Arc<AvailabilityMetrics>,
+}
+
+impl std::fmt::Debug for Aggregator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Aggregator")
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The service of [`Aggregator`] around the host's handlers `S`.
+pub type AggregatorStack<S> = AuthenticationService<
+    AuthorizationService<AggregatorService<S>, Box<dyn Authorizer>>,
+    Box<dyn Authenticator>,
+>;
+
+impl Aggregator {
+    /// Starts a builder whose APIServices are reached through `transport` (a
+    /// [`RustlsTransport`](crate::transport::RustlsTransport) in production, an
+    /// [`InMemoryTransport`](crate::transport::InMemoryTransport) for in-process backends).
+    pub fn builder(transport: impl Transport) -> AggregatorBuilder {
+        AggregatorBuilder {
+            registry: Registry::new(transport),
+            resolver: None,
+            source: None,
+            authenticator: None,
+            authorizer: None,
+            executor: None,
+            timer: None,
+            metrics: None,
+            availability: AvailabilityConfig::default(),
+        }
+    }
+
+    /// The registry: the current APIServices and their status; [`Registry::apply`] pushes
+    /// updates directly.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The availability metrics the worker maintains.
+    pub fn metrics(&self) -> &Arc<AvailabilityMetrics> {
+        &self.metrics
+    }
+}
+
+impl<S> Layer<S> for Aggregator {
+    type Service = AggregatorStack<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        self.authentication.layer(
+            self.authorization
+                .layer(self.aggregator.clone().layer(inner)),
+        )
+    }
+}
+
+/// Configures an [`Aggregator`]; every setting is given once.
+pub struct AggregatorBuilder {
+    registry: Registry,
+    resolver: Option<Arc<dyn ServiceResolver>>,
+    source: Option<BoxFuture<'static, ()>>,
+    authenticator: Option<Box<dyn Authenticator>>,
+    authorizer: Option<Box<dyn Authorizer>>,
+    executor: Option<Executor>,
+    timer: Option<Timer>,
+    metrics: Option<Arc<AvailabilityMetrics>>,
+    availability: AvailabilityConfig,
+}
+
+impl std::fmt::Debug for AggregatorBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AggregatorBuilder")
+            .field("availability", &self.availability)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why [`AggregatorBuilder::build`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No [`AggregatorBuilder::authorizer`]: a policy gate without a policy would have to
+    /// allow or deny everything silently; name one (`AlwaysAllow` included) instead.
+    #[error(
+        "no authorizer: call AggregatorBuilder::authorizer (AlwaysAllow, a Union, a SubjectAccessReviewAuthorizer, ...)"
+    )]
+    NoAuthorizer,
+    /// No executor or timer, and the `tokio` feature (which supplies them) is off.
+    #[error(
+        "no runtime: call AggregatorBuilder::runtime with an executor and a timer (the tokio feature is off)"
+    )]
+    NoRuntime,
+}
+
+impl AggregatorBuilder {
+    /// Where `namespace/name:port` of each APIService's `spec.service` lives. Default: an
+    /// empty [`StaticServiceResolver`] (every remote APIService `ServiceNotFound`).
+    pub fn resolver(mut self, resolver: impl ServiceResolver) -> Self {
+        self.resolver = Some(Arc::new(resolver));
+        self
+    }
+
+    /// Where APIServices come from (a [`ManifestDir`](crate::source::ManifestDir), a
+    /// watch, a database); the worker applies its events. Without one, the host pushes
+    /// updates with [`Registry::apply`].
+    pub fn source(mut self, source: impl ApiServiceSource) -> Self {
+        self.source = Some(Box::pin(self.registry.clone().run(source)));
+        self
+    }
+
+    /// Authenticates callers (a [`Union`](crate::authn::Union) of x509, request-header,
+    /// tokens, ...). Without one the stack expects the host to have put a [`UserInfo`]
+    /// into the request extensions, and answers 401 when there is none.
+    pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
+        self.authenticator = Some(Box::new(authenticator));
+        self
+    }
+
+    /// Decides requests (required). kube-apiserver asks
+    /// [`PrivilegedGroups`](crate::authz::PrivilegedGroups) for `system:masters` before
+    /// its configured modes; put one first in a [`Union`](crate::authz::Union) to do the
+    /// same.
+    pub fn authorizer(mut self, authorizer: impl Authorizer) -> Self {
+        self.authorizer = Some(Box::new(authorizer));
+        self
+    }
+
+    /// The executor (spliced upgrade connections) and timer (probes, deadlines) of a host
+    /// not on tokio. With the `tokio` feature the defaults are tokio's.
+    pub fn runtime(mut self, executor: Executor, timer: Timer) -> Self {
+        self.executor = Some(executor);
+        self.timer = Some(timer);
+        self
+    }
+
+    /// Where the availability metrics go (default: a fresh set, see
+    /// [`Aggregator::metrics`]).
+    pub fn metrics(mut self, metrics: Arc<AvailabilityMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Timing of availability checks (default: upstream's 30 s resync, 5 s probe timeout).
+    pub fn availability(mut self, config: AvailabilityConfig) -> Self {
+        self.availability = config;
+        self
+    }
+
+    /// The stack and its worker. Spawn the worker (`tokio::spawn(worker)`, or the host's
+    /// executor): it runs until the process ends.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::NoAuthorizer`] without an authorizer; [`BuildError::NoRuntime`]
+    /// without an executor and timer when the `tokio` feature is off.
+    pub fn build(self) -> Result<(Aggregator, Worker), BuildError> {
+        let authorizer = self.authorizer.ok_or(BuildError::NoAuthorizer)?;
+        let (executor, timer) = match (self.executor, self.timer) {
+            (Some(e), Some(t)) => (e, t),
+            #[cfg(feature = "tokio")]
+            _ => (Executor::tokio(), Timer::tokio()),
+            #[cfg(not(feature = "tokio"))]
+            _ => return Err(BuildError::NoRuntime),
+        };
+        let resolver = self
+            .resolver
+            .unwrap_or_else(|| Arc::new(StaticServiceResolver::new()));
+        let metrics = self.metrics.unwrap_or_default();
+        let state = Arc::new(WorkerState::new(timer.now()));
+        let controller = AvailabilityController::new(
+            self.registry.clone(),
+            resolver.clone(),
+            timer.clone(),
+            self.availability,
+            metrics.clone(),
+        );
+        let source = self.source;
+        let work: BoxFuture<'static, ()> = Box::pin(async move {
+            match source {
+                Some(source) => {
+                    futures_util::future::join(source, controller.run()).await;
+                }
+                None => controller.run().await,
+            }
+        });
+        let aggregator = AggregatorLayer::new(self.registry.clone(), resolver, timer)
+            .executor(executor)
+            .with_worker(state.clone());
+        let authenticator = self
+            .authenticator
+            .unwrap_or_else(|| Box::new(HostAuthenticated));
+        Ok((
+            Aggregator {
+                authentication: AuthenticationLayer::new(authenticator),
+                authorization: AuthorizationLayer::new(authorizer),
+                aggregator,
+                registry: self.registry,
+                metrics,
+            },
+            Worker { work, state },
+        ))
+    }
+}
+
+/// The background work of an [`Aggregator`]: the APIService feed and the availability
+/// checks. A future that never ends; spawn it.
+#[must_use = "the aggregator marks no APIService Available until its worker runs: spawn it"]
+pub struct Worker {
+    work: BoxFuture<'static, ()>,
+    state: Arc<WorkerState>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker").finish_non_exhaustive()
+    }
+}
+
+impl Future for Worker {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.state.phase.store(RUNNING, Ordering::Release);
+        let done = self.work.as_mut().poll(cx);
+        if done.is_ready() {
+            self.state.phase.store(STOPPED, Ordering::Release);
+        }
+        done
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.state.phase.store(STOPPED, Ordering::Release);
+    }
+}
+
+const CREATED: u8 = 0;
+const RUNNING: u8 = 1;
+const STOPPED: u8 = 2;
+
+/// How long a worker may go unpolled after [`AggregatorBuilder::build`] before the stack
+/// calls it missing (a spawned task is polled at once; this only covers start-up).
+const START_GRACE: Duration = Duration::from_secs(5);
+
+/// Whether the [`Worker`] of a stack runs, shared with its aggregator layer.
+#[derive(Debug)]
+pub(crate) struct WorkerState {
+    phase: AtomicU8,
+    built: Instant,
+    /// Seconds since `built` of the last "not running" log line, plus one (0: never).
+    logged: AtomicU64,
+}
+
+impl WorkerState {
+    fn new(now: Instant) -> WorkerState {
+        WorkerState {
+            phase: AtomicU8::new(CREATED),
+            built: now,
+            logged: AtomicU64::new(0),
+        }
+    }
+
+    /// `None` while the worker runs (or may still be about to); otherwise why not, logged
+    /// at most once a minute.
+    pub(crate) fn problem(&self, now: Instant) -> Option<&'static str> {
+        let problem = match self.phase.load(Ordering::Acquire) {
+            RUNNING => return None,
+            CREATED if now.saturating_duration_since(self.built) < START_GRACE => return None,
+            CREATED => {
+                "the aggregator's worker is not running: spawn the Worker that Aggregator::builder(..).build() returned"
+            }
+            _ => {
+                "the aggregator's worker has stopped: the Worker that Aggregator::builder(..).build() returned was dropped"
+            }
+        };
+        let secs = now.saturating_duration_since(self.built).as_secs() + 1;
+        let last = self.logged.load(Ordering::Acquire);
+        if (last == 0 || secs >= last + 60)
+            && self
+                .logged
+                .compare_exchange(last, secs, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            tracing::error!("{problem}");
+        }
+        Some(problem)
+    }
+}
+
+/// The authenticator of a stack built without one: the [`UserInfo`] an earlier layer of
+/// the host put into the request extensions, or nobody (401).
+#[derive(Debug, Clone, Copy)]
+struct HostAuthenticated;
+
+impl Authenticator for HostAuthenticated {
+    fn authenticate(&self, parts: &http::request::Parts) -> AuthenticateFuture {
+        let user = parts.extensions.get::<UserInfo>().cloned();
+        Box::pin(std::future::ready(Ok(user)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use http::{Request, Response, StatusCode};
+    use http_body_util::BodyExt;
+    use tower::{Layer, ServiceExt};
+
+    use super::*;
+    use crate::apiservice::{ApiService, ServiceReference};
+    use crate::authz::AlwaysAllow;
+    use crate::body::Body;
+    use crate::source::ApiServiceEvent;
+    use crate::transport::InMemoryTransport;
+
+    /// A clock moved by hand whose sleeps never end, so a polled worker waits instead of
+    /// spinning.
+    #[derive(Clone)]
+    struct StoppedClock(Arc<Mutex<Instant>>);
+
+    struct Never;
+    impl Future for Never {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            Poll::Pending
+        }
+    }
+    impl hyper::rt::Sleep for Never {}
+
+    impl hyper::rt::Timer for StoppedClock {
+        fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+            Box::pin(Never)
+        }
+        fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+            Box::pin(Never)
+        }
+        fn now(&self) -> Instant {
+            *self.0.lock().unwrap()
+        }
+    }
+
+    fn apiservice() -> ApiService {
+        let mut svc = ApiService::default();
+        svc.metadata.name = "v1.widgets.example.io".into();
+        svc.spec.group = "widgets.example.io".into();
+        svc.spec.version = "v1".into();
+        svc.spec.group_priority_minimum = 1000;
+        svc.spec.version_priority = 15;
+        svc.spec.insecure_skip_tls_verify = true;
+        svc.spec.service = Some(ServiceReference {
+            namespace: "ns".into(),
+            name: "widgets".into(),
+            port: None,
+        });
+        svc
+    }
+
+    async fn get(
+        service: &(
+             impl tower::Service<
+            Request<Body>,
+            Response = Response<Body>,
+            Error = std::convert::Infallible,
+            Future: Send,
+        > + Clone
+         ),
+    ) -> (StatusCode, String) {
+        let mut req = Request::get("/apis/widgets.example.io/v1/things")
+            .body(Body::empty())
+            .unwrap();
+        req.extensions_mut().insert(UserInfo::new("alice", ["dev"]));
+        let res = service.clone().oneshot(req).await.unwrap();
+        let status = res.status();
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn a_stack_whose_worker_does_not_run_says_so() {
+        let transport = InMemoryTransport::new();
+        transport.insert(
+            "widgets.ns.svc",
+            tower::service_fn(|_: Request<Body>| async {
+                Ok::<_, std::convert::Infallible>(Response::new(Body::full("from the backend")))
+            }),
+        );
+        let mut resolver = StaticServiceResolver::new();
+        resolver
+            .insert("ns", "widgets", 443, "10.0.0.1:443")
+            .unwrap();
+        let clock = StoppedClock(Arc::new(Mutex::new(Instant::now())));
+        let (aggregator, mut worker) = Aggregator::builder(transport)
+            .resolver(resolver)
+            .authorizer(AlwaysAllow)
+            .runtime(Executor::tokio(), Timer::new(clock.clone()))
+            .build()
+            .unwrap();
+        aggregator
+            .registry()
+            .apply(ApiServiceEvent::Applied(apiservice()))
+            .unwrap();
+        let host = tower::service_fn(|_: Request<Body>| async {
+            Ok::<_, std::convert::Infallible>(Response::new(String::from("host")))
+        });
+        let service = aggregator.layer(host);
+
+        // Never spawned: after the start-up grace every remote request says why it fails.
+        *clock.0.lock().unwrap() += Duration::from_secs(6);
+        let (status, body) = get(&service).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(
+            body.starts_with("the aggregator's worker is not running"),
+            "{body}"
+        );
+
+        // Once it runs, it checks the APIService and the backend answers.
+        assert!(futures_util::FutureExt::now_or_never(&mut worker).is_none());
+        let (status, body) = get(&service).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (StatusCode::OK, "from the backend")
+        );
+
+        // Dropped: said too.
+        drop(worker);
+        let (status, body) = get(&service).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(
+            body.starts_with("the aggregator's worker has stopped"),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn an_authorizer_is_required() {
+        let err = Aggregator::builder(InMemoryTransport::new())
+            .build()
+            .unwrap_err();
+        assert_eq!(err, BuildError::NoAuthorizer);
+    }
+}
