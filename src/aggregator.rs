@@ -3,6 +3,8 @@
 //! | path | answer |
 //! |---|---|
 //! | `/apis`, `/apis/` | the `APIGroupList` (apiregistration.k8s.io, APIService groups, then the host's own) |
+//! | `/apis` with an aggregated `Accept`, given a [`DiscoveryManager`] | the `APIGroupDiscoveryList` ([`crate::discovery`]) |
+//! | `/api` with an aggregated `Accept`, given a [`DiscoveryManager`] | the host's core group as an `APIGroupDiscoveryList` |
 //! | `/apis/apiregistration.k8s.io/...` | the read-only APIService API |
 //! | `/apis/<g>`, `/apis/<g>/` with APIServices | that group's `APIGroup` |
 //! | `/apis/<g>/<v>[/...]` of a remote APIService | availability gate, then the mTLS proxy |
@@ -10,6 +12,8 @@
 //!
 //! Mirrors the mux of kube-aggregator `apiserver.go` and `handler_proxy.go` (docs/upstream-behaviour.md
 //! §2.2, §3.1). The service is always ready; each request does one snapshot load.
+
+mod discovery;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -26,6 +30,7 @@ use crate::authn::{ConnectionInfo, UserInfo};
 use crate::authz::ApiPath;
 use crate::availability::ServiceResolver;
 use crate::body::{Body, BoxError, boxed, full};
+use crate::discovery::{AggregatedVersion, DiscoveryManager, Negotiated};
 use crate::registry::{Backend, Registry, Route};
 use crate::rt::{Executor, Timer};
 use crate::status::plain_text_error;
@@ -36,12 +41,15 @@ pub struct AggregatorLayer {
     shared: Arc<Shared>,
 }
 
+#[derive(Clone)]
 struct Shared {
     registry: Registry,
     resolver: Arc<dyn ServiceResolver>,
     timer: Timer,
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     executor: Option<Executor>,
+    discovery: Option<DiscoveryManager>,
+    host_cache: Arc<discovery::HostCache>,
 }
 
 impl std::fmt::Debug for AggregatorLayer {
@@ -73,20 +81,30 @@ impl AggregatorLayer {
                 resolver: Arc::new(resolver),
                 timer,
                 executor,
+                discovery: None,
+                host_cache: Arc::default(),
             }),
         }
     }
 
     /// The executor that runs spliced upgrade connections (SPDY, WebSocket).
     pub fn executor(self, executor: Executor) -> AggregatorLayer {
-        let s = &self.shared;
+        let mut shared = (*self.shared).clone();
+        shared.executor = Some(executor);
         AggregatorLayer {
-            shared: Arc::new(Shared {
-                registry: s.registry.clone(),
-                resolver: s.resolver.clone(),
-                timer: s.timer.clone(),
-                executor: Some(executor),
-            }),
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// Serves aggregated discovery (`apidiscovery.k8s.io/v2`, `v2beta1`) for `/apis` and
+    /// `/api` from `manager`'s published document. Without one, `/apis` answers only the
+    /// legacy `APIGroupList` (which kubectl then follows with one request per
+    /// group-version).
+    pub fn discovery(self, manager: DiscoveryManager) -> AggregatorLayer {
+        let mut shared = (*self.shared).clone();
+        shared.discovery = Some(manager);
+        AggregatorLayer {
+            shared: Arc::new(shared),
         }
     }
 }
@@ -159,13 +177,24 @@ where
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let mut req = req.map(boxed);
         let table = self.shared.registry.snapshot();
-        let target = match route(&table, &mut req) {
+        let target = match route(&table, &mut req, &self.shared) {
             Target::Ready(res) => return Box::pin(std::future::ready(Ok(res))),
             target => target,
         };
         let inner = self.inner.clone();
         match target {
             Target::GroupList => group_list(inner, req, table.api_group_list_json().clone()),
+            Target::Aggregated { core, version } => {
+                let Some(manager) = self.shared.discovery.clone() else {
+                    return Box::pin(inner.oneshot(req));
+                };
+                let cache = self.shared.host_cache.clone();
+                if core {
+                    discovery::core(inner, req, manager, cache, version)
+                } else {
+                    discovery::group_list(inner, req, manager, cache, version)
+                }
+            }
             Target::Remote(route) => remote(self.shared.clone(), route, req),
             Target::Inner | Target::Ready(_) => Box::pin(inner.oneshot(req)),
         }
@@ -178,6 +207,11 @@ enum Target {
     Ready(Response<Body>),
     /// `/apis`: our group list merged with the host's.
     GroupList,
+    /// `/apis` (or `/api` when `core`) with an aggregated `Accept`.
+    Aggregated {
+        core: bool,
+        version: AggregatedVersion,
+    },
     /// A remote APIService.
     Remote(Arc<Route>),
     /// The host's own handlers.
@@ -187,7 +221,7 @@ enum Target {
 /// The mux of kube-aggregator's `apiserver.go`. Reads the RequestInfo authorization read
 /// (or computes the same one when no authorization layer runs), so routing and
 /// authorization see one group and version (docs/upstream-behaviour.md §2.2).
-fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>) -> Target {
+fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>, shared: &Shared) -> Target {
     let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
     if let Err(e) = crate::authz::request_info::ensure(req) {
         return Target::Ready(e.into_response(req.uri()));
@@ -199,7 +233,10 @@ fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>) -> Targ
         return Target::Ready(crate::status::internal_error(&uri, &"no RequestInfo"));
     };
     match info.api_path() {
-        ApiPath::GroupList if is_get => Target::GroupList,
+        ApiPath::GroupList if is_get => match aggregated(req, shared, info.path == "/apis") {
+            Some(target) => target,
+            None => Target::GroupList,
+        },
         ApiPath::Group(crate::apiservice::API_GROUP)
         | ApiPath::GroupVersion {
             group: crate::apiservice::API_GROUP,
@@ -216,9 +253,37 @@ fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>) -> Targ
         // The legacy core API is proxied only when `v1.` is a remote APIService.
         ApiPath::Legacy => match table.get("v1.").filter(|r| !r.apiservice.is_local()) {
             Some(route) => Target::Remote(route.clone()),
+            None if is_get && matches!(info.path.as_str(), "/api" | "/api/") => {
+                match aggregated(req, shared, true) {
+                    Some(Target::Aggregated { version, .. }) => Target::Aggregated {
+                        core: true,
+                        version,
+                    },
+                    _ => Target::Inner,
+                }
+            }
             None => Target::Inner,
         },
         _ => Target::Inner,
+    }
+}
+
+/// The aggregated-discovery target of a discovery request, when a manager serves it:
+/// only the exact path (`/apis`, not `/apis/`, as upstream's mux) with an aggregated
+/// `Accept`; `Some(Ready(406))` when the `Accept` allows nothing JSON.
+fn aggregated(req: &Request<Body>, shared: &Shared, exact: bool) -> Option<Target> {
+    shared.discovery.as_ref()?;
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    match crate::discovery::negotiate(accept) {
+        Negotiated::Aggregated(version) if exact => Some(Target::Aggregated {
+            core: false,
+            version,
+        }),
+        Negotiated::NotAcceptable if exact => Some(Target::Ready(crate::discovery::not_acceptable())),
+        _ => None,
     }
 }
 
