@@ -5,6 +5,8 @@
 //! | `/apis`, `/apis/` | the `APIGroupList` (apiregistration.k8s.io, APIService groups, then the host's own) |
 //! | `/apis` with an aggregated `Accept`, given a [`DiscoveryManager`] | the `APIGroupDiscoveryList` ([`crate::discovery`]) |
 //! | `/api` with an aggregated `Accept`, given a [`DiscoveryManager`] | the host's core group as an `APIGroupDiscoveryList` |
+//! | `/openapi/v2`, `/openapi/v3`, given an [`OpenApiManager`] | the merged documents ([`crate::openapi`]) |
+//! | `/openapi/v3/apis/<g>/<v>` listed by a remote APIService | availability gate, then the mTLS proxy |
 //! | `/apis/apiregistration.k8s.io/...` | the read-only APIService API |
 //! | `/apis/<g>`, `/apis/<g>/` with APIServices | that group's `APIGroup` |
 //! | `/apis/<g>/<v>[/...]` of a remote APIService | availability gate, then the mTLS proxy |
@@ -14,6 +16,7 @@
 //! §2.2, §3.1). The service is always ready; each request does one snapshot load.
 
 mod discovery;
+mod openapi;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -31,6 +34,7 @@ use crate::authz::ApiPath;
 use crate::availability::ServiceResolver;
 use crate::body::{Body, BoxError, boxed, full};
 use crate::discovery::{AggregatedVersion, DiscoveryManager, Negotiated};
+use crate::openapi::{OpenApiManager, V3Entry};
 use crate::registry::{Backend, Registry, Route};
 use crate::rt::{Executor, Timer};
 use crate::status::plain_text_error;
@@ -50,6 +54,8 @@ struct Shared {
     executor: Option<Executor>,
     discovery: Option<DiscoveryManager>,
     host_cache: Arc<discovery::HostCache>,
+    openapi: Option<OpenApiManager>,
+    openapi_cache: Arc<openapi::OpenApiCache>,
 }
 
 impl std::fmt::Debug for AggregatorLayer {
@@ -83,6 +89,8 @@ impl AggregatorLayer {
                 executor,
                 discovery: None,
                 host_cache: Arc::default(),
+                openapi: None,
+                openapi_cache: Arc::default(),
             }),
         }
     }
@@ -103,6 +111,17 @@ impl AggregatorLayer {
     pub fn discovery(self, manager: DiscoveryManager) -> AggregatorLayer {
         let mut shared = (*self.shared).clone();
         shared.discovery = Some(manager);
+        AggregatorLayer {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// Serves `/openapi/v2` (merged, JSON or protobuf) and `/openapi/v3` (the merged root,
+    /// remote group-versions proxied to their APIService) from `manager`'s published
+    /// specs. Without one, those paths go to the inner service.
+    pub fn openapi(self, manager: OpenApiManager) -> AggregatorLayer {
+        let mut shared = (*self.shared).clone();
+        shared.openapi = Some(manager);
         AggregatorLayer {
             shared: Arc::new(shared),
         }
@@ -195,6 +214,17 @@ where
                     discovery::group_list(inner, req, manager, cache, version)
                 }
             }
+            Target::OpenApi { v3_root } => {
+                let Some(manager) = self.shared.openapi.clone() else {
+                    return Box::pin(inner.oneshot(req));
+                };
+                let cache = self.shared.openapi_cache.clone();
+                if v3_root {
+                    openapi::v3_root(inner, req, manager, cache)
+                } else {
+                    openapi::v2(inner, req, manager, cache)
+                }
+            }
             Target::Remote(route) => remote(self.shared.clone(), route, req),
             Target::Inner | Target::Ready(_) => Box::pin(inner.oneshot(req)),
         }
@@ -212,6 +242,8 @@ enum Target {
         core: bool,
         version: AggregatedVersion,
     },
+    /// `/openapi/v2`, or the `/openapi/v3` root.
+    OpenApi { v3_root: bool },
     /// A remote APIService.
     Remote(Arc<Route>),
     /// The host's own handlers.
@@ -264,7 +296,39 @@ fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>, shared:
             }
             None => Target::Inner,
         },
+        ApiPath::Other if is_get && shared.openapi.is_some() => openapi_target(table, req, info, shared),
         _ => Target::Inner,
+    }
+}
+
+/// `/openapi/v2`, `/openapi/v3` and the v3 group-version documents remote APIServices
+/// listed; every other path (the host's own v3 documents included) goes to the inner
+/// service.
+fn openapi_target(
+    table: &crate::registry::RoutingTable,
+    req: &Request<Body>,
+    info: &crate::authz::RequestInfo,
+    shared: &Shared,
+) -> Target {
+    let Some(manager) = &shared.openapi else {
+        return Target::Inner;
+    };
+    match info.path.as_str() {
+        "/openapi/v2" => Target::OpenApi { v3_root: false },
+        "/openapi/v3" => Target::OpenApi { v3_root: true },
+        path => {
+            let Some(key) = path.strip_prefix("/openapi/v3/") else {
+                return Target::Inner;
+            };
+            match manager.snapshot().v3.get(key) {
+                Some(V3Entry::Remote { apiservice, .. }) => match table.get(apiservice) {
+                    Some(route) if !route.apiservice.is_local() => Target::Remote(route.clone()),
+                    _ => Target::Inner,
+                },
+                Some(V3Entry::Converted(doc)) => Target::Ready(openapi::converted(req, key, doc)),
+                None => Target::Inner,
+            }
+        }
     }
 }
 

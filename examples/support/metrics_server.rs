@@ -178,6 +178,11 @@ fn handle<B>(req: &Request<B>) -> Response<Full<Bytes>> {
         ..
     } = &user;
     tracing::debug!(user = %name, ?groups, ?extra, %method, path, "request");
+    if method == Method::GET {
+        if let Some(res) = super::metrics_openapi::handle(path, req.uri().query(), req.headers()) {
+            return res;
+        }
+    }
     // Authorization: every authenticated user may read metrics.
     let Some(route) = route(path) else {
         let message = "the server could not find the requested resource";

@@ -48,6 +48,7 @@ pub use document::{
     DEFAULT_VERSION_PRIORITY, DocumentBuilder, GroupDocument, VersionEntry, etag_of, sha512_hex,
 };
 pub use manager::{DEFAULT_MAX_DOCUMENT_BYTES, DiscoveryConfig, DiscoveryManager, Synced};
+pub(crate) use negotiate::parse_accept;
 pub use negotiate::{
     AggregatedVersion, Negotiated, V2_JSON, V2BETA1_JSON, is_aggregated_content_type, negotiate,
 };

@@ -50,9 +50,9 @@ pub enum Negotiated {
     NotAcceptable,
 }
 
-struct Clause<'a> {
-    kind: &'a str,
-    subtype: &'a str,
+pub(crate) struct Clause<'a> {
+    pub(crate) kind: &'a str,
+    pub(crate) subtype: &'a str,
     q: f32,
     params: Vec<(&'a str, &'a str)>,
 }
@@ -72,7 +72,7 @@ impl Clause<'_> {
 
 /// Go's `goautoneg.ParseAccept`: clauses sorted by `q` (default 1), then concrete types
 /// before wildcards; malformed clauses dropped; `q=0` clauses kept (as Go keeps them).
-fn parse_accept(header: &str) -> Vec<Clause<'_>> {
+pub(crate) fn parse_accept(header: &str) -> Vec<Clause<'_>> {
     let mut clauses: Vec<Clause<'_>> = Vec::new();
     for part in header.split(',') {
         let mut pieces = part.split(';');
