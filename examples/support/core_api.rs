@@ -1028,12 +1028,20 @@ mod tests {
             (Some("1"), Some("32"))
         );
         assert_eq!(v["gitVersion"], GIT_VERSION);
-        let api = get_json(
+        let (status, content_type, _, body) = call(
+            Method::GET,
             "/api",
-            Some(
-                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
-            ),
+            Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"),
         );
+        assert_eq!(
+            (status, content_type.as_str()),
+            (200, "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+        );
+        let v2: Value = serde_json::from_str(&body).expect("json");
+        let core = &v2["items"][0];
+        assert_eq!(core["metadata"], json!({}));
+        assert_eq!(core["versions"][0]["resources"][1]["responseKind"]["kind"], "Node");
+        let api = get_json("/api", Some("application/json"));
         assert_eq!(api["kind"], "APIVersions");
         assert_eq!(api["versions"], json!(["v1"]));
         assert_eq!(

@@ -187,7 +187,7 @@ fn v3_document() -> (Bytes, String) {
 /// `/apis` as aggregated discovery v2 (or v2beta1).
 fn aggregated_group_list(api_version: &str) -> Value {
     let resource = |name: &str, scope: &str, kind: &str| {
-        json!({"resource": name, "responseKind": {"group": "", "version": "", "kind": kind},
+        json!({"resource": name, "responseKind": {"group": "metrics.k8s.io", "version": "v1beta1", "kind": kind},
                "scope": scope, "singularResource": "", "verbs": ["get", "list"]})
     };
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {},
