@@ -441,3 +441,69 @@ mod tests {
         assert!((2..=WORKERS).contains(&max), "{max} lookups overlapped");
     }
 }
+
+#[cfg(test)]
+mod startup_tests {
+    use super::*;
+    use crate::apiservice::ApiService;
+    use crate::availability::StaticServiceResolver;
+    use crate::body::{Body, BoxError};
+    use crate::source::ApiServiceEvent;
+    use crate::transport::InMemoryTransport;
+
+    fn remote(i: usize, service: &str) -> ApiService {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("v1.g{i}.example.com")},
+            "spec": {"service": {"namespace": "ns", "name": service}, "group": format!("g{i}.example.com"),
+                     "version": "v1", "insecureSkipTLSVerify": true, "groupPriorityMinimum": 100, "versionPriority": 10}
+        }))
+        .unwrap()
+    }
+
+    /// A black-holed APIService (its backend never answers) holds one worker for its 5 s
+    /// probe timeout; the eleven others are Available well within 1 s of start.
+    #[tokio::test]
+    async fn a_black_hole_does_not_delay_the_others_first_check() {
+        let transport = InMemoryTransport::new();
+        transport.insert(
+            "hole.ns.svc",
+            tower::service_fn(|_req: http::Request<Body>| std::future::pending::<Result<http::Response<Body>, BoxError>>()),
+        );
+        transport.insert(
+            "ok.ns.svc",
+            tower::service_fn(|_req: http::Request<Body>| async { Ok::<_, BoxError>(http::Response::new(Body::empty())) }),
+        );
+        let registry = Registry::new(transport);
+        let mut services = vec![remote(0, "hole")];
+        services.extend((1..12).map(|i| remote(i, "ok")));
+        registry.apply(ApiServiceEvent::Resynced(services)).unwrap();
+        let mut resolver = StaticServiceResolver::new();
+        resolver.insert("ns", "hole", 443, "10.0.0.1:443").unwrap();
+        resolver.insert("ns", "ok", 443, "10.0.0.2:443").unwrap();
+        let controller = AvailabilityController::new(
+            registry.clone(),
+            resolver,
+            Timer::tokio(),
+            AvailabilityConfig::default(),
+            Arc::new(AvailabilityMetrics::default()),
+        );
+        let start = std::time::Instant::now();
+        let task = tokio::spawn(controller.run());
+        loop {
+            let table = registry.snapshot_owned();
+            let others_available = (1..12).all(|i| {
+                table
+                    .get(&format!("v1.g{i}.example.com"))
+                    .is_some_and(|r| r.is_available())
+            });
+            if others_available {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(1), "the others waited on the black hole");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let hole = registry.snapshot_owned();
+        assert!(hole.get("v1.g0.example.com").is_some_and(|r| r.apiservice.available_condition().is_none()), "still probing");
+        task.abort();
+    }
+}
