@@ -96,7 +96,9 @@ fn get_apis(c: &mut Criterion) {
         registry.set_available_condition(&name, ConditionStatus::True, "Passed", "ok");
     }
     let mut resolver = StaticServiceResolver::new();
-    resolver.insert("bench", "hole", 443, "10.0.0.1:443").unwrap();
+    resolver
+        .insert("bench", "hole", 443, "10.0.0.1:443")
+        .unwrap();
     for i in 1..COUNT {
         resolver
             .insert("bench", &format!("svc{i}"), 443, "10.0.0.2:443")
@@ -190,7 +192,10 @@ fn entry(i: usize, freshness: Freshness) -> VersionEntry {
 fn update(c: &mut Criterion) {
     let mut builder = DocumentBuilder::new();
     for i in 0..COUNT {
-        builder.set(&format!("group{i}.example.com"), entry(i, Freshness::Current));
+        builder.set(
+            &format!("group{i}.example.com"),
+            entry(i, Freshness::Current),
+        );
     }
     black_box(builder.build());
     let mut group = c.benchmark_group("discovery_update");
@@ -198,7 +203,12 @@ fn update(c: &mut Criterion) {
         b.iter_batched(
             || {
                 (0..COUNT)
-                    .map(|i| (format!("group{i}.example.com"), entry(i, Freshness::Current)))
+                    .map(|i| {
+                        (
+                            format!("group{i}.example.com"),
+                            entry(i, Freshness::Current),
+                        )
+                    })
                     .collect::<Vec<_>>()
             },
             |entries| {
@@ -216,7 +226,14 @@ fn update(c: &mut Criterion) {
         b.iter_batched(
             || {
                 flip = !flip;
-                entry(17, if flip { Freshness::Stale } else { Freshness::Current })
+                entry(
+                    17,
+                    if flip {
+                        Freshness::Stale
+                    } else {
+                        Freshness::Current
+                    },
+                )
             },
             |e| {
                 builder.set("group17.example.com", e);

@@ -253,7 +253,11 @@ enum Target {
 /// The mux of kube-aggregator's `apiserver.go`. Reads the RequestInfo authorization read
 /// (or computes the same one when no authorization layer runs), so routing and
 /// authorization see one group and version (docs/upstream-behaviour.md §2.2).
-fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>, shared: &Shared) -> Target {
+fn route(
+    table: &crate::registry::RoutingTable,
+    req: &mut Request<Body>,
+    shared: &Shared,
+) -> Target {
     let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
     if let Err(e) = crate::authz::request_info::ensure(req) {
         return Target::Ready(e.into_response(req.uri()));
@@ -296,7 +300,9 @@ fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>, shared:
             }
             None => Target::Inner,
         },
-        ApiPath::Other if is_get && shared.openapi.is_some() => openapi_target(table, req, info, shared),
+        ApiPath::Other if is_get && shared.openapi.is_some() => {
+            openapi_target(table, req, info, shared)
+        }
         _ => Target::Inner,
     }
 }
@@ -346,7 +352,9 @@ fn aggregated(req: &Request<Body>, shared: &Shared, exact: bool) -> Option<Targe
             core: false,
             version,
         }),
-        Negotiated::NotAcceptable if exact => Some(Target::Ready(crate::discovery::not_acceptable())),
+        Negotiated::NotAcceptable if exact => {
+            Some(Target::Ready(crate::discovery::not_acceptable()))
+        }
         _ => None,
     }
 }

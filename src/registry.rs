@@ -157,7 +157,10 @@ impl RoutingTable {
                 .filter_map(|gv| self.groups.get(gv.group).cloned())
                 .collect();
             let api_group_list_json = discovery::api_group_list_json(ordered.iter().map(|g| {
-                let versions = g.versions.iter().map(|r| r.apiservice.spec.version.as_str());
+                let versions = g
+                    .versions
+                    .iter()
+                    .map(|r| r.apiservice.spec.version.as_str());
                 (g.name.as_str(), versions)
             }));
             Sorted {
@@ -649,24 +652,26 @@ fn fetcher(
     resolver: Arc<dyn ServiceResolver>,
     service: ServiceReference,
 ) -> Fetcher {
-    BoxCloneSyncService::new(tower::service_fn(move |mut req: Request<crate::body::Body>| {
-        let (client, resolver, service) = (client.clone(), resolver.clone(), service.clone());
-        async move {
-            let client = client?;
-            let authority = resolver.resolve(&service).await?;
-            let pq = req
-                .uri()
-                .path_and_query()
-                .cloned()
-                .unwrap_or_else(|| PathAndQuery::from_static("/"));
-            *req.uri_mut() = Uri::builder()
-                .scheme(Scheme::HTTPS)
-                .authority(authority)
-                .path_and_query(pq)
-                .build()?;
-            client.oneshot(req).await
-        }
-    }))
+    BoxCloneSyncService::new(tower::service_fn(
+        move |mut req: Request<crate::body::Body>| {
+            let (client, resolver, service) = (client.clone(), resolver.clone(), service.clone());
+            async move {
+                let client = client?;
+                let authority = resolver.resolve(&service).await?;
+                let pq = req
+                    .uri()
+                    .path_and_query()
+                    .cloned()
+                    .unwrap_or_else(|| PathAndQuery::from_static("/"));
+                *req.uri_mut() = Uri::builder()
+                    .scheme(Scheme::HTTPS)
+                    .authority(authority)
+                    .path_and_query(pq)
+                    .build()?;
+                client.oneshot(req).await
+            }
+        },
+    ))
 }
 
 /// Future of [`Registry::changed`].

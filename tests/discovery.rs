@@ -54,7 +54,14 @@ fn v2_list(items: Value) -> Response<Body> {
     )
 }
 
-fn apiservice(pki: &Pki, group: &str, version: &str, service: &str, gp: i32, vp: i32) -> ApiService {
+fn apiservice(
+    pki: &Pki,
+    group: &str,
+    version: &str,
+    service: &str,
+    gp: i32,
+    vp: i32,
+) -> ApiService {
     let mut svc = ApiService::default();
     svc.metadata.name = format!("{version}.{group}");
     svc.spec.group = group.into();
@@ -94,7 +101,11 @@ struct GatedResolver {
 
 impl ServiceResolver for GatedResolver {
     fn resolve(&self, service: &ServiceReference) -> ResolveFuture {
-        let (inner, mut gate, slow) = (self.inner.clone(), self.gate.clone(), service.name == "slow");
+        let (inner, mut gate, slow) = (
+            self.inner.clone(),
+            self.gate.clone(),
+            service.name == "slow",
+        );
         let service = service.clone();
         Box::pin(async move {
             if slow {
@@ -107,7 +118,12 @@ impl ServiceResolver for GatedResolver {
 
 /// A gateway whose registry holds `initial` when the managers start following it (the
 /// APIServices "known at start").
-async fn gateway(pki: &Pki, services: &[(&str, SocketAddr)], config: DiscoveryConfig, initial: Vec<ApiService>) -> Gateway {
+async fn gateway(
+    pki: &Pki,
+    services: &[(&str, SocketAddr)],
+    config: DiscoveryConfig,
+    initial: Vec<ApiService>,
+) -> Gateway {
     let (open, gate) = tokio::sync::watch::channel(true);
     std::mem::forget(open);
     gateway_gated(pki, services, config, gate, initial).await
@@ -121,34 +137,74 @@ async fn gateway_gated(
     initial: Vec<ApiService>,
 ) -> Gateway {
     let proxy_leaf = pki.front_proxy_ca.client("front-proxy-client", &[]);
-    let proxy_cert = ClientCertificate::from_pem(proxy_leaf.cert_pem.as_bytes(), proxy_leaf.key_pem.as_bytes()).unwrap();
+    let proxy_cert = ClientCertificate::from_pem(
+        proxy_leaf.cert_pem.as_bytes(),
+        proxy_leaf.key_pem.as_bytes(),
+    )
+    .unwrap();
     let timer = Timer::tokio();
-    let registry = Registry::new(RustlsTransport::new(proxy_cert, Executor::tokio(), timer.clone()));
+    let registry = Registry::new(RustlsTransport::new(
+        proxy_cert,
+        Executor::tokio(),
+        timer.clone(),
+    ));
     let mut resolver = StaticServiceResolver::new();
     for (name, addr) in services {
-        resolver.insert("test-ns", name, 443, &addr.to_string()).unwrap();
+        resolver
+            .insert("test-ns", name, 443, &addr.to_string())
+            .unwrap();
     }
-    let resolver = GatedResolver { inner: resolver, gate };
+    let resolver = GatedResolver {
+        inner: resolver,
+        gate,
+    };
     registry.apply(ApiServiceEvent::Resynced(initial)).unwrap();
     let discovery = DiscoveryManager::new(timer.clone(), config);
     registry.feed(resolver.clone(), discovery.clone());
     tokio::spawn(discovery.clone().run());
-    let openapi = OpenApiManager::new(timer.clone(), OpenApiConfig { backoff_base: Duration::from_millis(50), ..OpenApiConfig::default() });
+    let openapi = OpenApiManager::new(
+        timer.clone(),
+        OpenApiConfig {
+            backoff_base: Duration::from_millis(50),
+            ..OpenApiConfig::default()
+        },
+    );
     registry.feed(resolver.clone(), openapi.clone());
     tokio::spawn(openapi.clone().run());
     // The host serves no discovery of its own: 404 for everything.
-    let inner = tower::service_fn(|_req: Request<Body>| async move { Ok::<_, Infallible>(respond(404, "404 page not found\n")) });
+    let inner = tower::service_fn(|_req: Request<Body>| async move {
+        Ok::<_, Infallible>(respond(404, "404 page not found\n"))
+    });
     let service = ServiceBuilder::new()
         .layer(AuthenticationLayer::new(alice()))
         .layer(AuthorizationLayer::new(AlwaysAllow))
-        .layer(AggregatorLayer::new(registry.clone(), resolver, timer).discovery(discovery.clone()).openapi(openapi))
+        .layer(
+            AggregatorLayer::new(registry.clone(), resolver, timer)
+                .discovery(discovery.clone())
+                .openapi(openapi),
+        )
         .service(inner);
     let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
-    let tls = server::server_config(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes(), pki.client_ca.cert_pem.as_bytes(), true).unwrap();
+    let tls = server::server_config(
+        leaf.cert_pem.as_bytes(),
+        leaf.key_pem.as_bytes(),
+        pki.client_ca.cert_pem.as_bytes(),
+        true,
+    )
+    .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(server::serve_tls(listener, tls, service, std::future::pending()));
-    Gateway { addr, registry, discovery }
+    tokio::spawn(server::serve_tls(
+        listener,
+        tls,
+        service,
+        std::future::pending(),
+    ));
+    Gateway {
+        addr,
+        registry,
+        discovery,
+    }
 }
 
 fn fast() -> DiscoveryConfig {
@@ -166,7 +222,10 @@ fn client(pki: &Pki, g: &Gateway) -> Client {
 }
 
 /// `(group, [(version, freshness, resources)])` of a v2 body.
-fn summary(body: &str) -> Vec<(String, Vec<(String, String, Vec<String>)>)> {
+/// A group's versions as `(version, freshness, resource names)`.
+type Versions = Vec<(String, String, Vec<String>)>;
+
+fn summary(body: &str) -> Vec<(String, Versions)> {
     let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
     v["items"]
         .as_array()
@@ -178,13 +237,27 @@ fn summary(body: &str) -> Vec<(String, Vec<(String, String, Vec<String>)>)> {
                 .map(|vs| {
                     vs.iter()
                         .map(|v| {
-                            let resources = v["resources"].as_array().map(|rs| rs.iter().map(|r| r["resource"].as_str().unwrap().to_owned()).collect()).unwrap_or_default();
-                            (v["version"].as_str().unwrap().to_owned(), v["freshness"].as_str().unwrap_or("").to_owned(), resources)
+                            let resources = v["resources"]
+                                .as_array()
+                                .map(|rs| {
+                                    rs.iter()
+                                        .map(|r| r["resource"].as_str().unwrap().to_owned())
+                                        .collect()
+                                })
+                                .unwrap_or_default();
+                            (
+                                v["version"].as_str().unwrap().to_owned(),
+                                v["freshness"].as_str().unwrap_or("").to_owned(),
+                                resources,
+                            )
                         })
                         .collect()
                 })
                 .unwrap_or_default();
-            (g["metadata"]["name"].as_str().unwrap_or("").to_owned(), versions)
+            (
+                g["metadata"]["name"].as_str().unwrap_or("").to_owned(),
+                versions,
+            )
         })
         .collect()
 }
@@ -192,7 +265,10 @@ fn summary(body: &str) -> Vec<(String, Vec<(String, String, Vec<String>)>)> {
 async fn eventually(what: &str, mut f: impl AsyncFnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while !f().await {
-        assert!(tokio::time::Instant::now() < deadline, "{what}: not within 5 s");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within 5 s"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -220,8 +296,19 @@ async fn negotiation_etag_and_one_fetch_per_service() {
         apiservice(&pki, "a.example.io", "v1", "backend", 100, 15),
         apiservice(&pki, "b.example.io", "v1", "backend", 100, 15),
     ];
-    let g = gateway(&pki, &[("backend", backend.addr)], DiscoveryConfig { refresh_period: Duration::from_secs(60), ..fast() }, initial).await;
-    tokio::time::timeout(Duration::from_secs(5), g.discovery.synced()).await.expect("synced");
+    let g = gateway(
+        &pki,
+        &[("backend", backend.addr)],
+        DiscoveryConfig {
+            refresh_period: Duration::from_secs(60),
+            ..fast()
+        },
+        initial,
+    )
+    .await;
+    tokio::time::timeout(Duration::from_secs(5), g.discovery.synced())
+        .await
+        .expect("synced");
     let c = client(&pki, &g);
     let r = c.get_with("/apis", &[("accept", KUBECTL_ACCEPT)]).await;
     assert_eq!(r.status, 200);
@@ -233,9 +320,22 @@ async fn negotiation_etag_and_one_fetch_per_service() {
     assert_eq!(
         summary(&r.body),
         [
-            ("apiregistration.k8s.io".to_owned(), vec![("v1".to_owned(), "Current".to_owned(), vec!["apiservices".to_owned()])]),
-            ("a.example.io".to_owned(), vec![("v1".to_owned(), "Current".to_owned(), vec!["as".to_owned()])]),
-            ("b.example.io".to_owned(), vec![("v1".to_owned(), "Current".to_owned(), vec!["bs".to_owned()])]),
+            (
+                "apiregistration.k8s.io".to_owned(),
+                vec![(
+                    "v1".to_owned(),
+                    "Current".to_owned(),
+                    vec!["apiservices".to_owned()]
+                )]
+            ),
+            (
+                "a.example.io".to_owned(),
+                vec![("v1".to_owned(), "Current".to_owned(), vec!["as".to_owned()])]
+            ),
+            (
+                "b.example.io".to_owned(),
+                vec![("v1".to_owned(), "Current".to_owned(), vec!["bs".to_owned()])]
+            ),
         ]
     );
     // One Service, two APIServices, one fetch; as system:kube-aggregator in system:masters.
@@ -246,27 +346,55 @@ async fn negotiation_etag_and_one_fetch_per_service() {
     assert_eq!(fetch.one("x-remote-user"), Some("system:kube-aggregator"));
     assert_eq!(fetch.all("x-remote-group"), ["system:masters"]);
 
-    let r304 = c.get_with("/apis", &[("accept", KUBECTL_ACCEPT), ("if-none-match", &etag)]).await;
+    let r304 = c
+        .get_with(
+            "/apis",
+            &[("accept", KUBECTL_ACCEPT), ("if-none-match", &etag)],
+        )
+        .await;
     assert_eq!(r304.status, 304);
     assert_eq!(r304.body, "");
     assert_eq!(r304.headers["etag"].to_str().unwrap(), etag);
-    let other = c.get_with("/apis", &[("accept", KUBECTL_ACCEPT), ("if-none-match", "\"nope\"")]).await;
+    let other = c
+        .get_with(
+            "/apis",
+            &[("accept", KUBECTL_ACCEPT), ("if-none-match", "\"nope\"")],
+        )
+        .await;
     assert_eq!(other.status, 200);
 
     let beta = c.get_with("/apis", &[("accept", V2BETA1_JSON)]).await;
     assert_eq!(beta.headers["content-type"], V2BETA1_JSON);
-    assert_eq!(beta.headers["etag"].to_str().unwrap(), etag, "one ETag for every encoding");
-    assert!(beta.body.contains(r#""apiVersion":"apidiscovery.k8s.io/v2beta1""#));
+    assert_eq!(
+        beta.headers["etag"].to_str().unwrap(),
+        etag,
+        "one ETag for every encoding"
+    );
+    assert!(
+        beta.body
+            .contains(r#""apiVersion":"apidiscovery.k8s.io/v2beta1""#)
+    );
 
     let legacy = c.get_with("/apis", &[("accept", "application/json")]).await;
     assert_eq!(legacy.headers["content-type"], "application/json");
-    assert!(legacy.body.starts_with(r#"{"kind":"APIGroupList""#), "{}", legacy.body);
+    assert!(
+        legacy.body.starts_with(r#"{"kind":"APIGroupList""#),
+        "{}",
+        legacy.body
+    );
     let slash = c.get_with("/apis/", &[("accept", KUBECTL_ACCEPT)]).await;
-    assert!(slash.body.starts_with(r#"{"kind":"APIGroupList""#), "/apis/ is legacy only");
+    assert!(
+        slash.body.starts_with(r#"{"kind":"APIGroupList""#),
+        "/apis/ is legacy only"
+    );
 
     let proto = c.get_with("/apis", &[("accept", "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")]).await;
     assert_eq!(proto.status, 406);
-    assert!(proto.body.contains(r#""reason":"NotAcceptable""#), "{}", proto.body);
+    assert!(
+        proto.body.contains(r#""reason":"NotAcceptable""#),
+        "{}",
+        proto.body
+    );
 }
 
 /// B18: before any fetch completes every group-version is listed Stale and empty, in
@@ -277,20 +405,24 @@ async fn ordering_stale_before_sync_and_legacy_fallback() {
     let pki = Pki::new();
     let (release, gate) = tokio::sync::watch::channel(false);
     // widgets: three versions on a Service that resolves only once released.
-    let slow = Backend::start(&pki, H2_AND_HTTP11, move |s: &Seen| {
-        match s.uri.path() {
-            "/apis" => respond(404, "404 page not found\n"),
-            p => {
-                let v = p.rsplit('/').next().unwrap();
-                resource_list(&format!("widgets.example.io/{v}"), &format!("widgets-{v}"), "Widget")
-            }
+    let slow = Backend::start(&pki, H2_AND_HTTP11, move |s: &Seen| match s.uri.path() {
+        "/apis" => respond(404, "404 page not found\n"),
+        p => {
+            let v = p.rsplit('/').next().unwrap();
+            resource_list(
+                &format!("widgets.example.io/{v}"),
+                &format!("widgets-{v}"),
+                "Widget",
+            )
         }
     })
     .await;
     // gadgets: 406 to the v2 Accept, legacy documents work.
     let legacy = Backend::start(&pki, H2_AND_HTTP11, |s: &Seen| match s.uri.path() {
         "/apis" => respond(406, "not acceptable"),
-        "/apis/gadgets.example.io/v1" => resource_list("gadgets.example.io/v1", "gadgets", "Gadget"),
+        "/apis/gadgets.example.io/v1" => {
+            resource_list("gadgets.example.io/v1", "gadgets", "Gadget")
+        }
         "/apis/tools.example.io/v1" => resource_list("tools.example.io/v1", "tools", "Tool"),
         _ => respond(404, ""),
     })
@@ -303,32 +435,88 @@ async fn ordering_stale_before_sync_and_legacy_fallback() {
         // The same Service: each group-version gets its own legacy document.
         apiservice(&pki, "tools.example.io", "v1", "legacy", 10, 15),
     ];
-    let g = gateway_gated(&pki, &[("slow", slow.addr), ("legacy", legacy.addr)], DiscoveryConfig { fetch_timeout: Duration::from_secs(5), ..fast() }, gate, initial).await;
+    let g = gateway_gated(
+        &pki,
+        &[("slow", slow.addr), ("legacy", legacy.addr)],
+        DiscoveryConfig {
+            fetch_timeout: Duration::from_secs(5),
+            ..fast()
+        },
+        gate,
+        initial,
+    )
+    .await;
     let c = client(&pki, &g);
-    let first = summary(&c.get_with("/apis", &[("accept", KUBECTL_ACCEPT)]).await.body);
+    let first = summary(
+        &c.get_with("/apis", &[("accept", KUBECTL_ACCEPT)])
+            .await
+            .body,
+    );
     let names: Vec<&str> = first.iter().map(|(g, _)| g.as_str()).collect();
-    assert_eq!(names, ["apiregistration.k8s.io", "gadgets.example.io", "widgets.example.io", "tools.example.io"]);
+    assert_eq!(
+        names,
+        [
+            "apiregistration.k8s.io",
+            "gadgets.example.io",
+            "widgets.example.io",
+            "tools.example.io"
+        ]
+    );
     let widgets = &first[2].1;
-    let versions: Vec<(&str, &str, usize)> = widgets.iter().map(|(v, f, r)| (v.as_str(), f.as_str(), r.len())).collect();
-    assert_eq!(versions, [("v2beta1", "Stale", 0), ("v1", "Stale", 0), ("v1alpha1", "Stale", 0)]);
+    let versions: Vec<(&str, &str, usize)> = widgets
+        .iter()
+        .map(|(v, f, r)| (v.as_str(), f.as_str(), r.len()))
+        .collect();
+    assert_eq!(
+        versions,
+        [
+            ("v2beta1", "Stale", 0),
+            ("v1", "Stale", 0),
+            ("v1alpha1", "Stale", 0)
+        ]
+    );
     // The legacy /apis agrees on the order and the preferred version.
-    let legacy_list: Value = serde_json::from_str(&c.get_with("/apis", &[("accept", "application/json")]).await.body).unwrap();
-    let widgets_group = legacy_list["groups"].as_array().unwrap().iter().find(|g| g["name"] == "widgets.example.io").unwrap();
+    let legacy_list: Value = serde_json::from_str(
+        &c.get_with("/apis", &[("accept", "application/json")])
+            .await
+            .body,
+    )
+    .unwrap();
+    let widgets_group = legacy_list["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "widgets.example.io")
+        .unwrap();
     assert_eq!(widgets_group["preferredVersion"]["version"], "v2beta1");
     assert!(!g.discovery.has_synced());
 
     release.send(true).unwrap();
     eventually("every version Current", async || {
-        let s = summary(&c.get_with("/apis", &[("accept", KUBECTL_ACCEPT)]).await.body);
-        s.iter().skip(1).all(|(_, vs)| vs.iter().all(|(_, f, _)| f == "Current"))
+        let s = summary(
+            &c.get_with("/apis", &[("accept", KUBECTL_ACCEPT)])
+                .await
+                .body,
+        );
+        s.iter()
+            .skip(1)
+            .all(|(_, vs)| vs.iter().all(|(_, f, _)| f == "Current"))
     })
     .await;
     assert!(g.discovery.has_synced());
-    let done = summary(&c.get_with("/apis", &[("accept", KUBECTL_ACCEPT)]).await.body);
+    let done = summary(
+        &c.get_with("/apis", &[("accept", KUBECTL_ACCEPT)])
+            .await
+            .body,
+    );
     assert_eq!(done[1].1[0].2, ["gadgets"]);
     assert_eq!(done[2].1[0].2, ["widgets-v2beta1"]);
     assert_eq!(done[2].1[2].2, ["widgets-v1alpha1"]);
-    assert_eq!(done[3].1[0].2, ["tools"], "the legacy result is per group-version, not per Service");
+    assert_eq!(
+        done[3].1[0].2,
+        ["tools"],
+        "the legacy result is per group-version, not per Service"
+    );
 }
 
 /// A failing Service turns Stale and keeps its last good resources; it is Current again
@@ -349,20 +537,50 @@ async fn stale_on_failure_current_after_recovery_and_deletion_at_once() {
     })
     .await;
     let g = gateway(&pki, &[("backend", backend.addr)], fast(), vec![]).await;
-    g.registry.apply(ApiServiceEvent::Applied(apiservice(&pki, "a.example.io", "v1", "backend", 100, 15))).unwrap();
+    g.registry
+        .apply(ApiServiceEvent::Applied(apiservice(
+            &pki,
+            "a.example.io",
+            "v1",
+            "backend",
+            100,
+            15,
+        )))
+        .unwrap();
     let c = client(&pki, &g);
     let state = async || {
-        let s = summary(&c.get_with("/apis", &[("accept", KUBECTL_ACCEPT)]).await.body);
-        s.into_iter().find(|(g, _)| g == "a.example.io").map(|(_, v)| v[0].clone())
+        let s = summary(
+            &c.get_with("/apis", &[("accept", KUBECTL_ACCEPT)])
+                .await
+                .body,
+        );
+        s.into_iter()
+            .find(|(g, _)| g == "a.example.io")
+            .map(|(_, v)| v[0].clone())
     };
-    eventually("Current", async || state().await.is_some_and(|v| v.1 == "Current")).await;
+    eventually("Current", async || {
+        state().await.is_some_and(|v| v.1 == "Current")
+    })
+    .await;
     down.store(true, Ordering::SeqCst);
-    eventually("Stale", async || state().await.is_some_and(|v| v.1 == "Stale")).await;
-    assert_eq!(state().await.unwrap().2, ["as"], "the last good resources stay");
+    eventually("Stale", async || {
+        state().await.is_some_and(|v| v.1 == "Stale")
+    })
+    .await;
+    assert_eq!(
+        state().await.unwrap().2,
+        ["as"],
+        "the last good resources stay"
+    );
     down.store(false, Ordering::SeqCst);
-    eventually("Current again", async || state().await.is_some_and(|v| v.1 == "Current")).await;
+    eventually("Current again", async || {
+        state().await.is_some_and(|v| v.1 == "Current")
+    })
+    .await;
 
-    g.registry.apply(ApiServiceEvent::Deleted("v1.a.example.io".into())).unwrap();
+    g.registry
+        .apply(ApiServiceEvent::Deleted("v1.a.example.io".into()))
+        .unwrap();
     // No waiting: the deletion is in both documents as soon as apply returns.
     let v2 = c.get_with("/apis", &[("accept", KUBECTL_ACCEPT)]).await;
     assert!(!v2.body.contains("a.example.io"), "{}", v2.body);
@@ -404,29 +622,69 @@ async fn openapi_merge_conflicts_and_v3_routing() {
     ];
     let g = gateway(&pki, &[("a", a.addr), ("b", b.addr)], fast(), initial).await;
     for name in ["v1.a.example.io", "v1.b.example.io"] {
-        g.registry.set_available_condition(name, ConditionStatus::True, "Passed", "all checks passed");
+        g.registry.set_available_condition(
+            name,
+            ConditionStatus::True,
+            "Passed",
+            "all checks passed",
+        );
     }
     let c = client(&pki, &g);
     let mut merged = Value::Null;
     eventually("both specs merged", async || {
         merged = serde_json::from_str(&c.get("/openapi/v2").await.body).unwrap();
-        merged["paths"].get("/apis/b.example.io/v1/things").is_some() && merged["paths"].get("/apis/a.example.io/v1/things").is_some()
+        merged["paths"]
+            .get("/apis/b.example.io/v1/things")
+            .is_some()
+            && merged["paths"]
+                .get("/apis/a.example.io/v1/things")
+                .is_some()
     })
     .await;
-    assert!(merged["paths"].get("/version").is_none(), "filtered to the group-version");
-    assert_eq!(merged["definitions"]["Thing"]["type"], "object", "the higher group priority merges first");
+    assert!(
+        merged["paths"].get("/version").is_none(),
+        "filtered to the group-version"
+    );
+    assert_eq!(
+        merged["definitions"]["Thing"]["type"], "object",
+        "the higher group priority merges first"
+    );
     assert_eq!(merged["definitions"]["Thing_v2"]["type"], "string");
     assert_eq!(
         merged["paths"]["/apis/b.example.io/v1/things"]["get"]["responses"]["200"]["schema"]["$ref"],
         "#/definitions/Thing_v2"
     );
-    assert!(merged["definitions"].get("Info").is_none(), "only dropped paths used it");
-    let r = c.open("/openapi/v2", &[("accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")]).await;
-    assert_eq!(r.headers()["content-type"], "application/com.github.proto-openapi.spec.v2.v1.0+protobuf");
+    assert!(
+        merged["definitions"].get("Info").is_none(),
+        "only dropped paths used it"
+    );
+    let r = c
+        .open(
+            "/openapi/v2",
+            &[(
+                "accept",
+                "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+            )],
+        )
+        .await;
+    assert_eq!(
+        r.headers()["content-type"],
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    );
     let etag = r.headers()["etag"].to_str().unwrap().to_owned();
-    let proto = http_body_util::BodyExt::collect(r.into_body()).await.unwrap().to_bytes();
+    let proto = http_body_util::BodyExt::collect(r.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
     let doc = <kube_aggregator::openapi::proto::Document as prost::Message>::decode(proto).unwrap();
-    let names: Vec<&str> = doc.definitions.as_ref().unwrap().additional_properties.iter().map(|d| d.name.as_str()).collect();
+    let names: Vec<&str> = doc
+        .definitions
+        .as_ref()
+        .unwrap()
+        .additional_properties
+        .iter()
+        .map(|d| d.name.as_str())
+        .collect();
     assert_eq!(names, ["Thing", "Thing_v2"]);
     let r304 = c.get_with("/openapi/v2", &[("if-none-match", &etag)]).await;
     assert_eq!(r304.status, 304);
@@ -434,14 +692,24 @@ async fn openapi_merge_conflicts_and_v3_routing() {
     let mut root = Value::Null;
     eventually("both v3 keys", async || {
         root = serde_json::from_str(&c.get("/openapi/v3").await.body).unwrap();
-        root["paths"].get("apis/b.example.io/v1").is_some() && root["paths"].get("apis/a.example.io/v1").is_some()
+        root["paths"].get("apis/b.example.io/v1").is_some()
+            && root["paths"].get("apis/a.example.io/v1").is_some()
     })
     .await;
-    assert!(root["paths"].get("version").is_none(), "a backend's key outside its group-version is ignored");
-    assert_eq!(root["paths"]["apis/a.example.io/v1"]["serverRelativeURL"], "/openapi/v3/apis/a.example.io/v1?hash=ABC");
+    assert!(
+        root["paths"].get("version").is_none(),
+        "a backend's key outside its group-version is ignored"
+    );
+    assert_eq!(
+        root["paths"]["apis/a.example.io/v1"]["serverRelativeURL"],
+        "/openapi/v3/apis/a.example.io/v1?hash=ABC"
+    );
     let proxied = c.get("/openapi/v3/apis/a.example.io/v1?hash=ABC").await;
     assert!(proxied.body.contains("backend a"), "{}", proxied.body);
-    let url = root["paths"]["apis/b.example.io/v1"]["serverRelativeURL"].as_str().unwrap().to_owned();
+    let url = root["paths"]["apis/b.example.io/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let converted = c.get(&url).await;
     assert_eq!(converted.status, 200);
     assert_eq!(converted.headers["cache-control"], "public, immutable");

@@ -72,11 +72,13 @@ fn handle_at(req: &Parts, now: i64) -> Response<Full<Bytes>> {
         .and_then(|v| v.to_str().ok());
     match route {
         Route::Health(check) => health(check, query),
-        Route::Discovery(body) => match negotiate(accept, false, matches!(path, "/api" | "/api/")) {
-            Some(Format::Aggregated(version)) => aggregated_core(version),
-            Some(format) => encode(format, &body),
-            None => status_response(Status::not_acceptable()),
-        },
+        Route::Discovery(body) => {
+            match negotiate(accept, false, matches!(path, "/api" | "/api/")) {
+                Some(Format::Aggregated(version)) => aggregated_core(version),
+                Some(format) => encode(format, &body),
+                None => status_response(Status::not_acceptable()),
+            }
+        }
         Route::Resource(None) => status_response(Status::generic(StatusCode::NOT_FOUND)),
         Route::Resource(Some(target)) => {
             if target.name.is_none() && query_flag(query, "watch") {
@@ -1031,16 +1033,24 @@ mod tests {
         let (status, content_type, _, body) = call(
             Method::GET,
             "/api",
-            Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"),
+            Some(
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+            ),
         );
         assert_eq!(
             (status, content_type.as_str()),
-            (200, "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+            (
+                200,
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+            )
         );
         let v2: Value = serde_json::from_str(&body).expect("json");
         let core = &v2["items"][0];
         assert_eq!(core["metadata"], json!({}));
-        assert_eq!(core["versions"][0]["resources"][1]["responseKind"]["kind"], "Node");
+        assert_eq!(
+            core["versions"][0]["resources"][1]["responseKind"]["kind"],
+            "Node"
+        );
         let api = get_json("/api", Some("application/json"));
         assert_eq!(api["kind"], "APIVersions");
         assert_eq!(api["versions"], json!(["v1"]));

@@ -320,15 +320,25 @@ fn authenticator(
 /// The gateway's own handlers: `/metrics`, `/readyz` (which waits for the discovery
 /// manager's first pass, as kube-apiserver's `apiservice-discovery-controller` post-start
 /// hook), then the core API (health included).
-fn local(req: Request<Body>, metrics: &AvailabilityMetrics, discovery_synced: bool) -> Response<Body> {
+fn local(
+    req: Request<Body>,
+    metrics: &AvailabilityMetrics,
+    discovery_synced: bool,
+) -> Response<Body> {
     let (parts, _body) = req.into_parts();
     if !discovery_synced && matches!(parts.uri.path(), "/readyz" | "/readyz/") {
         let body = "[+]ping ok\n[-]poststarthook/apiservice-discovery-controller failed: reason withheld\nreadyz check failed\n";
         let mut res = Response::new(Body::full(body));
         *res.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
         let h = res.headers_mut();
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-        h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        h.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
         return res;
     }
     if parts.uri.path() == "/metrics" {

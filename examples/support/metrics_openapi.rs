@@ -88,8 +88,10 @@ fn list_operation(kind: &str, id: &str, namespaced: bool) -> Value {
 }
 
 fn get_operation(kind: &str, id: &str, namespaced: bool) -> Value {
-    let mut parameters = vec![json!({"name": "name", "in": "path", "required": true, "type": "string", "uniqueItems": true,
-                                     "description": format!("The name of the {kind}.")})];
+    let mut parameters = vec![
+        json!({"name": "name", "in": "path", "required": true, "type": "string", "uniqueItems": true,
+                                     "description": format!("The name of the {kind}.")}),
+    ];
     if namespaced {
         parameters.push(json!({"name": "namespace", "in": "path", "required": true, "type": "string", "uniqueItems": true,
                                "description": "The namespace of the object."}));
@@ -118,7 +120,10 @@ pub fn v2_spec() -> Value {
             &["timestamp", "window", "usage"],
         ),
     );
-    definitions.insert(format!("{PKG}.NodeMetricsList"), list("NodeMetrics", "NodeMetrics"));
+    definitions.insert(
+        format!("{PKG}.NodeMetricsList"),
+        list("NodeMetrics", "NodeMetrics"),
+    );
     definitions.insert(
         format!("{PKG}.PodMetrics"),
         object(
@@ -132,7 +137,10 @@ pub fn v2_spec() -> Value {
             &["timestamp", "window", "containers"],
         ),
     );
-    definitions.insert(format!("{PKG}.PodMetricsList"), list("PodMetrics", "PodMetrics"));
+    definitions.insert(
+        format!("{PKG}.PodMetricsList"),
+        list("PodMetrics", "PodMetrics"),
+    );
     definitions.insert(
         format!("{PKG}.ContainerMetrics"),
         json!({"type": "object", "description": "ContainerMetrics reports the resource usage of one container.",
@@ -219,19 +227,29 @@ fn respond(
 fn with_etag(headers: &HeaderMap, content_type: &str, body: Bytes) -> Response<Full<Bytes>> {
     let etag = etag_of(&body);
     if headers.get(header::IF_NONE_MATCH) == Some(&etag) {
-        return respond(StatusCode::NOT_MODIFIED, content_type, Some(&etag), Bytes::new());
+        return respond(
+            StatusCode::NOT_MODIFIED,
+            content_type,
+            Some(&etag),
+            Bytes::new(),
+        );
     }
     respond(StatusCode::OK, content_type, Some(&etag), body)
 }
 
 /// Answers the discovery and OpenAPI paths this module owns; `None` for anything else
 /// (legacy `/apis` included).
-pub fn handle(path: &str, query: Option<&str>, headers: &HeaderMap) -> Option<Response<Full<Bytes>>> {
+pub fn handle(
+    path: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+) -> Option<Response<Full<Bytes>>> {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     match path {
         "/apis" => match negotiate(accept) {
             Negotiated::Aggregated(v) => {
-                let body = serde_json::to_vec(&aggregated_group_list(v.api_version())).unwrap_or_default();
+                let body =
+                    serde_json::to_vec(&aggregated_group_list(v.api_version())).unwrap_or_default();
                 Some(with_etag(headers, v.content_type(), Bytes::from(body)))
             }
             _ => None,
@@ -249,7 +267,12 @@ pub fn handle(path: &str, query: Option<&str>, headers: &HeaderMap) -> Option<Re
         _ => {
             let key = path.strip_prefix("/openapi/v3/")?;
             if key != V3_KEY {
-                return Some(respond(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", None, Bytes::from_static(b"404 page not found\n")));
+                return Some(respond(
+                    StatusCode::NOT_FOUND,
+                    "text/plain; charset=utf-8",
+                    None,
+                    Bytes::from_static(b"404 page not found\n"),
+                ));
             }
             let (json, hash) = v3_document();
             let asked = query.and_then(|q| {
@@ -260,8 +283,15 @@ pub fn handle(path: &str, query: Option<&str>, headers: &HeaderMap) -> Option<Re
             let etag = HeaderValue::from_str(&format!("\"{hash}\"")).ok();
             match asked {
                 Some(h) if h != hash => {
-                    let mut res = respond(StatusCode::MOVED_PERMANENTLY, "application/json", None, Bytes::new());
-                    if let Ok(v) = HeaderValue::from_str(&format!("/openapi/v3/{V3_KEY}?hash={hash}")) {
+                    let mut res = respond(
+                        StatusCode::MOVED_PERMANENTLY,
+                        "application/json",
+                        None,
+                        Bytes::new(),
+                    );
+                    if let Ok(v) =
+                        HeaderValue::from_str(&format!("/openapi/v3/{V3_KEY}?hash={hash}"))
+                    {
                         res.headers_mut().insert(header::LOCATION, v);
                     }
                     Some(res)
@@ -269,7 +299,10 @@ pub fn handle(path: &str, query: Option<&str>, headers: &HeaderMap) -> Option<Re
                 asked => {
                     let mut res = respond(StatusCode::OK, "application/json", etag.as_ref(), json);
                     if asked.is_some() {
-                        res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, immutable"));
+                        res.headers_mut().insert(
+                            header::CACHE_CONTROL,
+                            HeaderValue::from_static("public, immutable"),
+                        );
                     }
                     Some(res)
                 }

@@ -177,7 +177,9 @@ where
             .unwrap_or(HeaderValue::from_static("application/json"));
         let mut raw = Vec::new();
         let mut host = Vec::new();
-        if let Some((content_type, body)) = ask(inner.clone(), &req, "/apis", &accept, limit).await? {
+        if let Some((content_type, body)) =
+            ask(inner.clone(), &req, "/apis", &accept, limit).await?
+        {
             if is_aggregated(&content_type) {
                 match serde_json::from_slice::<ApiGroupDiscoveryList>(&body) {
                     Ok(list) => host = list.items,
@@ -194,7 +196,9 @@ where
                         // A group-version the aggregator lists masks the host's anyway.
                         let ours = base.groups().iter().any(|d| {
                             d.name() == g.name
-                                && d.versions().iter().any(|e| e.discovery.version == v.version)
+                                && d.versions()
+                                    .iter()
+                                    .any(|e| e.discovery.version == v.version)
                         });
                         if ours || v.version.is_empty() {
                             continue;
@@ -220,9 +224,8 @@ where
             match cache.apis.load_full() {
                 Some(m) if Arc::ptr_eq(&m.base, &base) && m.host == raw => m.merged.clone(),
                 _ => {
-                    let merged = Arc::new(
-                        base.with_host_groups(host, |g, v| manager.local_priority(g, v)),
-                    );
+                    let merged =
+                        Arc::new(base.with_host_groups(host, |g, v| manager.local_priority(g, v)));
                     cache.apis.store(Some(Arc::new(Merged {
                         base,
                         host: raw,
@@ -267,7 +270,10 @@ where
             .cloned()
             .unwrap_or(HeaderValue::from_static("application/json"));
         let Ok(mut probe) = Request::get("/api").body(Body::empty()) else {
-            return Ok(crate::status::internal_error("/api", &"cannot build the request"));
+            return Ok(crate::status::internal_error(
+                "/api",
+                &"cannot build the request",
+            ));
         };
         probe.headers_mut().insert(header::ACCEPT, accept);
         *probe.extensions_mut() = req.extensions.clone();
@@ -294,7 +300,9 @@ where
         let mut entries = Vec::new();
         for v in versions {
             let path = format!("/api/{v}");
-            if let Some((bytes, entry)) = legacy_version(inner.clone(), &req, &path, &v, limit).await? {
+            if let Some((bytes, entry)) =
+                legacy_version(inner.clone(), &req, &path, &v, limit).await?
+            {
                 raw.push(bytes);
                 entries.push(entry);
             }
@@ -328,6 +336,11 @@ where
             AggregatedVersion::V2 => merged.v2.clone(),
             AggregatedVersion::V2Beta1 => merged.v2beta1.clone(),
         };
-        Ok(aggregated_response(body, &merged.etag, version, &req.headers))
+        Ok(aggregated_response(
+            body,
+            &merged.etag,
+            version,
+            &req.headers,
+        ))
     })
 }

@@ -17,8 +17,7 @@ use super::ResponseFuture;
 use crate::body::{Body, read_limited};
 use crate::discovery::{etag_of, parse_accept};
 use crate::openapi::{
-    OpenApiManager, OpenApiSnapshot, PROTOBUF_V2, V2Document, V3Document,
-    V3Entry, merge, v3,
+    OpenApiManager, OpenApiSnapshot, PROTOBUF_V2, V2Document, V3Document, V3Entry, merge, v3,
 };
 
 /// The last merges with the host's documents, reused while both sides are unchanged.
@@ -105,7 +104,12 @@ fn document(
 }
 
 /// The host's document at `path` (JSON), bounded; `None` when it has none.
-async fn host_document<S>(inner: S, req: &Parts, path: &str, limit: usize) -> Result<Option<Bytes>, Infallible>
+async fn host_document<S>(
+    inner: S,
+    req: &Parts,
+    path: &str,
+    limit: usize,
+) -> Result<Option<Bytes>, Infallible>
 where
     S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>,
 {
@@ -141,8 +145,14 @@ fn negotiate_v2(accept: Option<&str>) -> Option<V2Format> {
     let accept = accept.filter(|a| !a.is_empty()).unwrap_or("*/*");
     let offers = [
         ("json", V2Format::Json),
-        ("com.github.proto-openapi.spec.v2@v1.0+protobuf", V2Format::Protobuf),
-        ("com.github.proto-openapi.spec.v2.v1.0+protobuf", V2Format::Protobuf),
+        (
+            "com.github.proto-openapi.spec.v2@v1.0+protobuf",
+            V2Format::Protobuf,
+        ),
+        (
+            "com.github.proto-openapi.spec.v2.v1.0+protobuf",
+            V2Format::Protobuf,
+        ),
     ];
     for c in parse_accept(accept) {
         for (subtype, format) in offers {
@@ -157,14 +167,22 @@ fn negotiate_v2(accept: Option<&str>) -> Option<V2Format> {
 }
 
 /// `GET /openapi/v2`.
-pub(super) fn v2<S>(inner: S, req: Request<Body>, manager: OpenApiManager, cache: Arc<OpenApiCache>) -> ResponseFuture
+pub(super) fn v2<S>(
+    inner: S,
+    req: Request<Body>,
+    manager: OpenApiManager,
+    cache: Arc<OpenApiCache>,
+) -> ResponseFuture
 where
     S: Service<Request<Body>, Response = Response<Body>, Error = Infallible> + Send + 'static,
     S::Future: Send,
 {
     let (req, _) = req.into_parts();
     Box::pin(async move {
-        let accept = req.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        let accept = req
+            .headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok());
         let Some(format) = negotiate_v2(accept) else {
             return Ok(empty(StatusCode::NOT_ACCEPTABLE));
         };
@@ -179,9 +197,12 @@ where
             (Some(bytes), Some(spec)) => match cache.v2.load_full() {
                 Some(c) if Arc::ptr_eq(&c.0, &snapshot) && c.1 == bytes => c.2.clone(),
                 _ => {
-                    let specs = std::iter::once(&spec).chain(snapshot.remote_v2.iter().map(|v| &**v));
+                    let specs =
+                        std::iter::once(&spec).chain(snapshot.remote_v2.iter().map(|v| &**v));
                     let doc = Arc::new(V2Document::new(&merge::merge_all(specs)));
-                    cache.v2.store(Some(Arc::new((snapshot.clone(), bytes, doc.clone()))));
+                    cache
+                        .v2
+                        .store(Some(Arc::new((snapshot.clone(), bytes, doc.clone()))));
                     doc
                 }
             },
@@ -191,7 +212,13 @@ where
             V2Format::Json => (doc.json.clone(), "application/json"),
             V2Format::Protobuf => (doc.proto.clone(), PROTOBUF_V2),
         };
-        Ok(document(&req.headers, body, content_type, &doc.etag, doc.last_modified))
+        Ok(document(
+            &req.headers,
+            body,
+            content_type,
+            &doc.etag,
+            doc.last_modified,
+        ))
     })
 }
 
@@ -202,14 +229,21 @@ fn our_root_entries(snapshot: &OpenApiSnapshot) -> Vec<(String, String)> {
         .iter()
         .map(|(key, e)| match e {
             V3Entry::Remote { url, .. } => (key.clone(), url.clone()),
-            V3Entry::Converted(doc) => (key.clone(), format!("/openapi/v3/{key}?hash={}", doc.hash)),
+            V3Entry::Converted(doc) => {
+                (key.clone(), format!("/openapi/v3/{key}?hash={}", doc.hash))
+            }
         })
         .collect()
 }
 
 /// `GET /openapi/v3`: the host's keys, then the APIServices' (which win for their own
 /// group-version).
-pub(super) fn v3_root<S>(inner: S, req: Request<Body>, manager: OpenApiManager, cache: Arc<OpenApiCache>) -> ResponseFuture
+pub(super) fn v3_root<S>(
+    inner: S,
+    req: Request<Body>,
+    manager: OpenApiManager,
+    cache: Arc<OpenApiCache>,
+) -> ResponseFuture
 where
     S: Service<Request<Body>, Response = Response<Body>, Error = Infallible> + Send + 'static,
     S::Future: Send,
@@ -224,31 +258,45 @@ where
         let root = match cache.root.load_full() {
             Some(c) if Arc::ptr_eq(&c.0, &snapshot) && c.1 == host => c.2.clone(),
             _ => {
-                let mut paths: std::collections::BTreeMap<String, String> = serde_json::from_slice::<Value>(&host)
-                    .map(|v| v3::root_paths(&v).into_iter().collect())
-                    .unwrap_or_default();
+                let mut paths: std::collections::BTreeMap<String, String> =
+                    serde_json::from_slice::<Value>(&host)
+                        .map(|v| v3::root_paths(&v).into_iter().collect())
+                        .unwrap_or_default();
                 paths.extend(our_root_entries(&snapshot));
                 let mut map = serde_json::Map::new();
                 for (k, url) in paths {
                     map.insert(k, serde_json::json!({ "serverRelativeURL": url }));
                 }
-                let json = Bytes::from(serde_json::to_vec(&serde_json::json!({ "paths": map })).unwrap_or_default());
+                let json = Bytes::from(
+                    serde_json::to_vec(&serde_json::json!({ "paths": map })).unwrap_or_default(),
+                );
                 let root = Arc::new(Root {
                     etag: etag_of(&json),
                     json,
                     last_modified: SystemTime::now(),
                 });
-                cache.root.store(Some(Arc::new((snapshot.clone(), host, root.clone()))));
+                cache
+                    .root
+                    .store(Some(Arc::new((snapshot.clone(), host, root.clone()))));
                 root
             }
         };
-        Ok(document(&req.headers, root.json.clone(), "application/json", &root.etag, root.last_modified))
+        Ok(document(
+            &req.headers,
+            root.json.clone(),
+            "application/json",
+            &root.etag,
+            root.last_modified,
+        ))
     })
 }
 
 /// `GET /openapi/v3/<key>` of a converted document, as handler3 serves one.
 pub(super) fn converted(req: &Request<Body>, key: &str, doc: &V3Document) -> Response<Body> {
-    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
     let accept = accept.filter(|a| !a.is_empty()).unwrap_or("*/*");
     let json_ok = parse_accept(accept).iter().any(|c| {
         (c.kind == "application" || c.kind == "*") && (c.subtype == "json" || c.subtype == "*")
@@ -273,11 +321,21 @@ pub(super) fn converted(req: &Request<Body>, key: &str, doc: &V3Document) -> Res
             return res;
         }
     }
-    let etag = HeaderValue::from_str(&format!("\"{}\"", doc.hash)).unwrap_or(HeaderValue::from_static("\"\""));
-    let mut res = document(req.headers(), doc.json.clone(), "application/json", &etag, doc.last_modified);
+    let etag = HeaderValue::from_str(&format!("\"{}\"", doc.hash))
+        .unwrap_or(HeaderValue::from_static("\"\""));
+    let mut res = document(
+        req.headers(),
+        doc.json.clone(),
+        "application/json",
+        &etag,
+        doc.last_modified,
+    );
     if hash.is_some() {
         let h = res.headers_mut();
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, immutable"));
+        h.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("public, immutable"),
+        );
         let year = SystemTime::now() + Duration::from_secs(365 * 24 * 3600);
         set(h, header::EXPIRES, &http_date(year));
     }
@@ -293,9 +351,15 @@ mod tests {
     fn dates_and_negotiation() {
         let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_136_214_245);
         assert_eq!(http_date(t), "Mon, 02 Jan 2006 15:04:05 GMT");
-        assert!(matches!(negotiate_v2(Some(PROTOBUF_V2_DEPRECATED)), Some(V2Format::Protobuf)));
+        assert!(matches!(
+            negotiate_v2(Some(PROTOBUF_V2_DEPRECATED)),
+            Some(V2Format::Protobuf)
+        ));
         assert!(matches!(negotiate_v2(None), Some(V2Format::Json)));
-        assert!(matches!(negotiate_v2(Some("application/json, */*")), Some(V2Format::Json)));
+        assert!(matches!(
+            negotiate_v2(Some("application/json, */*")),
+            Some(V2Format::Json)
+        ));
         assert!(negotiate_v2(Some("text/html")).is_none());
     }
 }

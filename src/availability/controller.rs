@@ -193,7 +193,8 @@ impl AvailabilityController {
                         return Poll::Ready(Some(done));
                     }
                 }
-                if sleep.as_mut().poll(cx).is_ready() || Pin::new(&mut changed).poll(cx).is_ready() {
+                if sleep.as_mut().poll(cx).is_ready() || Pin::new(&mut changed).poll(cx).is_ready()
+                {
                     return Poll::Ready(None);
                 }
                 Poll::Pending
@@ -467,11 +468,15 @@ mod startup_tests {
         let transport = InMemoryTransport::new();
         transport.insert(
             "hole.ns.svc",
-            tower::service_fn(|_req: http::Request<Body>| std::future::pending::<Result<http::Response<Body>, BoxError>>()),
+            tower::service_fn(|_req: http::Request<Body>| {
+                std::future::pending::<Result<http::Response<Body>, BoxError>>()
+            }),
         );
         transport.insert(
             "ok.ns.svc",
-            tower::service_fn(|_req: http::Request<Body>| async { Ok::<_, BoxError>(http::Response::new(Body::empty())) }),
+            tower::service_fn(|_req: http::Request<Body>| async {
+                Ok::<_, BoxError>(http::Response::new(Body::empty()))
+            }),
         );
         let registry = Registry::new(transport);
         let mut services = vec![remote(0, "hole")];
@@ -499,11 +504,18 @@ mod startup_tests {
             if others_available {
                 break;
             }
-            assert!(start.elapsed() < Duration::from_secs(1), "the others waited on the black hole");
+            assert!(
+                start.elapsed() < Duration::from_secs(1),
+                "the others waited on the black hole"
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let hole = registry.snapshot_owned();
-        assert!(hole.get("v1.g0.example.com").is_some_and(|r| r.apiservice.available_condition().is_none()), "still probing");
+        assert!(
+            hole.get("v1.g0.example.com")
+                .is_some_and(|r| r.apiservice.available_condition().is_none()),
+            "still probing"
+        );
         task.abort();
     }
 }

@@ -99,7 +99,11 @@ impl AggregatedDocument {
     fn from_groups(mut groups: Vec<Arc<GroupDocument>>) -> AggregatedDocument {
         // Higher group priority first, ties by name (upstream's sort; legacy /apis breaks
         // ties by APIService name instead).
-        groups.sort_by(|a, b| b.priority.cmp(&a.priority).then_with(|| a.name.cmp(&b.name)));
+        groups.sort_by(|a, b| {
+            b.priority
+                .cmp(&a.priority)
+                .then_with(|| a.name.cmp(&b.name))
+        });
         let v2 = encode(&groups, AggregatedVersion::V2);
         let v2beta1 = encode(&groups, AggregatedVersion::V2Beta1);
         let etag = etag_of(&v2);
@@ -158,12 +162,14 @@ impl AggregatedDocument {
             let existing = by_name.get(name.as_str()).map(|&i| groups[i].clone());
             let mut added = Vec::new();
             for mut v in g.versions {
-                let masked = existing.as_ref().is_some_and(|e| {
-                    e.versions
+                let masked = existing
+                    .as_ref()
+                    .is_some_and(|e| e.versions.iter().any(|x| x.discovery.version == v.version));
+                if masked
+                    || added
                         .iter()
-                        .any(|x| x.discovery.version == v.version)
-                });
-                if masked || added.iter().any(|a: &VersionEntry| a.discovery.version == v.version) {
+                        .any(|a: &VersionEntry| a.discovery.version == v.version)
+                {
                     continue;
                 }
                 super::v2::fill_version(&mut v);
@@ -433,7 +439,11 @@ mod tests {
         let etag = doc.etag().to_str().unwrap();
         assert_eq!(etag.len(), 130);
         assert_eq!(etag, format!("\"{}\"", sha512_hex(v2.as_bytes())));
-        assert!(etag[1..129].bytes().all(|c| c.is_ascii_digit() || c.is_ascii_uppercase()));
+        assert!(
+            etag[1..129]
+                .bytes()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase())
+        );
 
         // The host's metrics.k8s.io/v1beta1 is masked; its own groups join by priority.
         let host: Vec<ApiGroupDiscovery> = serde_json::from_str(

@@ -20,8 +20,8 @@ use super::document::{AggregatedDocument, DocumentBuilder, VersionEntry};
 use super::negotiate::{AggregatedVersion, V2_JSON, is_aggregated_content_type};
 use super::target::{Fetcher, ServiceKey, Target, TargetSet, TargetSink};
 use super::v2::{
-    ApiGroupDiscoveryList, ApiResourceDiscovery, ApiResourceList, ApiVersionDiscovery,
-    Freshness, convert_legacy_resources,
+    ApiGroupDiscoveryList, ApiResourceDiscovery, ApiResourceList, ApiVersionDiscovery, Freshness,
+    convert_legacy_resources,
 };
 use crate::body::{empty, read_limited};
 use crate::rt::Timer;
@@ -63,6 +63,10 @@ impl Default for DiscoveryConfig {
 }
 
 type GroupVersion = (String, String);
+
+/// A fetch result as seen by one group-version: `None` when the fetch did not cover it,
+/// `Err` when it failed for it.
+type PerGroupVersion = dyn Fn(&GroupVersion) -> Option<Result<ApiVersionDiscovery, ()>>;
 
 struct TargetState {
     target: Target,
@@ -273,7 +277,8 @@ impl DiscoveryManager {
                         wakers.push(cx.waker().clone());
                     }
                 }
-                if shared.notified.swap(false, Ordering::AcqRel) || sleep.as_mut().poll(cx).is_ready()
+                if shared.notified.swap(false, Ordering::AcqRel)
+                    || sleep.as_mut().poll(cx).is_ready()
                 {
                     return Poll::Ready(None);
                 }
@@ -298,7 +303,7 @@ impl DiscoveryManager {
         service.in_flight = false;
         service.tried = true;
         let mut failed = false;
-        let per_gv: Box<dyn Fn(&GroupVersion) -> Option<Result<ApiVersionDiscovery, ()>>> =
+        let per_gv: Box<PerGroupVersion> =
             match fetched {
                 Fetched::NotModified => {
                     let cached = service.cached.as_ref().map(|(_, m)| m.clone());
@@ -430,16 +435,16 @@ impl TargetSink for DiscoveryManager {
                         }
                     }
                     let last_good = existing.and_then(|o| o.last_good.take());
-                    let service = st
-                        .services
-                        .entry(t.service.clone())
-                        .or_insert_with(|| ServiceState {
-                            due: now,
-                            failures: 0,
-                            in_flight: false,
-                            tried: false,
-                            cached: None,
-                        });
+                    let service =
+                        st.services
+                            .entry(t.service.clone())
+                            .or_insert_with(|| ServiceState {
+                                due: now,
+                                failures: 0,
+                                in_flight: false,
+                                tried: false,
+                                cached: None,
+                            });
                     // A new or changed APIService makes its Service due now (upstream
                     // refetches when the cache is older than the change).
                     service.due = now;

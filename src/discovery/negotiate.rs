@@ -146,7 +146,8 @@ pub fn negotiate(accept: Option<&str>) -> Negotiated {
             && c.param("sv").is_none_or(str::is_empty)
     };
     for c in clauses.iter().filter(usable) {
-        if c.param("g") == Some("apidiscovery.k8s.io") && c.param("as") == Some("APIGroupDiscoveryList")
+        if c.param("g") == Some("apidiscovery.k8s.io")
+            && c.param("as") == Some("APIGroupDiscoveryList")
         {
             match c.param("v") {
                 Some("v2") => return Negotiated::Aggregated(AggregatedVersion::V2),

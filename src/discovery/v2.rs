@@ -185,9 +185,11 @@ impl ApiGroupDiscoveryList {
 
 pub(crate) fn fill_version(v: &mut ApiVersionDiscovery) {
     for r in &mut v.resources {
-        r.response_kind.get_or_insert_with(GroupVersionKind::default);
+        r.response_kind
+            .get_or_insert_with(GroupVersionKind::default);
         for s in &mut r.subresources {
-            s.response_kind.get_or_insert_with(GroupVersionKind::default);
+            s.response_kind
+                .get_or_insert_with(GroupVersionKind::default);
         }
     }
 }

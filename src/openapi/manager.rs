@@ -207,7 +207,9 @@ impl OpenApiManager {
     fn publish(&self, entries: &HashMap<String, Entry>) {
         let mut group_priority: HashMap<&str, i32> = HashMap::new();
         for e in entries.values() {
-            let p = group_priority.entry(e.target.group.as_str()).or_insert(i32::MIN);
+            let p = group_priority
+                .entry(e.target.group.as_str())
+                .or_insert(i32::MIN);
             *p = (*p).max(e.target.group_priority_minimum);
         }
         // Upstream's order: by the group's highest priority, then by name (within one
@@ -300,7 +302,8 @@ impl OpenApiManager {
                         wakers.push(cx.waker().clone());
                     }
                 }
-                if shared.notified.swap(false, Ordering::AcqRel) || sleep.as_mut().poll(cx).is_ready()
+                if shared.notified.swap(false, Ordering::AcqRel)
+                    || sleep.as_mut().poll(cx).is_ready()
                 {
                     return Poll::Ready(None);
                 }
@@ -365,7 +368,9 @@ impl OpenApiManager {
             V3Result::Failed => failed = true,
         }
         if failed {
-            let delay = config.backoff_base.saturating_mul(1u32 << e.failures.min(20));
+            let delay = config
+                .backoff_base
+                .saturating_mul(1u32 << e.failures.min(20));
             e.failures = e.failures.saturating_add(1);
             e.due = now + delay.min(config.backoff_max);
         } else {
@@ -481,7 +486,10 @@ async fn get(
         .map_err(|e| format!("building the request for {path}: {e}"))?;
     let h = req.headers_mut();
     h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-    h.insert("x-remote-user", HeaderValue::from_static("system:aggregator"));
+    h.insert(
+        "x-remote-user",
+        HeaderValue::from_static("system:aggregator"),
+    );
     if let Some(tag) = if_none_match.and_then(|t| HeaderValue::from_str(t).ok()) {
         h.insert(header::IF_NONE_MATCH, tag);
     }
@@ -550,7 +558,10 @@ async fn download(
         Ok((StatusCode::OK, _, body)) => match serde_json::from_slice::<Value>(&body) {
             Ok(root) => {
                 let paths = v3::root_paths(&root);
-                let mine = paths.iter().find(|(k, _)| *k == key).map(|(_, u)| u.clone());
+                let mine = paths
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, u)| u.clone());
                 let foreign = paths.len() - usize::from(mine.is_some());
                 if foreign > 0 {
                     tracing::debug!(apiservice = %name, foreign, "openapi: v3 root keys outside the APIService's group-version are ignored");

@@ -204,7 +204,12 @@ fn merged_gvks(dest: &Value, source: &Value) -> Option<Value> {
         return None;
     };
     let key = |x: &Value| {
-        let f = |k: &str| x.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let f = |k: &str| {
+            x.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
         format!("{}/{}.{}", f("group"), f("version"), f("kind"))
     };
     let seen: HashSet<String> = a.iter().map(key).collect();

@@ -40,4 +40,5 @@ pub use manager::{
 /// The protobuf media type `/openapi/v2` answers with.
 pub const PROTOBUF_V2: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 /// The older spelling client-go sends, still accepted.
-pub const PROTOBUF_V2_DEPRECATED: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+pub const PROTOBUF_V2_DEPRECATED: &str =
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";

@@ -9,6 +9,10 @@
 //! `explain --output=plaintext-openapiv2` and client-side validation parse it with
 //! kube-openapi's `proto.NewOpenAPIData`.
 
+// The oneofs mirror the .proto; boxing their large variants would only change the
+// in-memory shape of messages that are built once per document.
+#![allow(clippy::large_enum_variant)]
+
 use prost::Message;
 use serde_json::{Map, Value};
 
@@ -1101,7 +1105,10 @@ pub struct ApiKeySecurity {
 // ---- JSON -> messages ------------------------------------------------------------------
 
 fn s(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 fn b(v: &Value, key: &str) -> bool {
@@ -1552,20 +1559,21 @@ pub fn document(v: &Value) -> Document {
                     })
                     .collect(),
             }),
-        responses: v.get("responses").and_then(obj).map(|r| ResponseDefinitions {
-            additional_properties: r
-                .iter()
-                .map(|(k, x)| NamedResponse {
-                    name: k.clone(),
-                    value: Some(response(x)),
-                })
-                .collect(),
-        }),
-        security: security(v),
-        security_definitions: v
-            .get("securityDefinitions")
+        responses: v
+            .get("responses")
             .and_then(obj)
-            .map(|d| SecurityDefinitions {
+            .map(|r| ResponseDefinitions {
+                additional_properties: r
+                    .iter()
+                    .map(|(k, x)| NamedResponse {
+                        name: k.clone(),
+                        value: Some(response(x)),
+                    })
+                    .collect(),
+            }),
+        security: security(v),
+        security_definitions: v.get("securityDefinitions").and_then(obj).map(|d| {
+            SecurityDefinitions {
                 additional_properties: d
                     .iter()
                     .filter_map(|(k, x)| {
@@ -1579,15 +1587,15 @@ pub fn document(v: &Value) -> Document {
                                     },
                                 )
                             }
-                            Some("apiKey") => security_definitions_item::Oneof::ApiKeySecurity(
-                                ApiKeySecurity {
+                            Some("apiKey") => {
+                                security_definitions_item::Oneof::ApiKeySecurity(ApiKeySecurity {
                                     r#type: s(x, "type"),
                                     name: s(x, "name"),
                                     r#in: s(x, "in"),
                                     description: s(x, "description"),
                                     vendor_extension: extensions(x),
-                                },
-                            ),
+                                })
+                            }
                             _ => return None,
                         };
                         Some(NamedSecurityDefinitionsItem {
@@ -1596,7 +1604,8 @@ pub fn document(v: &Value) -> Document {
                         })
                     })
                     .collect(),
-            }),
+            }
+        }),
         tags: v
             .get("tags")
             .and_then(Value::as_array)
@@ -1660,7 +1669,12 @@ mod tests {
         let props = &node.properties.as_ref().unwrap().additional_properties;
         let usage = props.iter().find(|p| p.name == "usage").unwrap();
         assert!(matches!(
-            usage.value.as_ref().unwrap().additional_properties.as_deref(),
+            usage
+                .value
+                .as_ref()
+                .unwrap()
+                .additional_properties
+                .as_deref(),
             Some(AdditionalPropertiesItem {
                 oneof: Some(additional_properties_item::Oneof::Schema(_))
             })

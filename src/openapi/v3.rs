@@ -182,8 +182,14 @@ fn convert_operation(op: &Value) -> Value {
     let consumes = strings(op, "consumes");
     let produces = strings(op, "produces");
     let mut parameters = Vec::new();
-    for p in m.get("parameters").and_then(Value::as_array).into_iter().flatten() {
-        let is_body = p.get("name").and_then(Value::as_str) == Some("body") && p.get("schema").is_some();
+    for p in m
+        .get("parameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let is_body =
+            p.get("name").and_then(Value::as_str) == Some("body") && p.get("schema").is_some();
         if is_body {
             let schema = convert_schema(&p["schema"]);
             let content: Map<String, Value> = consumes
@@ -328,7 +334,10 @@ mod tests {
             post["requestBody"]["content"]["application/json"]["schema"]["$ref"],
             "#/components/schemas/Widget"
         );
-        assert_eq!(post["parameters"][0]["$ref"], "#/components/parameters/fieldValidation");
+        assert_eq!(
+            post["parameters"][0]["$ref"],
+            "#/components/parameters/fieldValidation"
+        );
         assert_eq!(
             post["responses"]["201"]["content"]["application/json"]["schema"]["$ref"],
             "#/components/schemas/Widget"
@@ -341,7 +350,10 @@ mod tests {
             widget["metadata"],
             json!({"allOf": [{"$ref": "#/components/schemas/Meta"}], "description": "standard metadata"})
         );
-        assert_eq!(widget["items"]["items"]["$ref"], "#/components/schemas/Meta");
+        assert_eq!(
+            widget["items"]["items"]["$ref"],
+            "#/components/schemas/Meta"
+        );
     }
 
     #[test]
@@ -354,8 +366,14 @@ mod tests {
         assert_eq!(
             root_paths(&root),
             [
-                ("apis/a/v1".to_owned(), "/openapi/v3/apis/a/v1?hash=AA".to_owned()),
-                ("apis/b/v1".to_owned(), "/openapi/v3/apis/b/v1?hash=BB".to_owned())
+                (
+                    "apis/a/v1".to_owned(),
+                    "/openapi/v3/apis/a/v1?hash=AA".to_owned()
+                ),
+                (
+                    "apis/b/v1".to_owned(),
+                    "/openapi/v3/apis/b/v1?hash=BB".to_owned()
+                )
             ]
         );
     }
