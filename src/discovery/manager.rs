@@ -303,39 +303,38 @@ impl DiscoveryManager {
         service.in_flight = false;
         service.tried = true;
         let mut failed = false;
-        let per_gv: Box<PerGroupVersion> =
-            match fetched {
-                Fetched::NotModified => {
-                    let cached = service.cached.as_ref().map(|(_, m)| m.clone());
-                    Box::new(move |gv| {
-                        Some(Ok(cached
-                            .as_ref()
-                            .and_then(|m| m.get(gv).cloned())
-                            .unwrap_or_default()))
+        let per_gv: Box<PerGroupVersion> = match fetched {
+            Fetched::NotModified => {
+                let cached = service.cached.as_ref().map(|(_, m)| m.clone());
+                Box::new(move |gv| {
+                    Some(Ok(cached
+                        .as_ref()
+                        .and_then(|m| m.get(gv).cloned())
+                        .unwrap_or_default()))
+                })
+            }
+            Fetched::Aggregated { etag, versions } => {
+                service.cached = Some((etag, versions.clone()));
+                Box::new(move |gv| Some(Ok(versions.get(gv).cloned().unwrap_or_default())))
+            }
+            Fetched::Legacy(results) => {
+                failed = results.values().any(Result::is_err);
+                Box::new(move |gv| {
+                    results.get(gv).map(|r| match r {
+                        Ok(resources) => Ok(ApiVersionDiscovery {
+                            version: gv.1.clone(),
+                            resources: resources.clone(),
+                            freshness: None,
+                        }),
+                        Err(()) => Err(()),
                     })
-                }
-                Fetched::Aggregated { etag, versions } => {
-                    service.cached = Some((etag, versions.clone()));
-                    Box::new(move |gv| Some(Ok(versions.get(gv).cloned().unwrap_or_default())))
-                }
-                Fetched::Legacy(results) => {
-                    failed = results.values().any(Result::is_err);
-                    Box::new(move |gv| {
-                        results.get(gv).map(|r| match r {
-                            Ok(resources) => Ok(ApiVersionDiscovery {
-                                version: gv.1.clone(),
-                                resources: resources.clone(),
-                                freshness: None,
-                            }),
-                            Err(()) => Err(()),
-                        })
-                    })
-                }
-                Fetched::Failed => {
-                    failed = true;
-                    Box::new(|_| Some(Err(())))
-                }
-            };
+                })
+            }
+            Fetched::Failed => {
+                failed = true;
+                Box::new(|_| Some(Err(())))
+            }
+        };
         if failed {
             let delay = config
                 .backoff_base
