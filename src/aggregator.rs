@@ -3,6 +3,10 @@
 //! | path | answer |
 //! |---|---|
 //! | `/apis`, `/apis/` | the `APIGroupList` (apiregistration.k8s.io, APIService groups, then the host's own) |
+//! | `/apis` with an aggregated `Accept`, given a [`DiscoveryManager`] | the `APIGroupDiscoveryList` ([`crate::discovery`]) |
+//! | `/api` with an aggregated `Accept`, given a [`DiscoveryManager`] | the host's core group as an `APIGroupDiscoveryList` |
+//! | `/openapi/v2`, `/openapi/v3`, given an [`OpenApiManager`] | the merged documents ([`crate::openapi`]) |
+//! | `/openapi/v3/apis/<g>/<v>` listed by a remote APIService | availability gate, then the mTLS proxy |
 //! | `/apis/apiregistration.k8s.io/...` | the read-only APIService API |
 //! | `/apis/<g>`, `/apis/<g>/` with APIServices | that group's `APIGroup` |
 //! | `/apis/<g>/<v>[/...]` of a remote APIService | availability gate, then the mTLS proxy |
@@ -10,6 +14,9 @@
 //!
 //! Mirrors the mux of kube-aggregator `apiserver.go` and `handler_proxy.go` (docs/upstream-behaviour.md
 //! §2.2, §3.1). The service is always ready; each request does one snapshot load.
+
+mod discovery;
+mod openapi;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -26,6 +33,8 @@ use crate::authn::{ConnectionInfo, UserInfo};
 use crate::authz::ApiPath;
 use crate::availability::ServiceResolver;
 use crate::body::{Body, BoxError, boxed, full};
+use crate::discovery::{AggregatedVersion, DiscoveryManager, Negotiated};
+use crate::openapi::{OpenApiManager, V3Entry};
 use crate::registry::{Backend, Registry, Route};
 use crate::rt::{Executor, Timer};
 use crate::status::plain_text_error;
@@ -36,6 +45,7 @@ pub struct AggregatorLayer {
     shared: Arc<Shared>,
 }
 
+#[derive(Clone)]
 struct Shared {
     registry: Registry,
     resolver: Arc<dyn ServiceResolver>,
@@ -45,6 +55,10 @@ struct Shared {
     /// The worker of a stack from [`Aggregator::builder`](crate::Aggregator::builder);
     /// `None` when assembled by hand (the host runs the controller itself).
     worker: Option<Arc<crate::builder::WorkerState>>,
+    discovery: Option<DiscoveryManager>,
+    host_cache: Arc<discovery::HostCache>,
+    openapi: Option<OpenApiManager>,
+    openapi_cache: Arc<openapi::OpenApiCache>,
 }
 
 impl std::fmt::Debug for AggregatorLayer {
@@ -77,35 +91,52 @@ impl AggregatorLayer {
                 timer,
                 executor,
                 worker: None,
+                discovery: None,
+                host_cache: Arc::default(),
+                openapi: None,
+                openapi_cache: Arc::default(),
             }),
         }
     }
 
     /// The executor that runs spliced upgrade connections (SPDY, WebSocket).
     pub fn executor(self, executor: Executor) -> AggregatorLayer {
-        let s = &self.shared;
+        let mut shared = (*self.shared).clone();
+        shared.executor = Some(executor);
         AggregatorLayer {
-            shared: Arc::new(Shared {
-                registry: s.registry.clone(),
-                resolver: s.resolver.clone(),
-                timer: s.timer.clone(),
-                executor: Some(executor),
-                worker: s.worker.clone(),
-            }),
+            shared: Arc::new(shared),
         }
     }
 
     /// Answers remote requests with a 503 naming the problem while `worker` is not running.
     pub(crate) fn with_worker(self, worker: Arc<crate::builder::WorkerState>) -> AggregatorLayer {
-        let s = &self.shared;
+        let mut shared = (*self.shared).clone();
+        shared.worker = Some(worker);
         AggregatorLayer {
-            shared: Arc::new(Shared {
-                registry: s.registry.clone(),
-                resolver: s.resolver.clone(),
-                timer: s.timer.clone(),
-                executor: s.executor.clone(),
-                worker: Some(worker),
-            }),
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// Serves aggregated discovery (`apidiscovery.k8s.io/v2`, `v2beta1`) for `/apis` and
+    /// `/api` from `manager`'s published document. Without one, `/apis` answers only the
+    /// legacy `APIGroupList` (which kubectl then follows with one request per
+    /// group-version).
+    pub fn discovery(self, manager: DiscoveryManager) -> AggregatorLayer {
+        let mut shared = (*self.shared).clone();
+        shared.discovery = Some(manager);
+        AggregatorLayer {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// Serves `/openapi/v2` (merged, JSON or protobuf) and `/openapi/v3` (the merged root,
+    /// remote group-versions proxied to their APIService) from `manager`'s published
+    /// specs. Without one, those paths go to the inner service.
+    pub fn openapi(self, manager: OpenApiManager) -> AggregatorLayer {
+        let mut shared = (*self.shared).clone();
+        shared.openapi = Some(manager);
+        AggregatorLayer {
+            shared: Arc::new(shared),
         }
     }
 }
@@ -183,17 +214,41 @@ where
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let mut req = req.map(boxed);
         let table = self.shared.registry.snapshot();
-        let target = match route(&table, &mut req) {
+        let target = match route(&table, &mut req, &self.shared) {
             Target::Ready(res) => return Box::pin(std::future::ready(Ok(res))),
             target => target,
         };
-        let inner = self.inner.clone();
+        // The host's answers in our body type, boxed once (not at all when already ours).
+        let inner = self
+            .inner
+            .clone()
+            .map_response(|res: Response<RB>| res.map(Body::new));
         match target {
             Target::GroupList => group_list(inner, req, table.api_group_list_json().clone()),
-            Target::Remote(route) => remote(self.shared.clone(), route, req),
-            Target::Inner | Target::Ready(_) => {
-                Box::pin(async move { inner.oneshot(req).await.map(|res| res.map(Body::new)) })
+            Target::Aggregated { core, version } => {
+                let Some(manager) = self.shared.discovery.clone() else {
+                    return Box::pin(inner.oneshot(req));
+                };
+                let cache = self.shared.host_cache.clone();
+                if core {
+                    discovery::core(inner, req, manager, cache, version)
+                } else {
+                    discovery::group_list(inner, req, manager, cache, version)
+                }
             }
+            Target::OpenApi { v3_root } => {
+                let Some(manager) = self.shared.openapi.clone() else {
+                    return Box::pin(inner.oneshot(req));
+                };
+                let cache = self.shared.openapi_cache.clone();
+                if v3_root {
+                    openapi::v3_root(inner, req, manager, cache)
+                } else {
+                    openapi::v2(inner, req, manager, cache)
+                }
+            }
+            Target::Remote(route) => remote(self.shared.clone(), route, req),
+            Target::Inner | Target::Ready(_) => Box::pin(inner.oneshot(req)),
         }
     }
 }
@@ -204,6 +259,13 @@ enum Target {
     Ready(Response<Body>),
     /// `/apis`: our group list merged with the host's.
     GroupList,
+    /// `/apis` (or `/api` when `core`) with an aggregated `Accept`.
+    Aggregated {
+        core: bool,
+        version: AggregatedVersion,
+    },
+    /// `/openapi/v2`, or the `/openapi/v3` root.
+    OpenApi { v3_root: bool },
     /// A remote APIService.
     Remote(Arc<Route>),
     /// The host's own handlers.
@@ -213,7 +275,11 @@ enum Target {
 /// The mux of kube-aggregator's `apiserver.go`. Reads the RequestInfo authorization read
 /// (or computes the same one when no authorization layer runs), so routing and
 /// authorization see one group and version (docs/upstream-behaviour.md §2.2).
-fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>) -> Target {
+fn route(
+    table: &crate::registry::RoutingTable,
+    req: &mut Request<Body>,
+    shared: &Shared,
+) -> Target {
     let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
     if let Err(e) = crate::authz::request_info::ensure(req) {
         return Target::Ready(e.into_response(req.uri()));
@@ -225,7 +291,10 @@ fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>) -> Targ
         return Target::Ready(crate::status::internal_error(&uri, &"no RequestInfo"));
     };
     match info.api_path() {
-        ApiPath::GroupList if is_get => Target::GroupList,
+        ApiPath::GroupList if is_get => match aggregated(req, shared, info.path == "/apis") {
+            Some(target) => target,
+            None => Target::GroupList,
+        },
         ApiPath::Group(crate::apiservice::API_GROUP)
         | ApiPath::GroupVersion {
             group: crate::apiservice::API_GROUP,
@@ -242,9 +311,73 @@ fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>) -> Targ
         // The legacy core API is proxied only when `v1.` is a remote APIService.
         ApiPath::Legacy => match table.get("v1.").filter(|r| !r.apiservice.is_local()) {
             Some(route) => Target::Remote(route.clone()),
+            None if is_get && matches!(info.path.as_str(), "/api" | "/api/") => {
+                match aggregated(req, shared, true) {
+                    Some(Target::Aggregated { version, .. }) => Target::Aggregated {
+                        core: true,
+                        version,
+                    },
+                    _ => Target::Inner,
+                }
+            }
             None => Target::Inner,
         },
+        ApiPath::Other if is_get && shared.openapi.is_some() => {
+            openapi_target(table, req, info, shared)
+        }
         _ => Target::Inner,
+    }
+}
+
+/// `/openapi/v2`, `/openapi/v3` and the v3 group-version documents remote APIServices
+/// listed; every other path (the host's own v3 documents included) goes to the inner
+/// service.
+fn openapi_target(
+    table: &crate::registry::RoutingTable,
+    req: &Request<Body>,
+    info: &crate::authz::RequestInfo,
+    shared: &Shared,
+) -> Target {
+    let Some(manager) = &shared.openapi else {
+        return Target::Inner;
+    };
+    match info.path.as_str() {
+        "/openapi/v2" => Target::OpenApi { v3_root: false },
+        "/openapi/v3" => Target::OpenApi { v3_root: true },
+        path => {
+            let Some(key) = path.strip_prefix("/openapi/v3/") else {
+                return Target::Inner;
+            };
+            match manager.snapshot().v3.get(key) {
+                Some(V3Entry::Remote { apiservice, .. }) => match table.get(apiservice) {
+                    Some(route) if !route.apiservice.is_local() => Target::Remote(route.clone()),
+                    _ => Target::Inner,
+                },
+                Some(V3Entry::Converted(doc)) => Target::Ready(openapi::converted(req, key, doc)),
+                None => Target::Inner,
+            }
+        }
+    }
+}
+
+/// The aggregated-discovery target of a discovery request, when a manager serves it:
+/// only the exact path (`/apis`, not `/apis/`, as upstream's mux) with an aggregated
+/// `Accept`; `Some(Ready(406))` when the `Accept` allows nothing JSON.
+fn aggregated(req: &Request<Body>, shared: &Shared, exact: bool) -> Option<Target> {
+    shared.discovery.as_ref()?;
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    match crate::discovery::negotiate(accept) {
+        Negotiated::Aggregated(version) if exact => Some(Target::Aggregated {
+            core: false,
+            version,
+        }),
+        Negotiated::NotAcceptable if exact => {
+            Some(Target::Ready(crate::discovery::not_acceptable()))
+        }
+        _ => None,
     }
 }
 

@@ -108,6 +108,46 @@ where
     Body::new(body)
 }
 
+/// A body was refused while it was being read into memory.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// It was larger than the limit (announced by `Content-Length` or seen while reading).
+    #[error("the document is larger than the limit of {limit} bytes")]
+    TooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// The body failed while it was read.
+    #[error("reading the body: {0}")]
+    Body(#[source] BoxError),
+}
+
+/// Reads `body` into one buffer of at most `limit` bytes, refusing a larger one as soon as
+/// its size hint or the bytes read so far say so (never buffering without bound).
+pub async fn read_limited<B>(body: B, limit: usize) -> Result<Bytes, ReadError>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let hint = body.size_hint();
+    if hint.lower() > limit as u64 {
+        return Err(ReadError::TooLarge { limit });
+    }
+    let mut body = std::pin::pin!(body);
+    let capacity = hint.exact().map_or(0, |n| n.min(limit as u64) as usize);
+    let mut out = bytes::BytesMut::with_capacity(capacity);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ReadError::Body(e.into()))?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > limit {
+                return Err(ReadError::TooLarge { limit });
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out.freeze())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,8 +29,9 @@
 //! What [`AggregatorBuilder::build`] assembles, outside in (kube-apiserver's order):
 //! [`AuthenticationLayer`] (with the builder's authenticator, or, without one, the
 //! [`UserInfo`] the host put into the request extensions), [`AuthorizationLayer`], then
-//! [`AggregatorLayer`]. The [`Worker`] runs the [`Registry`] feed from the builder's
-//! [`ApiServiceSource`] and the [`AvailabilityController`]. Assembling the layers by hand
+//! [`AggregatorLayer`] with aggregated discovery and OpenAPI. The [`Worker`] runs the
+//! [`Registry`] feed from the builder's [`ApiServiceSource`], the
+//! [`AvailabilityController`], the [`DiscoveryManager`] and the [`OpenApiManager`]. Assembling the layers by hand
 //! stays possible: each is public and documented, and then the host runs
 //! [`Registry::run`] and [`AvailabilityController::run`] itself.
 //!
@@ -58,6 +59,8 @@ use crate::availability::{
     AvailabilityConfig, AvailabilityController, AvailabilityMetrics, ServiceResolver,
     StaticServiceResolver,
 };
+use crate::discovery::{DiscoveryConfig, DiscoveryManager};
+use crate::openapi::{OpenApiConfig, OpenApiManager};
 use crate::registry::Registry;
 use crate::rt::{Executor, Timer};
 use crate::source::ApiServiceSource;
@@ -72,6 +75,7 @@ pub struct Aggregator {
     aggregator: AggregatorLayer,
     registry: Registry,
     metrics: Arc<AvailabilityMetrics>,
+    discovery: DiscoveryManager,
 }
 
 impl std::fmt::Debug for Aggregator {
@@ -103,6 +107,8 @@ impl Aggregator {
             timer: None,
             metrics: None,
             availability: AvailabilityConfig::default(),
+            discovery: DiscoveryConfig::default(),
+            openapi: OpenApiConfig::default(),
         }
     }
 
@@ -115,6 +121,13 @@ impl Aggregator {
     /// The availability metrics the worker maintains.
     pub fn metrics(&self) -> &Arc<AvailabilityMetrics> {
         &self.metrics
+    }
+
+    /// The aggregated discovery manager: [`DiscoveryManager::has_synced`] says whether
+    /// every APIService known at start was tried once (kube-apiserver's
+    /// `apiservice-discovery-controller` post-start hook, for `/readyz`).
+    pub fn discovery(&self) -> &DiscoveryManager {
+        &self.discovery
     }
 }
 
@@ -140,6 +153,8 @@ pub struct AggregatorBuilder {
     timer: Option<Timer>,
     metrics: Option<Arc<AvailabilityMetrics>>,
     availability: AvailabilityConfig,
+    discovery: DiscoveryConfig,
+    openapi: OpenApiConfig,
 }
 
 impl std::fmt::Debug for AggregatorBuilder {
@@ -221,6 +236,19 @@ impl AggregatorBuilder {
         self
     }
 
+    /// How backends' discovery documents are fetched (default: upstream's 1 min refresh, 5 s
+    /// timeout, 16 MiB limit).
+    pub fn discovery(mut self, config: DiscoveryConfig) -> Self {
+        self.discovery = config;
+        self
+    }
+
+    /// How backends' OpenAPI specs are fetched (default: 1 min refresh, 16 MiB limit).
+    pub fn openapi(mut self, config: OpenApiConfig) -> Self {
+        self.openapi = config;
+        self
+    }
+
     /// The stack and its worker. Spawn the worker (`tokio::spawn(worker)`, or the host's
     /// executor): it runs until the process ends.
     ///
@@ -249,17 +277,28 @@ impl AggregatorBuilder {
             self.availability,
             metrics.clone(),
         );
+        let discovery = DiscoveryManager::new(timer.clone(), self.discovery);
+        self.registry.feed(resolver.clone(), discovery.clone());
+        let openapi = OpenApiManager::new(timer.clone(), self.openapi);
+        self.registry.feed(resolver.clone(), openapi.clone());
         let source = self.source;
+        let (discovery_run, openapi_run) = (discovery.clone().run(), openapi.clone().run());
         let work: BoxFuture<'static, ()> = Box::pin(async move {
+            let managers =
+                futures_util::future::join3(controller.run(), discovery_run, openapi_run);
             match source {
                 Some(source) => {
-                    futures_util::future::join(source, controller.run()).await;
+                    futures_util::future::join(source, managers).await;
                 }
-                None => controller.run().await,
+                None => {
+                    managers.await;
+                }
             }
         });
         let aggregator = AggregatorLayer::new(self.registry.clone(), resolver, timer)
             .executor(executor)
+            .discovery(discovery.clone())
+            .openapi(openapi)
             .with_worker(state.clone());
         let authenticator = self
             .authenticator
@@ -271,6 +310,7 @@ impl AggregatorBuilder {
                 aggregator,
                 registry: self.registry,
                 metrics,
+                discovery,
             },
             Worker { work, state },
         ))

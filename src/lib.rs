@@ -21,6 +21,7 @@ pub mod discovery;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzz_logic;
+pub mod openapi;
 pub mod proxy;
 pub mod registry;
 pub mod rt;

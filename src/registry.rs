@@ -19,7 +19,14 @@ use crate::apiservice::{
     ApiService, CONDITION_AVAILABLE, ConditionStatus, ValidationError, sort_by_group_and_version,
     validate,
 };
-use crate::discovery;
+use http::uri::{PathAndQuery, Scheme};
+use http::{Request, Uri};
+use tower::ServiceExt;
+use tower::util::BoxCloneSyncService;
+
+use crate::apiservice::ServiceReference;
+use crate::availability::ServiceResolver;
+use crate::discovery::{self, Fetcher, LocalVersion, ServiceKey, Target, TargetSet, TargetSink};
 use crate::sharded::ShardedMap;
 use crate::source::{ApiServiceEvent, ApiServiceSource};
 use crate::transport::{BackendClient, BackendTarget, Transport, TransportError};
@@ -149,7 +156,13 @@ impl RoutingTable {
                 .iter()
                 .filter_map(|gv| self.groups.get(gv.group).cloned())
                 .collect();
-            let api_group_list_json = discovery::api_group_list_json(&ordered);
+            let api_group_list_json = discovery::api_group_list_json(ordered.iter().map(|g| {
+                let versions = g
+                    .versions
+                    .iter()
+                    .map(|r| r.apiservice.spec.version.as_str());
+                (g.name.as_str(), versions)
+            }));
             Sorted {
                 ordered,
                 api_group_list_json,
@@ -198,11 +211,23 @@ pub trait StatusSink: Send + Sync + 'static {
     fn status_changed(&self, apiservice: &ApiService);
 }
 
+/// Hears every published [`RoutingTable`], after the writer that published it released
+/// the registry: the discovery and OpenAPI managers follow the APIServices this way, so a
+/// deleted APIService leaves their documents before [`Registry::apply`] returns.
+///
+/// Called on the writer's task with the newest table (two writers in a row may both
+/// report the same one); must not block.
+pub trait TableObserver: Send + Sync + 'static {
+    /// `table` is the current snapshot.
+    fn table_published(&self, table: &Arc<RoutingTable>);
+}
+
 struct Shared {
     table: ArcSwap<RoutingTable>,
     writer: Mutex<Writer>,
     transport: Arc<dyn Transport>,
     sinks: Mutex<Vec<Arc<dyn StatusSink>>>,
+    observers: Mutex<Vec<Arc<dyn TableObserver>>>,
     wakers: Mutex<Vec<Waker>>,
 }
 
@@ -237,6 +262,7 @@ impl Registry {
                 writer: Mutex::new(Writer::default()),
                 transport: Arc::new(transport),
                 sinks: Mutex::new(Vec::new()),
+                observers: Mutex::new(Vec::new()),
                 wakers: Mutex::new(Vec::new()),
             }),
         }
@@ -255,6 +281,36 @@ impl Registry {
     /// Adds a sink that hears every status change.
     pub fn add_status_sink(&self, sink: impl StatusSink) {
         lock(&self.shared.sinks).push(Arc::new(sink));
+    }
+
+    /// Adds an observer of every published table; it hears the current one at once.
+    pub fn add_observer(&self, observer: impl TableObserver) {
+        let observer: Arc<dyn TableObserver> = Arc::new(observer);
+        lock(&self.shared.observers).push(observer.clone());
+        observer.table_published(&self.snapshot_owned());
+    }
+
+    /// Keeps `sink` (a [`DiscoveryManager`](crate::discovery::DiscoveryManager), an
+    /// [`OpenApiManager`](crate::openapi::OpenApiManager)) following the APIServices:
+    /// every published table becomes a [`TargetSet`] of the remote APIServices, whose
+    /// fetchers resolve Services with `resolver` and send through each APIService's
+    /// backend client (its TLS settings and the proxy client certificate).
+    pub fn feed(&self, resolver: impl ServiceResolver, sink: impl TargetSink) {
+        self.add_observer(Feed {
+            resolver: Arc::new(resolver),
+            sink,
+        });
+    }
+
+    fn observe(&self) {
+        let observers: Vec<Arc<dyn TableObserver>> = lock(&self.shared.observers).clone();
+        if observers.is_empty() {
+            return;
+        }
+        let table = self.snapshot_owned();
+        for o in &observers {
+            o.table_published(&table);
+        }
     }
 
     /// Applies one event: the in-memory handle for hosts that push updates.
@@ -303,6 +359,7 @@ impl Registry {
         }
         self.publish(&mut w, next);
         drop(w);
+        self.observe();
         self.notify(&changed_status);
         if rejected.is_empty() {
             Ok(())
@@ -497,6 +554,7 @@ impl Registry {
         next.insert(key.clone(), updated);
         self.publish(&mut w, next);
         drop(w);
+        self.observe();
         self.notify(std::slice::from_ref(&svc));
         Some(was_available)
     }
@@ -533,6 +591,87 @@ impl Registry {
             }
         }
     }
+}
+
+/// [`Registry::feed`]'s observer.
+struct Feed<S> {
+    resolver: Arc<dyn ServiceResolver>,
+    sink: S,
+}
+
+impl<S: TargetSink> TableObserver for Feed<S> {
+    fn table_published(&self, table: &Arc<RoutingTable>) {
+        self.sink.sync(&table.targets(&self.resolver));
+    }
+}
+
+impl RoutingTable {
+    /// The APIServices as the discovery and OpenAPI managers see them: remote ones with a
+    /// [`Fetcher`] over their backend client (those whose transport could not be built
+    /// get a fetcher that fails with the transport error), local ones with their
+    /// priorities.
+    pub fn targets(&self, resolver: &Arc<dyn ServiceResolver>) -> TargetSet {
+        let mut set = TargetSet {
+            generation: self.generation,
+            ..TargetSet::default()
+        };
+        for route in self.routes_unordered() {
+            let spec = &route.apiservice.spec;
+            let (Some(service), Backend::Remote { client, .. }) = (&spec.service, &route.backend)
+            else {
+                set.local.push(LocalVersion {
+                    group: spec.group.clone(),
+                    version: spec.version.clone(),
+                    group_priority_minimum: spec.group_priority_minimum,
+                    version_priority: spec.version_priority,
+                });
+                continue;
+            };
+            set.remote.push(Target {
+                name: route.apiservice.name().to_owned(),
+                group: spec.group.clone(),
+                version: spec.version.clone(),
+                group_priority_minimum: spec.group_priority_minimum,
+                version_priority: spec.version_priority,
+                service: ServiceKey {
+                    namespace: service.namespace.clone(),
+                    name: service.name.clone(),
+                    port: service.port_or_default(),
+                },
+                available: route.is_available(),
+                fetcher: fetcher(client.clone(), resolver.clone(), service.clone()),
+            });
+        }
+        set
+    }
+}
+
+/// A [`Fetcher`] that resolves `service` and sends through `client`.
+fn fetcher(
+    client: Result<BackendClient, TransportError>,
+    resolver: Arc<dyn ServiceResolver>,
+    service: ServiceReference,
+) -> Fetcher {
+    BoxCloneSyncService::new(tower::service_fn(
+        move |mut req: Request<crate::body::Body>| {
+            let (client, resolver, service) = (client.clone(), resolver.clone(), service.clone());
+            async move {
+                let client = client?;
+                let authority = resolver.resolve(&service).await?;
+                let pq = req
+                    .uri()
+                    .path_and_query()
+                    .cloned()
+                    .unwrap_or_else(|| PathAndQuery::from_static("/"));
+                *req.uri_mut() = Uri::builder()
+                    .scheme(Scheme::HTTPS)
+                    .authority(authority)
+                    .path_and_query(pq)
+                    .build()?;
+                client.oneshot(req).await
+            }
+        },
+    ))
 }
 
 /// Future of [`Registry::changed`].

@@ -95,10 +95,14 @@ async fn an_axum_router_behind_the_built_stack() {
             (StatusCode::OK, "some data"),
             "{protocol:?}"
         );
-        // Availability probes (as system:kube-aggregator) reach the backend too.
+        // Availability probes and discovery fetches (as system:kube-aggregator) and the
+        // OpenAPI download (as system:aggregator) reach the backend too.
         let seen = loop {
             let seen = backend.next_request().await;
-            if seen.one("x-remote-user") != Some("system:kube-aggregator") {
+            if !matches!(
+                seen.one("x-remote-user"),
+                Some("system:kube-aggregator" | "system:aggregator")
+            ) {
                 break seen;
             }
         };

@@ -72,16 +72,19 @@ fn handle_at(req: &Parts, now: i64) -> Response<Full<Bytes>> {
         .and_then(|v| v.to_str().ok());
     match route {
         Route::Health(check) => health(check, query),
-        Route::Discovery(body) => match negotiate(accept, false) {
-            Some(format) => encode(format, &body),
-            None => status_response(Status::not_acceptable()),
-        },
+        Route::Discovery(body) => {
+            match negotiate(accept, false, matches!(path, "/api" | "/api/")) {
+                Some(Format::Aggregated(version)) => aggregated_core(version),
+                Some(format) => encode(format, &body),
+                None => status_response(Status::not_acceptable()),
+            }
+        }
         Route::Resource(None) => status_response(Status::generic(StatusCode::NOT_FOUND)),
         Route::Resource(Some(target)) => {
             if target.name.is_none() && query_flag(query, "watch") {
                 return status_response(Status::method_not_supported(target.resource, "watch"));
             }
-            let Some(format) = negotiate(accept, true) else {
+            let Some(format) = negotiate(accept, true, false) else {
                 return status_response(Status::not_acceptable());
             };
             match lookup(&target) {
@@ -686,6 +689,42 @@ fn api_resource_list() -> Value {
     })
 }
 
+/// `/api` as aggregated discovery (`apidiscovery.k8s.io/v2` or `v2beta1`): the core group
+/// with the resources of [`api_resource_list`], as kube-apiserver answers kubectl.
+fn aggregated_core(version: &'static str) -> Response<Full<Bytes>> {
+    let legacy = api_resource_list();
+    let resources: Vec<Value> = legacy["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let scope = if r["namespaced"] == true { "Namespaced" } else { "Cluster" };
+            let mut entry = json!({
+                "resource": r["name"], "responseKind": {"group": "", "version": "v1", "kind": r["kind"]},
+                "scope": scope, "singularResource": r["singularName"], "verbs": r["verbs"],
+                "shortNames": r["shortNames"],
+            });
+            if let Some(c) = r.get("categories") {
+                entry["categories"] = c.clone();
+            }
+            entry
+        })
+        .collect();
+    let body = json!({
+        "kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"),
+        "metadata": {},
+        "items": [{"metadata": {}, "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}]}],
+    });
+    let content_type = if version == "v2" {
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    } else {
+        "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+    };
+    let mut bytes = serde_json::to_vec(&body).unwrap_or_default();
+    bytes.push(b'\n');
+    respond(StatusCode::OK, content_type, bytes)
+}
+
 fn root_paths() -> Value {
     json!({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]})
 }
@@ -717,11 +756,13 @@ enum Format {
     Yaml,
     /// A Table in `meta.k8s.io/<version>`.
     Table(&'static str),
+    /// An `APIGroupDiscoveryList` in `apidiscovery.k8s.io/<version>` (for `/api` only).
+    Aggregated(&'static str),
 }
 
 /// Picks the first servable media range of `Accept`, by `q` then order. Ranges that ask for
 /// another representation (`as=...`) or for protobuf are skipped; `None` means 406.
-fn negotiate(accept: Option<&str>, allow_table: bool) -> Option<Format> {
+fn negotiate(accept: Option<&str>, allow_table: bool, allow_aggregated: bool) -> Option<Format> {
     let accept = accept.map(str::trim).filter(|a| !a.is_empty());
     let Some(accept) = accept else {
         return Some(Format::Json);
@@ -753,6 +794,11 @@ fn negotiate(accept: Option<&str>, allow_table: bool) -> Option<Format> {
                     if json_like && allow_table =>
                 {
                     Some(Format::Table("v1beta1"))
+                }
+                (Some("APIGroupDiscoveryList"), Some("apidiscovery.k8s.io"), Some(v))
+                    if json_like && allow_aggregated && (v == "v2" || v == "v2beta1") =>
+                {
+                    Some(Format::Aggregated(if v == "v2" { "v2" } else { "v2beta1" }))
                 }
                 _ => None,
             };
@@ -984,12 +1030,28 @@ mod tests {
             (Some("1"), Some("32"))
         );
         assert_eq!(v["gitVersion"], GIT_VERSION);
-        let api = get_json(
+        let (status, content_type, _, body) = call(
+            Method::GET,
             "/api",
             Some(
                 "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
             ),
         );
+        assert_eq!(
+            (status, content_type.as_str()),
+            (
+                200,
+                "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+            )
+        );
+        let v2: Value = serde_json::from_str(&body).expect("json");
+        let core = &v2["items"][0];
+        assert_eq!(core["metadata"], json!({}));
+        assert_eq!(
+            core["versions"][0]["resources"][1]["responseKind"]["kind"],
+            "Node"
+        );
+        let api = get_json("/api", Some("application/json"));
         assert_eq!(api["kind"], "APIVersions");
         assert_eq!(api["versions"], json!(["v1"]));
         assert_eq!(

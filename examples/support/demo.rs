@@ -132,9 +132,28 @@ pub fn write_cluster_files(
     })
 }
 
+/// One more APIService for [`start_with`]: its manifest (YAML) and where its Service is.
+pub struct ExtraApiService {
+    /// File name under `apiservices/`.
+    pub file: String,
+    /// The APIService manifest.
+    pub manifest: String,
+    /// A `service-endpoints.yaml` entry for its Service (YAML list item).
+    pub endpoint: String,
+}
+
 /// Generates everything under `dir` and starts both servers; returns once the
 /// APIService is `Available` (or fails after `ready_timeout`).
 pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> {
+    start_with(dir, ready_timeout, &[]).await
+}
+
+/// As [`start`], with `extra` APIServices registered beside the demo's.
+pub async fn start_with(
+    dir: &Path,
+    ready_timeout: Duration,
+    extra: &[ExtraApiService],
+) -> Result<Demo, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let dir = dir
         .canonicalize()
@@ -160,6 +179,15 @@ pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> 
         &policy_addr.to_string(),
     )?;
     let (cluster_ca, admin, policy_serving) = (&files.cluster_ca, &files.admin, &files.policy);
+    if !extra.is_empty() {
+        let mut endpoints = std::fs::read_to_string(p("service-endpoints.yaml"))
+            .map_err(|e| format!("cannot read service-endpoints.yaml: {e}"))?;
+        for x in extra {
+            write(&p(&format!("apiservices/{}", x.file)), &x.manifest)?;
+            endpoints.push_str(&x.endpoint);
+        }
+        write(&p("service-endpoints.yaml"), &endpoints)?;
+    }
     // An unprivileged user: the demo policy lets it read core nodes and pods only.
     let viewer = cluster_ca.client("demo-viewer", &[]);
     write(&p("viewer.crt"), &viewer.cert_pem)?;

@@ -24,6 +24,8 @@ use kube_aggregator::authz::{
 use kube_aggregator::availability::{
     AvailabilityConfig, AvailabilityController, AvailabilityMetrics, StaticServiceResolver,
 };
+use kube_aggregator::discovery::{DiscoveryConfig, DiscoveryManager};
+use kube_aggregator::openapi::{OpenApiConfig, OpenApiManager};
 use kube_aggregator::registry::Registry;
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::{ApiServiceEvent, ManifestDir};
@@ -44,6 +46,8 @@ pub struct Gateway {
     pub local_addr: std::net::SocketAddr,
     /// Availability metrics.
     pub metrics: Arc<AvailabilityMetrics>,
+    /// The aggregated discovery manager (its readiness is `/readyz`'s).
+    pub discovery: DiscoveryManager,
 }
 
 /// A start-up failure: one line naming the flag or file.
@@ -142,6 +146,15 @@ pub async fn start(
     );
     tokio::spawn(controller.run());
 
+    // Discovery and OpenAPI documents are fetched off the request path and follow the
+    // registry; requests read what they last published.
+    let discovery = DiscoveryManager::new(timer.clone(), DiscoveryConfig::default());
+    registry.feed(resolver.clone(), discovery.clone());
+    tokio::spawn(discovery.clone().run());
+    let openapi = OpenApiManager::new(timer.clone(), OpenApiConfig::default());
+    registry.feed(resolver.clone(), openapi.clone());
+    tokio::spawn(openapi.clone().run());
+
     // As kube-apiserver: system:masters is allowed before any configured mode is asked,
     // so a break-glass administrator never waits on a webhook that is down.
     let mut authorizer =
@@ -178,9 +191,11 @@ pub async fn start(
     }
 
     let inner_metrics = metrics.clone();
+    let inner_discovery = discovery.clone();
     let inner = tower::service_fn(move |req: Request<Body>| {
         let metrics = inner_metrics.clone();
-        async move { Ok::<_, Infallible>(local(req, &metrics)) }
+        let ready = inner_discovery.has_synced();
+        async move { Ok::<_, Infallible>(local(req, &metrics, ready)) }
     });
     // Outside in, as kube-apiserver's filter chain: Cache-Control on every answer, then
     // authentication (401 stops here), authorization (403/500 stop here), and only then
@@ -192,7 +207,11 @@ pub async fn start(
         ))
         .layer(AuthenticationLayer::new(authenticator))
         .layer(AuthorizationLayer::new(authorizer))
-        .layer(AggregatorLayer::new(registry.clone(), resolver, timer))
+        .layer(
+            AggregatorLayer::new(registry.clone(), resolver, timer)
+                .discovery(discovery.clone())
+                .openapi(openapi),
+        )
         .service(inner);
 
     let listener = match listener {
@@ -220,6 +239,7 @@ pub async fn start(
             registry,
             local_addr,
             metrics,
+            discovery,
         },
         handle,
     ))
@@ -297,9 +317,30 @@ fn authenticator(
     Ok((union, hint_cas))
 }
 
-/// The gateway's own handlers: `/metrics`, then the core API (health included).
-fn local(req: Request<Body>, metrics: &AvailabilityMetrics) -> Response<Body> {
+/// The gateway's own handlers: `/metrics`, `/readyz` (which waits for the discovery
+/// manager's first pass, as kube-apiserver's `apiservice-discovery-controller` post-start
+/// hook), then the core API (health included).
+fn local(
+    req: Request<Body>,
+    metrics: &AvailabilityMetrics,
+    discovery_synced: bool,
+) -> Response<Body> {
     let (parts, _body) = req.into_parts();
+    if !discovery_synced && matches!(parts.uri.path(), "/readyz" | "/readyz/") {
+        let body = "[+]ping ok\n[-]poststarthook/apiservice-discovery-controller failed: reason withheld\nreadyz check failed\n";
+        let mut res = Response::new(Body::full(body));
+        *res.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+        let h = res.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        h.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        return res;
+    }
     if parts.uri.path() == "/metrics" {
         let mut res = Response::new(Body::full(metrics.render()));
         res.headers_mut().insert(

@@ -160,6 +160,19 @@ fn route(path: &str) -> Option<Route<'_>> {
     })
 }
 
+/// The last requests the server answered, as `(user, method, path and query)`, oldest
+/// first, at most [`REQUEST_LOG_SIZE`]: what an operator would read in its request log.
+static REQUEST_LOG: std::sync::Mutex<std::collections::VecDeque<(String, String, String)>> =
+    std::sync::Mutex::new(std::collections::VecDeque::new());
+/// How many requests [`request_log`] keeps.
+pub const REQUEST_LOG_SIZE: usize = 4096;
+
+/// A copy of the request log: `(user, method, path and query)`, oldest first.
+pub fn request_log() -> Vec<(String, String, String)> {
+    let log = REQUEST_LOG.lock().unwrap_or_else(|p| p.into_inner());
+    log.iter().cloned().collect()
+}
+
 /// Answers an authenticated request; the [`UserInfo`] is in its extensions.
 fn handle<B>(req: &Request<B>) -> Response<Full<Bytes>> {
     let (method, path) = (req.method(), req.uri().path());
@@ -178,6 +191,19 @@ fn handle<B>(req: &Request<B>) -> Response<Full<Bytes>> {
         ..
     } = &user;
     tracing::debug!(user = %name, ?groups, ?extra, %method, path, "request");
+    {
+        let mut log = REQUEST_LOG.lock().unwrap_or_else(|p| p.into_inner());
+        if log.len() == REQUEST_LOG_SIZE {
+            log.pop_front();
+        }
+        let target = req.uri().path_and_query().map_or(path, |pq| pq.as_str());
+        log.push_back((name.clone(), method.to_string(), target.to_owned()));
+    }
+    if method == Method::GET {
+        if let Some(res) = super::metrics_openapi::handle(path, req.uri().query(), req.headers()) {
+            return res;
+        }
+    }
     // Authorization: every authenticated user may read metrics.
     let Some(route) = route(path) else {
         let message = "the server could not find the requested resource";

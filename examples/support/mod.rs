@@ -8,6 +8,7 @@ pub mod core_api;
 pub mod demo;
 pub mod flags;
 pub mod gateway;
+pub mod metrics_openapi;
 pub mod metrics_server;
 pub mod pki;
 pub mod policy;

@@ -2,7 +2,13 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::future::{Either, join_all, select};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+
+use futures_util::StreamExt;
+use futures_util::future::join_all;
+use futures_util::stream::FuturesUnordered;
 use http::{HeaderValue, Request};
 use tower::ServiceExt;
 
@@ -69,6 +75,9 @@ struct Outcome {
     message: String,
 }
 
+/// A check in flight: its route and outcome.
+type CheckFuture<'a> = Pin<Box<dyn Future<Output = (Arc<Route>, Outcome)> + Send + 'a>>;
+
 struct Schedule {
     due: Instant,
     failures: u32,
@@ -100,9 +109,16 @@ impl AvailabilityController {
 
     /// Runs forever: checks every remote APIService when it appears or its service
     /// changes, then on its schedule. Spawn it on the host's executor.
+    ///
+    /// Up to five checks run at once, each on its own: a check that hangs until its probe
+    /// timeout (a black-holed backend) holds one of the five and delays nobody else's, as
+    /// with upstream's five independent workers. The next due APIService starts as soon
+    /// as any check finishes.
     pub async fn run(self) {
         let mut schedule: HashMap<String, Schedule> = HashMap::new();
         let mut gauged: HashSet<String> = HashSet::new();
+        let mut running: FuturesUnordered<CheckFuture<'_>> = FuturesUnordered::new();
+        let mut in_flight: HashSet<String> = HashSet::new();
         loop {
             let table = self.registry.snapshot_owned();
             let now = self.timer.now();
@@ -141,55 +157,76 @@ impl AvailabilityController {
                     };
                 }
             }
-            // At most WORKERS APIServices are checked at once, the longest overdue first
-            // (upstream runs 5 workers), so thousands of APIServices coming due together
-            // never open thousands of probe connections; the rest wait for the next round.
-            let mut overdue: Vec<(&String, Instant)> = schedule
-                .iter()
-                .filter(|(_, s)| s.due <= now)
-                .map(|(n, s)| (n, s.due))
-                .collect();
-            overdue.sort_unstable_by_key(|(_, due)| *due);
-            let due: Vec<Arc<Route>> = overdue
-                .into_iter()
-                .take(WORKERS)
-                .filter_map(|(name, _)| table.get(name).cloned())
-                .collect();
-            if !due.is_empty() {
-                let outcomes = join_all(due.iter().map(|r| self.check(r))).await;
-                let done = self.timer.now();
-                for (route, outcome) in due.iter().zip(outcomes) {
-                    let name = route.apiservice.name();
-                    let passed = outcome.status == ConditionStatus::True;
-                    self.record(name, &outcome);
-                    if let Some(s) = schedule.get_mut(name) {
-                        if passed {
-                            s.failures = 0;
-                            s.due = done + self.config.resync_period;
-                        } else {
-                            let delay = self
-                                .config
-                                .backoff_base
-                                .saturating_mul(1u32 << s.failures.min(20));
-                            s.failures = s.failures.saturating_add(1);
-                            s.due = done + delay.min(self.config.backoff_max);
-                        }
+            // Start the longest overdue APIServices on the free workers; the rest wait
+            // for a worker, so thousands coming due together never open thousands of
+            // probe connections.
+            let free = WORKERS.saturating_sub(running.len());
+            if free > 0 {
+                let mut overdue: Vec<(&String, Instant)> = schedule
+                    .iter()
+                    .filter(|(n, s)| s.due <= now && !in_flight.contains(*n))
+                    .map(|(n, s)| (n, s.due))
+                    .collect();
+                overdue.sort_unstable_by_key(|(_, due)| *due);
+                for (name, _) in overdue.into_iter().take(free) {
+                    if let Some(route) = table.get(name).cloned() {
+                        in_flight.insert(name.clone());
+                        running.push(Box::pin(self.check_owned(route)));
                     }
                 }
-                continue;
             }
             let generation = table.generation();
             drop(table);
-            let next = schedule.values().map(|s| s.due).min();
+            let next = schedule
+                .iter()
+                .filter(|(n, _)| !in_flight.contains(*n))
+                .map(|(_, s)| s.due)
+                .min();
             let wait = next.map_or(self.config.resync_period, |d| {
                 d.saturating_duration_since(self.timer.now())
             });
-            let sleep = self.timer.sleep(wait);
-            let changed = self.registry.changed(generation);
-            match select(sleep, changed).await {
-                Either::Left(_) | Either::Right(_) => {}
+            let mut sleep = self.timer.sleep(wait);
+            let mut changed = self.registry.changed(generation);
+            let event = std::future::poll_fn(|cx| {
+                if !running.is_empty() {
+                    if let Poll::Ready(Some(done)) = running.poll_next_unpin(cx) {
+                        return Poll::Ready(Some(done));
+                    }
+                }
+                if sleep.as_mut().poll(cx).is_ready() || Pin::new(&mut changed).poll(cx).is_ready()
+                {
+                    return Poll::Ready(None);
+                }
+                Poll::Pending
+            })
+            .await;
+            if let Some((route, outcome)) = event {
+                let done = self.timer.now();
+                let name = route.apiservice.name();
+                in_flight.remove(name);
+                let passed = outcome.status == ConditionStatus::True;
+                self.record(name, &outcome);
+                if let Some(s) = schedule.get_mut(name) {
+                    if passed {
+                        s.failures = 0;
+                        s.due = done + self.config.resync_period;
+                    } else {
+                        let delay = self
+                            .config
+                            .backoff_base
+                            .saturating_mul(1u32 << s.failures.min(20));
+                        s.failures = s.failures.saturating_add(1);
+                        s.due = done + delay.min(self.config.backoff_max);
+                    }
+                }
             }
         }
+    }
+
+    /// [`Self::check`] of a route it owns, returning the route with the outcome.
+    async fn check_owned(&self, route: Arc<Route>) -> (Arc<Route>, Outcome) {
+        let outcome = self.check(&route).await;
+        (route, outcome)
     }
 
     fn record(&self, name: &str, outcome: &Outcome) {
@@ -403,5 +440,82 @@ mod tests {
         task.abort();
         let max = resolver.max.load(Ordering::SeqCst);
         assert!((2..=WORKERS).contains(&max), "{max} lookups overlapped");
+    }
+}
+
+#[cfg(test)]
+mod startup_tests {
+    use super::*;
+    use crate::apiservice::ApiService;
+    use crate::availability::StaticServiceResolver;
+    use crate::body::{Body, BoxError};
+    use crate::source::ApiServiceEvent;
+    use crate::transport::InMemoryTransport;
+
+    fn remote(i: usize, service: &str) -> ApiService {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("v1.g{i}.example.com")},
+            "spec": {"service": {"namespace": "ns", "name": service}, "group": format!("g{i}.example.com"),
+                     "version": "v1", "insecureSkipTLSVerify": true, "groupPriorityMinimum": 100, "versionPriority": 10}
+        }))
+        .unwrap()
+    }
+
+    /// A black-holed APIService (its backend never answers) holds one worker for its 5 s
+    /// probe timeout; the eleven others are Available well within 1 s of start.
+    #[tokio::test]
+    async fn a_black_hole_does_not_delay_the_others_first_check() {
+        let transport = InMemoryTransport::new();
+        transport.insert(
+            "hole.ns.svc",
+            tower::service_fn(|_req: http::Request<Body>| {
+                std::future::pending::<Result<http::Response<Body>, BoxError>>()
+            }),
+        );
+        transport.insert(
+            "ok.ns.svc",
+            tower::service_fn(|_req: http::Request<Body>| async {
+                Ok::<_, BoxError>(http::Response::new(Body::empty()))
+            }),
+        );
+        let registry = Registry::new(transport);
+        let mut services = vec![remote(0, "hole")];
+        services.extend((1..12).map(|i| remote(i, "ok")));
+        registry.apply(ApiServiceEvent::Resynced(services)).unwrap();
+        let mut resolver = StaticServiceResolver::new();
+        resolver.insert("ns", "hole", 443, "10.0.0.1:443").unwrap();
+        resolver.insert("ns", "ok", 443, "10.0.0.2:443").unwrap();
+        let controller = AvailabilityController::new(
+            registry.clone(),
+            resolver,
+            Timer::tokio(),
+            AvailabilityConfig::default(),
+            Arc::new(AvailabilityMetrics::default()),
+        );
+        let start = std::time::Instant::now();
+        let task = tokio::spawn(controller.run());
+        loop {
+            let table = registry.snapshot_owned();
+            let others_available = (1..12).all(|i| {
+                table
+                    .get(&format!("v1.g{i}.example.com"))
+                    .is_some_and(|r| r.is_available())
+            });
+            if others_available {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(1),
+                "the others waited on the black hole"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let hole = registry.snapshot_owned();
+        assert!(
+            hole.get("v1.g0.example.com")
+                .is_some_and(|r| r.apiservice.available_condition().is_none()),
+            "still probing"
+        );
+        task.abort();
     }
 }

@@ -1,16 +1,62 @@
-//! Discovery documents for aggregated groups.
+//! Discovery documents: legacy and aggregated (v2).
 //!
-//! Legacy discovery as kube-aggregator `handler_apis.go` serves it (docs/upstream-behaviour.md §5.1–5.2):
-//! `GET /apis` answers an `APIGroupList` whose first group is `apiregistration.k8s.io`,
-//! then one entry per APIService group in priority order (unavailable ones included);
-//! `GET /apis/<group>` answers that group's `APIGroup`. The documents are encoded once per
-//! registry change and served from the snapshot. Groups the host serves itself (found in
-//! the inner service's own `/apis`) are appended after the aggregated ones.
+//! **Legacy**, as kube-aggregator `handler_apis.go` serves it (docs/upstream-behaviour.md
+//! §5.1–5.2): `GET /apis` answers an `APIGroupList` whose first group is
+//! `apiregistration.k8s.io`, then one entry per APIService group in priority order
+//! (unavailable ones included); `GET /apis/<group>` answers that group's `APIGroup`. The
+//! documents are encoded once per registry change and served from the snapshot. Groups the
+//! host serves itself (found in the inner service's own `/apis`) are appended after the
+//! aggregated ones.
+//!
+//! **Aggregated** (`apidiscovery.k8s.io/v2` and `v2beta1`, §5.3): [`negotiate`] reads the
+//! `Accept` header; the [`DiscoveryManager`] fetches each remote Service's discovery off
+//! the request path and publishes an [`AggregatedDocument`] (apiregistration first, then
+//! groups by their highest `groupPriorityMinimum`, then name; versions by
+//! `versionPriority`, then the Kubernetes version order), encoded once with its ETag. The
+//! request path serves it with `ETag`, `Vary: Accept`, `Cache-Control: public` and 304 on
+//! a matching `If-None-Match`, merging in the host's own groups (asked from the inner
+//! service with the same `Accept`, or its legacy documents converted).
+//!
+//! This module takes plain data ([`Target`], group and version names) and knows nothing
+//! of the registry; [`Registry::feed`](crate::registry::Registry::feed) connects the two.
+//!
+//! ```
+//! use kube_aggregator::discovery::{AggregatedVersion, DocumentBuilder, VersionEntry};
+//! use kube_aggregator::discovery::v2::{ApiVersionDiscovery, Freshness};
+//!
+//! let mut builder = DocumentBuilder::new();
+//! builder.set("metrics.k8s.io", VersionEntry {
+//!     discovery: ApiVersionDiscovery { version: "v1beta1".into(), resources: vec![], freshness: Some(Freshness::Stale) },
+//!     group_priority_minimum: 100,
+//!     version_priority: 100,
+//! });
+//! let doc = builder.build();
+//! let names: Vec<&str> = doc.groups().iter().map(|g| g.name()).collect();
+//! assert_eq!(names, ["apiregistration.k8s.io", "metrics.k8s.io"]);
+//! assert!(doc.body(AggregatedVersion::V2).starts_with(br#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2""#));
+//! ```
+
+mod document;
+mod manager;
+mod negotiate;
+mod serve;
+mod target;
+pub mod v2;
+
+pub use document::{
+    APIREGISTRATION_GROUP_PRIORITY, AggregatedDocument, DEFAULT_GROUP_PRIORITY,
+    DEFAULT_VERSION_PRIORITY, DocumentBuilder, GroupDocument, VersionEntry, etag_of, sha512_hex,
+};
+pub use manager::{DEFAULT_MAX_DOCUMENT_BYTES, DiscoveryConfig, DiscoveryManager, Synced};
+pub(crate) use negotiate::parse_accept;
+pub use negotiate::{
+    AggregatedVersion, Negotiated, V2_JSON, V2BETA1_JSON, is_aggregated_content_type, negotiate,
+};
+pub(crate) use serve::{aggregated_response, not_acceptable};
+pub use target::{Fetcher, LocalVersion, ServiceKey, Target, TargetSet, TargetSink};
 
 use bytes::Bytes;
 use serde_json::{Value, json};
-
-use crate::registry::GroupRoutes;
 
 /// The `APIGroup` of `apiregistration.k8s.io`, always listed first.
 pub(crate) fn apiregistration_group() -> Value {
@@ -40,16 +86,14 @@ pub(crate) fn api_group_json<'a>(group: &str, versions: impl Iterator<Item = &'a
 }
 
 /// The `/apis` `APIGroupList`: apiregistration.k8s.io, then every group but the legacy
-/// core group in `groups` order.
-pub(crate) fn api_group_list_json(groups: &[std::sync::Arc<GroupRoutes>]) -> Bytes {
+/// core group in the given order, each with its versions in the given order.
+pub(crate) fn api_group_list_json<'a, V>(groups: impl Iterator<Item = (&'a str, V)>) -> Bytes
+where
+    V: Iterator<Item = &'a str>,
+{
     let mut list = vec![apiregistration_group()];
-    for g in groups.iter().filter(|g| !g.name.is_empty()) {
-        list.push(group_value(
-            &g.name,
-            g.versions
-                .iter()
-                .map(|r| r.apiservice.spec.version.as_str()),
-        ));
+    for (name, versions) in groups.filter(|(name, _)| !name.is_empty()) {
+        list.push(group_value(name, versions));
     }
     let doc = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": list});
     Bytes::from(serde_json::to_vec(&doc).unwrap_or_default())
@@ -92,7 +136,7 @@ mod tests {
 
     #[test]
     fn merge_appends_only_new_groups() {
-        let ours = api_group_list_json(&[]);
+        let ours = api_group_list_json(std::iter::empty::<(&str, std::iter::Empty<&str>)>());
         let theirs = br#"{"kind":"APIGroupList","apiVersion":"v1","groups":[{"name":"apiregistration.k8s.io"},{"name":"apps","versions":[]}]}"#;
         let merged: Value =
             serde_json::from_slice(&merge_group_lists(&ours, theirs).unwrap()).unwrap();

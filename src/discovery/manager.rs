@@ -1,0 +1,770 @@
+//! The discovery manager: fetches each remote Service's discovery off the request path
+//! and publishes the aggregated document (kube-aggregator
+//! `pkg/apiserver/handler_discovery.go`, docs/upstream-behaviour.md §5.3).
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use http::{HeaderValue, Request, StatusCode, header};
+use tower::ServiceExt;
+
+use super::document::{AggregatedDocument, DocumentBuilder, VersionEntry};
+use super::negotiate::{AggregatedVersion, V2_JSON, is_aggregated_content_type};
+use super::target::{Fetcher, ServiceKey, Target, TargetSet, TargetSink};
+use super::v2::{
+    ApiGroupDiscoveryList, ApiResourceDiscovery, ApiResourceList, ApiVersionDiscovery, Freshness,
+    convert_legacy_resources,
+};
+use crate::body::{empty, read_limited};
+use crate::rt::Timer;
+
+/// Largest document read from a backend by default: 16 MiB.
+pub const DEFAULT_MAX_DOCUMENT_BYTES: usize = 16 << 20;
+
+/// Timing and limits of the [`DiscoveryManager`]. Defaults are upstream's.
+#[derive(Debug, Clone)]
+pub struct DiscoveryConfig {
+    /// How often a Service is fetched again after a success (upstream: 1 min).
+    pub refresh_period: Duration,
+    /// Deadline of one request to a backend, headers and body (upstream: 5 s).
+    pub fetch_timeout: Duration,
+    /// First retry delay after a failure, doubled per failure (upstream: 500 ms).
+    pub backoff_base: Duration,
+    /// Longest retry delay (upstream: 1 min).
+    pub backoff_max: Duration,
+    /// Fetches running at once once every Service has been tried (upstream: 2 workers);
+    /// Services never tried yet do not wait for a worker, as upstream's first pass runs
+    /// them all in parallel.
+    pub workers: usize,
+    /// Largest document accepted from a backend, in bytes; a larger one is refused with
+    /// a logged reason and counts as a failed fetch.
+    pub max_document_bytes: usize,
+}
+
+impl Default for DiscoveryConfig {
+    fn default() -> Self {
+        DiscoveryConfig {
+            refresh_period: Duration::from_secs(60),
+            fetch_timeout: Duration::from_secs(5),
+            backoff_base: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(60),
+            workers: 2,
+            max_document_bytes: DEFAULT_MAX_DOCUMENT_BYTES,
+        }
+    }
+}
+
+type GroupVersion = (String, String);
+
+/// A fetch result as seen by one group-version: `None` when the fetch did not cover it,
+/// `Err` when it failed for it.
+type PerGroupVersion = dyn Fn(&GroupVersion) -> Option<Result<ApiVersionDiscovery, ()>>;
+
+struct TargetState {
+    target: Target,
+    /// Resources of the last successful fetch, kept (marked Stale) while fetches fail.
+    last_good: Option<Vec<ApiResourceDiscovery>>,
+}
+
+struct ServiceState {
+    due: Instant,
+    failures: u32,
+    in_flight: bool,
+    tried: bool,
+    /// The last aggregated document of the Service and its `Etag` (legacy fallback
+    /// results are never cached per Service: one Service may serve several versions).
+    cached: Option<(Option<String>, HashMap<GroupVersion, ApiVersionDiscovery>)>,
+}
+
+struct State {
+    generation: Option<u64>,
+    targets: HashMap<String, TargetState>,
+    services: HashMap<ServiceKey, ServiceState>,
+    builder: DocumentBuilder,
+    local: HashMap<GroupVersion, (i32, i32)>,
+    /// Services known at the first sync and not tried yet; `None` before the first sync.
+    initial: Option<HashSet<ServiceKey>>,
+}
+
+struct Shared {
+    config: DiscoveryConfig,
+    timer: Timer,
+    state: Mutex<State>,
+    document: ArcSwap<AggregatedDocument>,
+    local: ArcSwap<HashMap<GroupVersion, (i32, i32)>>,
+    synced: AtomicBool,
+    running: AtomicBool,
+    /// Set when the run loop has work to look at; its waker and the readiness waiters.
+    notified: AtomicBool,
+    wakers: Mutex<Vec<Waker>>,
+}
+
+/// Keeps the aggregated discovery document of the remote APIServices current.
+///
+/// Fed with [`TargetSet`]s (by [`Registry::feed`](crate::registry::Registry::feed)),
+/// it keeps one entry per APIService, `Stale` and empty until its Service's first fetch
+/// completes; [`DiscoveryManager::run`] fetches each Service (not each APIService) with
+/// `GET /apis` and the v2 `Accept` as `system:kube-aggregator` in `system:masters`,
+/// with `If-None-Match` once it has an `Etag`, and falls back to each group-version's
+/// legacy `APIResourceList` when the answer is not a v2 document (404, 406, a legacy
+/// list). A failed fetch marks its group-versions `Stale` and keeps their last good
+/// resources. Successes are refreshed every minute, failures retried with backoff;
+/// deleted APIServices leave the document in the same call that learns of it. All
+/// waiting goes through the injected [`Timer`]; nothing here needs a runtime.
+///
+/// The request path reads [`DiscoveryManager::document`]: one lock-free load, never a
+/// wait on a backend.
+#[derive(Clone)]
+pub struct DiscoveryManager {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for DiscoveryManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiscoveryManager")
+            .field("config", &self.shared.config)
+            .field("synced", &self.has_synced())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DiscoveryManager {
+    /// A manager with no APIServices yet.
+    pub fn new(timer: Timer, config: DiscoveryConfig) -> DiscoveryManager {
+        let mut builder = DocumentBuilder::new();
+        let document = ArcSwap::from_pointee(builder.build());
+        DiscoveryManager {
+            shared: Arc::new(Shared {
+                config,
+                timer,
+                state: Mutex::new(State {
+                    generation: None,
+                    targets: HashMap::new(),
+                    services: HashMap::new(),
+                    builder,
+                    local: HashMap::new(),
+                    initial: None,
+                }),
+                document,
+                local: ArcSwap::from_pointee(HashMap::new()),
+                synced: AtomicBool::new(false),
+                running: AtomicBool::new(false),
+                notified: AtomicBool::new(false),
+                wakers: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The last published document: one lock-free load.
+    pub fn document(&self) -> Arc<AggregatedDocument> {
+        self.shared.document.load_full()
+    }
+
+    /// The priorities of a group-version the host serves (a local APIService).
+    pub fn local_priority(&self, group: &str, version: &str) -> Option<(i32, i32)> {
+        self.shared
+            .local
+            .load()
+            .get(&(group.to_owned(), version.to_owned()))
+            .copied()
+    }
+
+    /// True once every Service known at the first sync has been fetched once, whatever
+    /// the outcome (upstream's `apiservice-discovery-controller` post-start hook). False
+    /// before the first sync.
+    pub fn has_synced(&self) -> bool {
+        self.shared.synced.load(Ordering::Acquire)
+    }
+
+    /// Completes when [`DiscoveryManager::has_synced`] turns true.
+    pub fn synced(&self) -> Synced {
+        Synced {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// True while [`DiscoveryManager::run`] is being polled somewhere.
+    pub fn is_running(&self) -> bool {
+        self.shared.running.load(Ordering::Acquire)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DiscoveryConfig {
+        &self.shared.config
+    }
+
+    fn wake(&self) {
+        self.shared.notified.store(true, Ordering::Release);
+        for w in lock(&self.shared.wakers).drain(..) {
+            w.wake();
+        }
+    }
+
+    fn publish(&self, st: &mut State) {
+        self.shared.document.store(Arc::new(st.builder.build()));
+    }
+
+    /// Runs forever: fetches every Service when it appears, then on its schedule. Spawn
+    /// it on the host's executor; without it every remote group-version stays `Stale`.
+    pub async fn run(self) {
+        self.shared.running.store(true, Ordering::Release);
+        let _running = RunningGuard(self.shared.clone());
+        type FetchFuture = Pin<Box<dyn Future<Output = (ServiceKey, Fetched)> + Send>>;
+        let mut running: FuturesUnordered<FetchFuture> = FuturesUnordered::new();
+        loop {
+            let now = self.shared.timer.now();
+            let mut next_due: Option<Instant> = None;
+            {
+                let mut st = lock(&self.shared.state);
+                let in_flight = st.services.values().filter(|s| s.in_flight).count();
+                let mut free = self.shared.config.workers.max(1).saturating_sub(in_flight);
+                let mut due: Vec<(ServiceKey, Instant, bool)> = st
+                    .services
+                    .iter()
+                    .filter(|(_, s)| !s.in_flight)
+                    .map(|(k, s)| (k.clone(), s.due, s.tried))
+                    .collect();
+                due.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+                for (key, at, tried) in due {
+                    if at > now {
+                        next_due = Some(next_due.map_or(at, |n| n.min(at)));
+                        continue;
+                    }
+                    if tried && free == 0 {
+                        continue;
+                    }
+                    let Some(job) = job_for(&st, &key) else {
+                        continue;
+                    };
+                    if tried {
+                        free -= 1;
+                    }
+                    if let Some(s) = st.services.get_mut(&key) {
+                        s.in_flight = true;
+                    }
+                    let (timer, config) = (self.shared.timer.clone(), self.shared.config.clone());
+                    running.push(Box::pin(async move {
+                        let fetched = fetch(&job, &timer, &config).await;
+                        (job.service, fetched)
+                    }));
+                }
+            }
+            let wait = next_due.map_or(Duration::from_secs(3600), |d| {
+                d.saturating_duration_since(self.shared.timer.now())
+            });
+            let mut sleep = self.shared.timer.sleep(wait);
+            let shared = self.shared.clone();
+            let event = std::future::poll_fn(|cx| {
+                if !running.is_empty() {
+                    if let Poll::Ready(Some(done)) = running.poll_next_unpin(cx) {
+                        return Poll::Ready(Some(done));
+                    }
+                }
+                if shared.notified.swap(false, Ordering::AcqRel) {
+                    return Poll::Ready(None);
+                }
+                {
+                    let mut wakers = lock(&shared.wakers);
+                    if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                        wakers.push(cx.waker().clone());
+                    }
+                }
+                if shared.notified.swap(false, Ordering::AcqRel)
+                    || sleep.as_mut().poll(cx).is_ready()
+                {
+                    return Poll::Ready(None);
+                }
+                Poll::Pending
+            })
+            .await;
+            if let Some((key, fetched)) = event {
+                self.apply(&key, fetched);
+            }
+        }
+    }
+
+    /// Records one fetch result and republishes.
+    fn apply(&self, key: &ServiceKey, fetched: Fetched) {
+        let now = self.shared.timer.now();
+        let config = &self.shared.config;
+        let mut st = lock(&self.shared.state);
+        let st = &mut *st;
+        let Some(service) = st.services.get_mut(key) else {
+            return; // every APIService of this Service went away meanwhile
+        };
+        service.in_flight = false;
+        service.tried = true;
+        let mut failed = false;
+        let per_gv: Box<PerGroupVersion> = match fetched {
+            Fetched::NotModified => {
+                let cached = service.cached.as_ref().map(|(_, m)| m.clone());
+                Box::new(move |gv| {
+                    Some(Ok(cached
+                        .as_ref()
+                        .and_then(|m| m.get(gv).cloned())
+                        .unwrap_or_default()))
+                })
+            }
+            Fetched::Aggregated { etag, versions } => {
+                service.cached = Some((etag, versions.clone()));
+                Box::new(move |gv| Some(Ok(versions.get(gv).cloned().unwrap_or_default())))
+            }
+            Fetched::Legacy(results) => {
+                failed = results.values().any(Result::is_err);
+                Box::new(move |gv| {
+                    results.get(gv).map(|r| match r {
+                        Ok(resources) => Ok(ApiVersionDiscovery {
+                            version: gv.1.clone(),
+                            resources: resources.clone(),
+                            freshness: None,
+                        }),
+                        Err(()) => Err(()),
+                    })
+                })
+            }
+            Fetched::Failed => {
+                failed = true;
+                Box::new(|_| Some(Err(())))
+            }
+        };
+        if failed {
+            let delay = config
+                .backoff_base
+                .saturating_mul(1u32 << service.failures.min(20));
+            service.failures = service.failures.saturating_add(1);
+            service.due = now + delay.min(config.backoff_max);
+        } else {
+            service.failures = 0;
+            service.due = now + config.refresh_period;
+        }
+        let mut changed = false;
+        for t in st.targets.values_mut().filter(|t| t.target.service == *key) {
+            let gv = (t.target.group.clone(), t.target.version.clone());
+            let entry = match per_gv(&gv) {
+                // A version added while the fetch was in flight waits for the next one.
+                None => continue,
+                Some(Ok(mut found)) => {
+                    found.version = t.target.version.clone();
+                    found.freshness = Some(Freshness::Current);
+                    t.last_good = Some(found.resources.clone());
+                    found
+                }
+                Some(Err(())) => ApiVersionDiscovery {
+                    version: t.target.version.clone(),
+                    resources: t.last_good.clone().unwrap_or_default(),
+                    freshness: Some(Freshness::Stale),
+                },
+            };
+            changed |= st.builder.set(
+                &t.target.group,
+                VersionEntry {
+                    discovery: entry,
+                    group_priority_minimum: t.target.group_priority_minimum,
+                    version_priority: t.target.version_priority,
+                },
+            );
+        }
+        drop(per_gv);
+        if let Some(initial) = &mut st.initial {
+            initial.remove(key);
+        }
+        if changed {
+            self.publish(st);
+        }
+        self.check_synced(st);
+    }
+
+    fn check_synced(&self, st: &State) {
+        if st.initial.as_ref().is_some_and(HashSet::is_empty)
+            && !self.shared.synced.swap(true, Ordering::AcqRel)
+        {
+            tracing::info!("discovery: every APIService known at start has been fetched once");
+            for w in lock(&self.shared.wakers).drain(..) {
+                w.wake();
+            }
+        }
+    }
+}
+
+impl TargetSink for DiscoveryManager {
+    /// Applies the full set of APIServices: new ones enter as empty `Stale` entries and
+    /// their Service is fetched at once; changed ones are refetched; deleted ones leave
+    /// the published document before this returns.
+    fn sync(&self, set: &TargetSet) {
+        let mut guard = lock(&self.shared.state);
+        let st = &mut *guard;
+        if st.generation.is_some_and(|g| g >= set.generation) {
+            return;
+        }
+        st.generation = Some(set.generation);
+        let now = self.shared.timer.now();
+        let mut changed = false;
+        let mut wanted: HashMap<&str, &Target> = HashMap::with_capacity(set.remote.len());
+        for t in &set.remote {
+            wanted.insert(t.name.as_str(), t);
+        }
+        let gone: Vec<String> = st
+            .targets
+            .keys()
+            .filter(|n| !wanted.contains_key(n.as_str()))
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Some(old) = st.targets.remove(&name) {
+                changed |= st.builder.remove(&old.target.group, &old.target.version);
+            }
+        }
+        for t in &set.remote {
+            match st.targets.get_mut(&t.name) {
+                Some(old) if old.target.same_spec(t) => old.target = t.clone(),
+                existing => {
+                    if let Some(old) = existing.as_ref() {
+                        if (old.target.group.as_str(), old.target.version.as_str())
+                            != (t.group.as_str(), t.version.as_str())
+                        {
+                            changed |= st.builder.remove(&old.target.group, &old.target.version);
+                        }
+                    }
+                    let last_good = existing.and_then(|o| o.last_good.take());
+                    let service =
+                        st.services
+                            .entry(t.service.clone())
+                            .or_insert_with(|| ServiceState {
+                                due: now,
+                                failures: 0,
+                                in_flight: false,
+                                tried: false,
+                                cached: None,
+                            });
+                    // A new or changed APIService makes its Service due now (upstream
+                    // refetches when the cache is older than the change).
+                    service.due = now;
+                    let resources = last_good.clone().unwrap_or_default();
+                    let entry = st
+                        .builder
+                        .get(&t.group, &t.version)
+                        .map(|e| e.discovery.clone())
+                        .unwrap_or(ApiVersionDiscovery {
+                            version: t.version.clone(),
+                            resources,
+                            freshness: Some(Freshness::Stale),
+                        });
+                    changed |= st.builder.set(
+                        &t.group,
+                        VersionEntry {
+                            discovery: entry,
+                            group_priority_minimum: t.group_priority_minimum,
+                            version_priority: t.version_priority,
+                        },
+                    );
+                    st.targets.insert(
+                        t.name.clone(),
+                        TargetState {
+                            target: t.clone(),
+                            last_good,
+                        },
+                    );
+                }
+            }
+        }
+        // Cached results of Services no longer referenced are dropped.
+        let used: HashSet<&ServiceKey> = st.targets.values().map(|t| &t.target.service).collect();
+        st.services.retain(|k, _| used.contains(k));
+        drop(used);
+        if st.initial.is_none() {
+            st.initial = Some(st.services.keys().cloned().collect());
+        }
+        if let Some(initial) = &mut st.initial {
+            let services = &st.services;
+            initial.retain(|k| services.contains_key(k));
+        }
+        let local: HashMap<GroupVersion, (i32, i32)> = set
+            .local
+            .iter()
+            .map(|l| {
+                (
+                    (l.group.clone(), l.version.clone()),
+                    (l.group_priority_minimum, l.version_priority),
+                )
+            })
+            .collect();
+        if local != st.local {
+            st.local = local.clone();
+            self.shared.local.store(Arc::new(local));
+        }
+        if changed {
+            self.publish(st);
+        }
+        self.check_synced(st);
+        drop(guard);
+        self.wake();
+    }
+}
+
+/// Clears [`Shared::running`] when the run loop is dropped.
+struct RunningGuard(Arc<Shared>);
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.0.running.store(false, Ordering::Release);
+    }
+}
+
+/// Future of [`DiscoveryManager::synced`].
+pub struct Synced {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Synced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Synced")
+    }
+}
+
+impl Future for Synced {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.shared.synced.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        lock(&self.shared.wakers).push(cx.waker().clone());
+        if self.shared.synced.load(Ordering::Acquire) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// What one fetch needs, taken out of the state so the fetch runs without the lock.
+struct Job {
+    service: ServiceKey,
+    fetcher: Fetcher,
+    etag: Option<String>,
+    group_versions: Vec<GroupVersion>,
+}
+
+fn job_for(st: &State, key: &ServiceKey) -> Option<Job> {
+    let mut targets: Vec<&Target> = st
+        .targets
+        .values()
+        .map(|t| &t.target)
+        .filter(|t| t.service == *key)
+        .collect();
+    targets.sort_by(|a, b| a.name.cmp(&b.name));
+    let first = targets.first()?;
+    let etag = st
+        .services
+        .get(key)
+        .and_then(|s| s.cached.as_ref())
+        .and_then(|(e, _)| e.clone());
+    Some(Job {
+        service: key.clone(),
+        fetcher: first.fetcher.clone(),
+        etag,
+        group_versions: targets
+            .iter()
+            .map(|t| (t.group.clone(), t.version.clone()))
+            .collect(),
+    })
+}
+
+/// The outcome of one fetch of a Service.
+enum Fetched {
+    /// 304 to our `If-None-Match`: the cached document is still current.
+    NotModified,
+    /// A v2 document, by group-version, with its `Etag`.
+    Aggregated {
+        etag: Option<String>,
+        versions: HashMap<GroupVersion, ApiVersionDiscovery>,
+    },
+    /// Legacy documents, one per group-version (`Err`: that one failed).
+    Legacy(HashMap<GroupVersion, Result<Vec<ApiResourceDiscovery>, ()>>),
+    /// The Service could not be asked (503, timeout, unreachable, bad document).
+    Failed,
+}
+
+/// A backend's answer to one discovery request.
+struct Answer {
+    status: StatusCode,
+    content_type: String,
+    etag: Option<String>,
+    body: bytes::Bytes,
+}
+
+/// `GET path` with `accept`, as `user` in `groups`, bounded by the fetch timeout (the
+/// body included). Returns status, content type and body, or why not.
+async fn get(
+    fetcher: &Fetcher,
+    timer: &Timer,
+    config: &DiscoveryConfig,
+    path: &str,
+    accept: &'static str,
+    groups: &[&'static str],
+    if_none_match: Option<&str>,
+) -> Result<Answer, String> {
+    let mut req = Request::get(path)
+        .body(empty())
+        .map_err(|e| format!("building the request for {path}: {e}"))?;
+    let h = req.headers_mut();
+    h.insert(header::ACCEPT, HeaderValue::from_static(accept));
+    h.insert(
+        "x-remote-user",
+        HeaderValue::from_static("system:kube-aggregator"),
+    );
+    for g in groups {
+        h.append("x-remote-group", HeaderValue::from_static(g));
+    }
+    if let Some(tag) = if_none_match.and_then(|t| HeaderValue::from_str(t).ok()) {
+        h.insert(header::IF_NONE_MATCH, tag);
+    }
+    let limit = config.max_document_bytes;
+    let call = async {
+        let res = fetcher
+            .clone()
+            .oneshot(req)
+            .await
+            .map_err(|e| crate::status::error_chain(&*e))?;
+        let status = res.status();
+        let (content_type, etag) = {
+            let text = |name| {
+                res.headers()
+                    .get(name)
+                    .and_then(|v: &HeaderValue| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let etag = text(header::ETAG).filter(|e| !e.is_empty());
+            (text(header::CONTENT_TYPE).unwrap_or_default(), etag)
+        };
+        if status != StatusCode::OK {
+            // Only 200 bodies are read; others are dropped unread.
+            return Ok(Answer {
+                status,
+                content_type,
+                etag,
+                body: bytes::Bytes::new(),
+            });
+        }
+        let body = read_limited(res.into_body(), limit)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Answer {
+            status,
+            content_type,
+            etag,
+            body,
+        })
+    };
+    match timer.timeout(config.fetch_timeout, call).await {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "request timed out after {:?}",
+            config.fetch_timeout
+        )),
+    }
+}
+
+/// One fetch of a Service: its v2 `/apis`, or the legacy document of each group-version.
+async fn fetch(job: &Job, timer: &Timer, config: &DiscoveryConfig) -> Fetched {
+    let service = &job.service;
+    let first = get(
+        &job.fetcher,
+        timer,
+        config,
+        "/apis",
+        V2_JSON,
+        &["system:masters"],
+        job.etag.as_deref(),
+    )
+    .await;
+    let Answer {
+        status,
+        content_type,
+        etag,
+        body,
+    } = match first {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::info!(%service, error = %e, "discovery: fetching /apis failed");
+            return Fetched::Failed;
+        }
+    };
+    match status {
+        StatusCode::NOT_MODIFIED if job.etag.is_some() => return Fetched::NotModified,
+        StatusCode::SERVICE_UNAVAILABLE => {
+            tracing::info!(%service, "discovery: service {service} returned non-success response code: 503");
+            return Fetched::Failed;
+        }
+        StatusCode::OK if is_aggregated_content_type(&content_type, AggregatedVersion::V2) => {
+            return match serde_json::from_slice::<ApiGroupDiscoveryList>(&body) {
+                Ok(mut list) => {
+                    list.fill_response_kinds();
+                    let mut versions = HashMap::new();
+                    for g in list.items {
+                        for v in g.versions {
+                            versions.insert((g.metadata.name.clone(), v.version.clone()), v);
+                        }
+                    }
+                    Fetched::Aggregated { etag, versions }
+                }
+                Err(e) => {
+                    tracing::info!(%service, error = %e, "discovery: the v2 document does not decode");
+                    Fetched::Failed
+                }
+            };
+        }
+        _ => {}
+    }
+    // Anything else: the legacy document of each group-version (upstream's fallback,
+    // kubernetes/kubernetes#119870), as system:kube-aggregator with no groups.
+    let mut results = HashMap::new();
+    for gv in &job.group_versions {
+        let path = if gv.0.is_empty() {
+            format!("/api/{}", gv.1)
+        } else {
+            format!("/apis/{}/{}", gv.0, gv.1)
+        };
+        let r = get(
+            &job.fetcher,
+            timer,
+            config,
+            &path,
+            "application/json",
+            &[],
+            None,
+        )
+        .await;
+        let converted = match r {
+            Ok(Answer {
+                status: StatusCode::OK,
+                body,
+                ..
+            }) => serde_json::from_slice::<ApiResourceList>(&body)
+                .map_err(|e| e.to_string())
+                .and_then(|l| convert_legacy_resources(&l.resources).map_err(|e| e.to_string())),
+            Ok(Answer { status, .. }) => Err(format!(
+                "failed to download legacy discovery for {path}: {}",
+                status.as_u16()
+            )),
+            Err(e) => Err(e),
+        };
+        let converted = converted.map_err(|e| {
+            tracing::info!(%service, error = %e, "discovery: legacy fallback failed");
+        });
+        results.insert(gv.clone(), converted);
+    }
+    Fetched::Legacy(results)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

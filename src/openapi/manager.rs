@@ -1,0 +1,590 @@
+//! The OpenAPI manager: downloads each remote APIService's specs off the request path
+//! (kube-aggregator `pkg/controllers/openapi` and `pkg/controllers/openapiv3`,
+//! docs/upstream-behaviour.md §5.4, §15) and publishes what the request path serves.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant, SystemTime};
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use http::{HeaderValue, Request, StatusCode, header};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use super::{merge, proto, v3};
+use crate::body::{empty, read_limited};
+use crate::discovery::{Target, TargetSet, TargetSink, etag_of, sha512_hex};
+use crate::rt::Timer;
+
+/// Timing and limits of the [`OpenApiManager`]. Defaults are upstream's where it has one.
+#[derive(Debug, Clone)]
+pub struct OpenApiConfig {
+    /// How often an APIService's specs are downloaded again (upstream: 1 min).
+    pub refresh_period: Duration,
+    /// Deadline of one download, headers and body (upstream: 1 min).
+    pub fetch_timeout: Duration,
+    /// First retry delay after a failure, doubled per failure.
+    pub backoff_base: Duration,
+    /// Longest retry delay.
+    pub backoff_max: Duration,
+    /// Downloads running at once once every APIService has been tried.
+    pub workers: usize,
+    /// Largest spec accepted from a backend, in bytes; a larger one is refused with a
+    /// logged reason and counts as a failed download.
+    pub max_document_bytes: usize,
+}
+
+impl Default for OpenApiConfig {
+    fn default() -> Self {
+        OpenApiConfig {
+            refresh_period: Duration::from_secs(60),
+            fetch_timeout: Duration::from_secs(60),
+            backoff_base: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(60),
+            workers: 2,
+            max_document_bytes: crate::discovery::DEFAULT_MAX_DOCUMENT_BYTES,
+        }
+    }
+}
+
+/// A merged Swagger 2.0 document, encoded both ways.
+#[derive(Debug)]
+pub struct V2Document {
+    /// The JSON encoding.
+    pub json: Bytes,
+    /// The gnostic protobuf encoding.
+    pub proto: Bytes,
+    /// Quoted upper-case hex SHA-512 of the JSON (also used for the protobuf form).
+    pub etag: HeaderValue,
+    /// When it was built.
+    pub last_modified: SystemTime,
+}
+
+impl V2Document {
+    pub(crate) fn new(spec: &Value) -> V2Document {
+        let json = Bytes::from(serde_json::to_vec(spec).unwrap_or_default());
+        V2Document {
+            proto: Bytes::from(proto::encode(spec)),
+            etag: etag_of(&json),
+            json,
+            last_modified: SystemTime::now(),
+        }
+    }
+}
+
+/// A v3 group-version document the aggregator serves itself (converted from v2).
+#[derive(Debug)]
+pub struct V3Document {
+    /// The JSON encoding.
+    pub json: Bytes,
+    /// Upper-case hex SHA-512 of the JSON: the `hash` of its `serverRelativeURL`.
+    pub hash: String,
+    /// When it was built.
+    pub last_modified: SystemTime,
+}
+
+/// Who serves one key of the v3 root.
+#[derive(Debug, Clone)]
+pub enum V3Entry {
+    /// The APIService of this name, through the proxy; its root gave this URL.
+    Remote {
+        /// The APIService name.
+        apiservice: String,
+        /// `serverRelativeURL` from its root.
+        url: String,
+    },
+    /// The aggregator, from the APIService's v2 spec converted.
+    Converted(Arc<V3Document>),
+}
+
+/// What the request path serves, published whole after every download that changed it.
+#[derive(Debug)]
+pub struct OpenApiSnapshot {
+    /// The remote APIServices' v2 specs (filtered to their group-version) in merge order.
+    pub remote_v2: Vec<Arc<Value>>,
+    /// The base spec followed by `remote_v2`, merged: what `/openapi/v2` serves when the
+    /// host has no spec of its own.
+    pub merged_v2: Arc<V2Document>,
+    /// The v3 root keys of remote APIServices (only their own `apis/<group>/<version>`).
+    pub v3: BTreeMap<String, V3Entry>,
+}
+
+/// The spec that heads the merge when the host has none.
+fn base_spec() -> Value {
+    json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "unversioned"}, "paths": {}, "definitions": {}})
+}
+
+struct Entry {
+    target: Target,
+    due: Instant,
+    failures: u32,
+    in_flight: bool,
+    tried: bool,
+    v2: Option<Arc<Value>>,
+    v2_etag: Option<String>,
+    v3: Option<V3Entry>,
+}
+
+struct Shared {
+    config: OpenApiConfig,
+    timer: Timer,
+    state: Mutex<HashMap<String, Entry>>,
+    generation: Mutex<Option<u64>>,
+    snapshot: ArcSwap<OpenApiSnapshot>,
+    notified: AtomicBool,
+    wakers: Mutex<Vec<Waker>>,
+}
+
+/// Keeps the remote APIServices' OpenAPI specs.
+///
+/// For each remote APIService (fed by [`Registry::feed`](crate::registry::Registry::feed)),
+/// [`OpenApiManager::run`] downloads `GET /openapi/v2` (JSON, as `system:aggregator`, with
+/// `If-None-Match` when the backend gave an `Etag`; 404 means "no spec") and keeps it
+/// filtered to `/apis/<group>/<version>/`, and `GET /openapi/v3`, keeping only the
+/// APIService's own `apis/<group>/<version>` key (a backend cannot claim `version`, `apis`
+/// or another group's key). An APIService whose `/openapi/v3` is 404 gets its v2 spec
+/// converted and served by the aggregator. Downloads wait for the APIService to be
+/// `Available` (upstream's go through the gated proxy handler); failures keep the last
+/// good spec and retry with backoff; successes are refreshed every minute.
+#[derive(Clone)]
+pub struct OpenApiManager {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for OpenApiManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenApiManager")
+            .field("config", &self.shared.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenApiManager {
+    /// A manager with no APIServices yet.
+    pub fn new(timer: Timer, config: OpenApiConfig) -> OpenApiManager {
+        let base = base_spec();
+        OpenApiManager {
+            shared: Arc::new(Shared {
+                config,
+                timer,
+                state: Mutex::new(HashMap::new()),
+                generation: Mutex::new(None),
+                snapshot: ArcSwap::from_pointee(OpenApiSnapshot {
+                    remote_v2: Vec::new(),
+                    merged_v2: Arc::new(V2Document::new(&merge::merge_all([&base]))),
+                    v3: BTreeMap::new(),
+                }),
+                notified: AtomicBool::new(false),
+                wakers: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The last published snapshot: one lock-free load.
+    pub fn snapshot(&self) -> Arc<OpenApiSnapshot> {
+        self.shared.snapshot.load_full()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenApiConfig {
+        &self.shared.config
+    }
+
+    fn wake(&self) {
+        self.shared.notified.store(true, Ordering::Release);
+        for w in lock(&self.shared.wakers).drain(..) {
+            w.wake();
+        }
+    }
+
+    fn publish(&self, entries: &HashMap<String, Entry>) {
+        let mut group_priority: HashMap<&str, i32> = HashMap::new();
+        for e in entries.values() {
+            let p = group_priority
+                .entry(e.target.group.as_str())
+                .or_insert(i32::MIN);
+            *p = (*p).max(e.target.group_priority_minimum);
+        }
+        // Upstream's order: by the group's highest priority, then by name (within one
+        // group, upstream compares one APIService's versionPriority with itself, so only
+        // names decide).
+        let mut with_spec: Vec<&Entry> = entries.values().filter(|e| e.v2.is_some()).collect();
+        with_spec.sort_by(|a, b| {
+            let pa = group_priority.get(a.target.group.as_str());
+            let pb = group_priority.get(b.target.group.as_str());
+            pb.cmp(&pa).then_with(|| a.target.name.cmp(&b.target.name))
+        });
+        let remote_v2: Vec<Arc<Value>> = with_spec.iter().filter_map(|e| e.v2.clone()).collect();
+        let base = base_spec();
+        let merged = merge::merge_all(std::iter::once(&base).chain(remote_v2.iter().map(|v| &**v)));
+        let v3 = entries
+            .values()
+            .filter_map(|e| Some((gv_key(&e.target), e.v3.clone()?)))
+            .collect();
+        self.shared.snapshot.store(Arc::new(OpenApiSnapshot {
+            remote_v2,
+            merged_v2: Arc::new(V2Document::new(&merged)),
+            v3,
+        }));
+    }
+
+    /// Runs forever: downloads every APIService's specs when it appears or becomes
+    /// available, then on its schedule. Spawn it on the host's executor.
+    pub async fn run(self) {
+        type Job = Pin<Box<dyn Future<Output = (String, Downloaded)> + Send>>;
+        let mut running: FuturesUnordered<Job> = FuturesUnordered::new();
+        loop {
+            let now = self.shared.timer.now();
+            let mut next_due: Option<Instant> = None;
+            {
+                let mut st = lock(&self.shared.state);
+                let mut free = self
+                    .shared
+                    .config
+                    .workers
+                    .max(1)
+                    .saturating_sub(st.values().filter(|e| e.in_flight).count());
+                let mut due: Vec<(&String, &Entry)> =
+                    st.iter().filter(|(_, e)| !e.in_flight).collect();
+                due.sort_by(|a, b| a.1.due.cmp(&b.1.due).then_with(|| a.0.cmp(b.0)));
+                let mut start = Vec::new();
+                for (name, e) in due {
+                    if e.due > now || !e.target.available {
+                        if e.target.available {
+                            next_due = Some(next_due.map_or(e.due, |n| n.min(e.due)));
+                        }
+                        continue;
+                    }
+                    if e.tried && free == 0 {
+                        continue;
+                    }
+                    if e.tried {
+                        free -= 1;
+                    }
+                    start.push(name.clone());
+                }
+                for name in start {
+                    if let Some(e) = st.get_mut(&name) {
+                        e.in_flight = true;
+                        let (target, etag) = (e.target.clone(), e.v2_etag.clone());
+                        let (timer, config) =
+                            (self.shared.timer.clone(), self.shared.config.clone());
+                        running.push(Box::pin(async move {
+                            (name, download(&target, etag, &timer, &config).await)
+                        }));
+                    }
+                }
+            }
+            let wait = next_due.map_or(Duration::from_secs(3600), |d| {
+                d.saturating_duration_since(self.shared.timer.now())
+            });
+            let mut sleep = self.shared.timer.sleep(wait);
+            let shared = self.shared.clone();
+            let event = std::future::poll_fn(|cx| {
+                if !running.is_empty() {
+                    if let Poll::Ready(Some(done)) = running.poll_next_unpin(cx) {
+                        return Poll::Ready(Some(done));
+                    }
+                }
+                if shared.notified.swap(false, Ordering::AcqRel) {
+                    return Poll::Ready(None);
+                }
+                {
+                    let mut wakers = lock(&shared.wakers);
+                    if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                        wakers.push(cx.waker().clone());
+                    }
+                }
+                if shared.notified.swap(false, Ordering::AcqRel)
+                    || sleep.as_mut().poll(cx).is_ready()
+                {
+                    return Poll::Ready(None);
+                }
+                Poll::Pending
+            })
+            .await;
+            if let Some((name, downloaded)) = event {
+                self.apply(&name, downloaded);
+            }
+        }
+    }
+
+    fn apply(&self, name: &str, d: Downloaded) {
+        let now = self.shared.timer.now();
+        let config = &self.shared.config;
+        let mut st = lock(&self.shared.state);
+        let Some(e) = st.get_mut(name) else { return };
+        e.in_flight = false;
+        e.tried = true;
+        let before = (e.v2.clone(), e.v3.as_ref().map(v3_identity));
+        let mut failed = false;
+        match d.v2 {
+            V2Result::NotModified => {}
+            V2Result::Found(spec, etag) => {
+                let prefix = format!("{}/", e.target.group_version_path());
+                let filtered = merge::filter_by_path_prefixes(&spec, &[prefix.as_str()]);
+                if e.v2.as_deref() != Some(&filtered) {
+                    e.v2 = Some(Arc::new(filtered));
+                }
+                e.v2_etag = etag;
+            }
+            V2Result::NotFound => {
+                e.v2 = None;
+                e.v2_etag = None;
+            }
+            V2Result::Failed => failed = true,
+        }
+        match d.v3 {
+            V3Result::Root(url) => {
+                e.v3 = url.map(|url| V3Entry::Remote {
+                    apiservice: e.target.name.clone(),
+                    url,
+                })
+            }
+            V3Result::NotFound => {
+                e.v3 = e.v2.as_deref().map(|spec| {
+                    let converted = v3::convert_v2_to_v3(spec);
+                    let json = Bytes::from(serde_json::to_vec(&converted).unwrap_or_default());
+                    let hash = sha512_hex(&json);
+                    match &e.v3 {
+                        Some(V3Entry::Converted(old)) if old.hash == hash => {
+                            V3Entry::Converted(old.clone())
+                        }
+                        _ => V3Entry::Converted(Arc::new(V3Document {
+                            json,
+                            hash,
+                            last_modified: SystemTime::now(),
+                        })),
+                    }
+                })
+            }
+            V3Result::Failed => failed = true,
+        }
+        if failed {
+            let delay = config
+                .backoff_base
+                .saturating_mul(1u32 << e.failures.min(20));
+            e.failures = e.failures.saturating_add(1);
+            e.due = now + delay.min(config.backoff_max);
+        } else {
+            e.failures = 0;
+            e.due = now + config.refresh_period;
+        }
+        let after = (e.v2.clone(), e.v3.as_ref().map(v3_identity));
+        let changed = before.0.as_ref().map(Arc::as_ptr) != after.0.as_ref().map(Arc::as_ptr)
+            || before.1 != after.1;
+        if changed {
+            self.publish(&st);
+        }
+    }
+}
+
+fn v3_identity(e: &V3Entry) -> String {
+    match e {
+        V3Entry::Remote { url, .. } => format!("remote {url}"),
+        V3Entry::Converted(d) => format!("converted {}", d.hash),
+    }
+}
+
+/// The v3 root key of a target: `apis/<group>/<version>`, or `api/<version>`.
+pub(crate) fn gv_key(t: &Target) -> String {
+    t.group_version_path().trim_start_matches('/').to_owned()
+}
+
+impl TargetSink for OpenApiManager {
+    /// New APIServices are downloaded at once (when available); deleted ones leave the
+    /// published specs before this returns; one that turns available is downloaded again.
+    fn sync(&self, set: &TargetSet) {
+        {
+            let mut g = lock(&self.shared.generation);
+            if g.is_some_and(|g| g >= set.generation) {
+                return;
+            }
+            *g = Some(set.generation);
+        }
+        let now = self.shared.timer.now();
+        let mut st = lock(&self.shared.state);
+        let before = st.len();
+        let wanted: HashMap<&str, &Target> =
+            set.remote.iter().map(|t| (t.name.as_str(), t)).collect();
+        st.retain(|name, _| wanted.contains_key(name.as_str()));
+        let mut changed = st.len() != before;
+        for t in &set.remote {
+            match st.get_mut(&t.name) {
+                Some(e) if e.target.same_spec(t) => {
+                    if t.available && !e.target.available {
+                        e.due = now;
+                    }
+                    e.target = t.clone();
+                }
+                Some(e) => {
+                    changed |= e.v2.is_some() || e.v3.is_some();
+                    *e = new_entry(t, now);
+                }
+                None => {
+                    st.insert(t.name.clone(), new_entry(t, now));
+                }
+            }
+        }
+        if changed {
+            self.publish(&st);
+        }
+        drop(st);
+        self.wake();
+    }
+}
+
+fn new_entry(t: &Target, now: Instant) -> Entry {
+    Entry {
+        target: t.clone(),
+        due: now,
+        failures: 0,
+        in_flight: false,
+        tried: false,
+        v2: None,
+        v2_etag: None,
+        v3: None,
+    }
+}
+
+enum V2Result {
+    NotModified,
+    Found(Value, Option<String>),
+    NotFound,
+    Failed,
+}
+
+enum V3Result {
+    /// The root, and the URL of the APIService's own key if it lists it.
+    Root(Option<String>),
+    NotFound,
+    Failed,
+}
+
+struct Downloaded {
+    v2: V2Result,
+    v3: V3Result,
+}
+
+/// `GET path` as `system:aggregator`; status, `Etag` and (for a 200) the bounded body.
+async fn get(
+    target: &Target,
+    path: &str,
+    if_none_match: Option<&str>,
+    timer: &Timer,
+    config: &OpenApiConfig,
+) -> Result<(StatusCode, Option<String>, Bytes), String> {
+    let mut req = Request::get(path)
+        .body(empty())
+        .map_err(|e| format!("building the request for {path}: {e}"))?;
+    let h = req.headers_mut();
+    h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+    h.insert(
+        "x-remote-user",
+        HeaderValue::from_static("system:aggregator"),
+    );
+    if let Some(tag) = if_none_match.and_then(|t| HeaderValue::from_str(t).ok()) {
+        h.insert(header::IF_NONE_MATCH, tag);
+    }
+    let limit = config.max_document_bytes;
+    let call = async {
+        let res = target
+            .fetcher
+            .clone()
+            .oneshot(req)
+            .await
+            .map_err(|e| crate::status::error_chain(&*e))?;
+        let status = res.status();
+        let etag = res
+            .headers()
+            .get(header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned);
+        if status != StatusCode::OK {
+            return Ok((status, etag, Bytes::new()));
+        }
+        let body = read_limited(res.into_body(), limit)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok((status, etag, body))
+    };
+    match timer.timeout(config.fetch_timeout, call).await {
+        Ok(r) => r,
+        Err(_) => Err("request timed out".to_owned()),
+    }
+}
+
+async fn download(
+    target: &Target,
+    etag: Option<String>,
+    timer: &Timer,
+    config: &OpenApiConfig,
+) -> Downloaded {
+    let name = &target.name;
+    let v2 = match get(target, "/openapi/v2", etag.as_deref(), timer, config).await {
+        Ok((StatusCode::NOT_MODIFIED, ..)) if etag.is_some() => V2Result::NotModified,
+        Ok((StatusCode::NOT_FOUND, ..)) => V2Result::NotFound,
+        Ok((StatusCode::OK, tag, body)) => match serde_json::from_slice::<Value>(&body) {
+            Ok(spec) if spec.is_object() => V2Result::Found(spec, tag),
+            Ok(_) => {
+                tracing::warn!(apiservice = %name, "openapi: /openapi/v2 is not a JSON object");
+                V2Result::Failed
+            }
+            Err(e) => {
+                tracing::warn!(apiservice = %name, error = %e, "openapi: /openapi/v2 does not decode");
+                V2Result::Failed
+            }
+        },
+        Ok((status, ..)) => {
+            tracing::info!(apiservice = %name, status = status.as_u16(), "openapi: failed to download /openapi/v2");
+            V2Result::Failed
+        }
+        Err(e) => {
+            tracing::info!(apiservice = %name, error = %e, "openapi: failed to download /openapi/v2");
+            V2Result::Failed
+        }
+    };
+    let key = gv_key(target);
+    let v3 = match get(target, "/openapi/v3", None, timer, config).await {
+        Ok((StatusCode::NOT_FOUND, ..)) => V3Result::NotFound,
+        Ok((StatusCode::OK, _, body)) => match serde_json::from_slice::<Value>(&body) {
+            Ok(root) => {
+                let paths = v3::root_paths(&root);
+                let mine = paths
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, u)| u.clone());
+                let foreign = paths.len() - usize::from(mine.is_some());
+                if foreign > 0 {
+                    tracing::debug!(apiservice = %name, foreign, "openapi: v3 root keys outside the APIService's group-version are ignored");
+                }
+                V3Result::Root(mine)
+            }
+            Err(e) => {
+                tracing::warn!(apiservice = %name, error = %e, "openapi: /openapi/v3 does not decode");
+                V3Result::Failed
+            }
+        },
+        Ok((status, ..)) => {
+            tracing::info!(apiservice = %name, status = status.as_u16(), "openapi: failed to download /openapi/v3");
+            V3Result::Failed
+        }
+        Err(e) => {
+            tracing::info!(apiservice = %name, error = %e, "openapi: failed to download /openapi/v3");
+            V3Result::Failed
+        }
+    };
+    Downloaded { v2, v3 }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

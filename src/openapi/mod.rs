@@ -1,0 +1,44 @@
+//! OpenAPI aggregation: `/openapi/v2` merged, `/openapi/v3` routed (kube-aggregator
+//! `pkg/controllers/openapi`, `pkg/controllers/openapiv3`, kube-openapi `pkg/aggregator`,
+//! `pkg/handler`, `pkg/handler3`; docs/upstream-behaviour.md §5.4, §15).
+//!
+//! - **`/openapi/v2`**: one Swagger 2.0 document: the host's own spec (asked from the
+//!   inner service's `/openapi/v2`) or, when it has none, a minimal base, then every
+//!   remote APIService's spec filtered to its `/apis/<group>/<version>/` paths, in group
+//!   priority order; path conflicts keep the first, clashing definitions and parameters
+//!   are renamed ([`merge`]). Served as JSON or as the gnostic protobuf client-go asks
+//!   for ([`proto`]), with `ETag`, `Vary: Accept` and 304.
+//! - **`/openapi/v3`**: the root lists the host's keys and each remote APIService's own
+//!   `apis/<group>/<version>` key with its `serverRelativeURL` (`?hash=`);
+//!   `/openapi/v3/apis/<group>/<version>` goes through the availability gate and the
+//!   proxy, with the caller's identity, to the APIService that listed it. An APIService
+//!   whose `/openapi/v3` is 404 has its v2 spec **converted** ([`v3`]) and served by the
+//!   aggregator with handler3's caching (`immutable` when the hash matches, 301 to the
+//!   current hash otherwise).
+//!
+//! The [`OpenApiManager`] downloads specs off the request path; the request path only
+//! reads its published [`OpenApiSnapshot`] and asks the host in process.
+//!
+//! ```
+//! use kube_aggregator::openapi::merge::merge_all;
+//! let host = serde_json::json!({"swagger": "2.0", "paths": {"/api/v1/nodes": {}}, "definitions": {"Node": {"type": "object"}}});
+//! let remote = serde_json::json!({"paths": {"/apis/metrics.k8s.io/v1beta1/nodes": {"get": {"responses": {"200": {"schema": {"$ref": "#/definitions/Node"}}}}}},
+//!                                 "definitions": {"Node": {"type": "string"}}});
+//! let merged = merge_all([&host, &remote]);
+//! assert_eq!(merged["definitions"]["Node_v2"]["type"], "string");
+//! ```
+
+mod manager;
+pub mod merge;
+pub mod proto;
+pub mod v3;
+
+pub use manager::{
+    OpenApiConfig, OpenApiManager, OpenApiSnapshot, V2Document, V3Document, V3Entry,
+};
+
+/// The protobuf media type `/openapi/v2` answers with.
+pub const PROTOBUF_V2: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+/// The older spelling client-go sends, still accepted.
+pub const PROTOBUF_V2_DEPRECATED: &str =
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
