@@ -20,6 +20,7 @@ pub mod discovery;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzz_logic;
+mod gocompat;
 pub mod proxy;
 pub mod registry;
 pub mod rt;
@@ -28,6 +29,7 @@ pub mod server;
 mod sharded;
 pub mod source;
 pub mod status;
+pub mod timeout;
 pub mod transport;
 pub mod webhook;
 

@@ -12,9 +12,11 @@ use crate::body::{Body, full};
 /// A `metav1.Status` with `status: Failure`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Status {
-    kind: &'static str,
-    #[serde(rename = "apiVersion")]
-    api_version: &'static str,
+    // Empty only in the timeout filter's 504, which upstream encodes without type meta.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub(crate) kind: &'static str,
+    #[serde(rename = "apiVersion", skip_serializing_if = "str::is_empty")]
+    pub(crate) api_version: &'static str,
     metadata: Empty,
     status: &'static str,
     /// Human-readable description.

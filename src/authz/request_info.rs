@@ -593,6 +593,55 @@ impl<'q> QueryParams<'q> {
     }
 }
 
+/// The first value of query parameter `key`, as Go's `URL.Query().Get(key)` reads it (the
+/// pairing rules of [`QueryParams`]), as bytes: a Go string may hold any byte, and error
+/// messages quote them. `None` when the parameter is absent.
+pub(crate) fn first_query_value<'q>(query: &'q str, key: &str) -> Option<Cow<'q, [u8]>> {
+    for pair in query.split('&') {
+        if pair.is_empty() || pair.contains(';') {
+            continue;
+        }
+        let (raw_key, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
+        match query_unescape(raw_key) {
+            Some(k) if k.utf8 && k.value == key => {}
+            _ => continue,
+        }
+        if let Some(value) = query_unescape_bytes(raw_value) {
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// Go's `url.QueryUnescape` to bytes; `None` for a malformed escape.
+fn query_unescape_bytes(raw: &str) -> Option<Cow<'_, [u8]>> {
+    if !raw.contains(['%', '+']) {
+        return Some(Cow::Borrowed(raw.as_bytes()));
+    }
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b'%' => {
+                let hi = hex_value(*bytes.get(i + 1)?)?;
+                let lo = hex_value(*bytes.get(i + 2)?)?;
+                out.push((hi << 4) | lo);
+                i += 3;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    Some(Cow::Owned(out))
+}
+
 /// Go's `url.QueryUnescape`; `None` for a malformed escape.
 fn query_unescape(raw: &str) -> Option<QueryValue<'_>> {
     if !raw.contains(['%', '+']) {
