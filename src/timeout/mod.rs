@@ -114,9 +114,8 @@ impl LongRunningCheck {
             None => info.is_long_running(),
             Some(b) => {
                 let (verbs, subresources) = &**b;
-                verbs.iter().any(|v| *v == info.verb)
-                    || (info.is_resource_request
-                        && subresources.iter().any(|s| *s == info.subresource))
+                verbs.contains(&info.verb)
+                    || (info.is_resource_request && subresources.contains(&info.subresource))
                     || (!info.is_resource_request && info.path.starts_with("/debug/pprof/"))
             }
         };

@@ -23,7 +23,8 @@ fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
 #[test]
 fn timeout_query_parsing_follows_upstream() {
     let max = Duration::from_secs(60);
-    let deadline = |q: &str| request_deadline(&format!("/api/v1/pods{q}").parse::<Uri>().unwrap(), max);
+    let deadline =
+        |q: &str| request_deadline(&format!("/api/v1/pods{q}").parse::<Uri>().unwrap(), max);
     for (query, want) in [
         ("", max),
         ("?timeout=", max),
@@ -72,7 +73,11 @@ fn long_running_classification() {
     let generic = LongRunningCheck::basic(["watch"], Vec::<String>::new());
     let console = LongRunningCheck::kube_apiserver().or(|_, i| i.subresource == "console");
     let classify = |c: &LongRunningCheck, method: Method, uri: &str| {
-        let req = Request::builder().method(method.clone()).uri(uri).body(()).unwrap();
+        let req = Request::builder()
+            .method(method.clone())
+            .uri(uri)
+            .body(())
+            .unwrap();
         let (parts, ()) = req.into_parts();
         let info = RequestInfo::from_parts(&method, &parts.uri).unwrap();
         c.is_long_running(&parts, &info)
@@ -82,13 +87,55 @@ fn long_running_classification() {
         (Method::GET, "/api/v1/pods?watch=true", true, true, true),
         (Method::GET, "/api/v1/watch/pods", true, true, true),
         (Method::GET, "/api/v1/pods", false, false, false),
-        (Method::GET, "/api/v1/namespaces/ns/pods/p/log", true, false, true),
-        (Method::POST, "/api/v1/namespaces/ns/pods/p/exec", true, false, true),
-        (Method::GET, "/api/v1/namespaces/ns/pods/p/attach", true, false, true),
-        (Method::POST, "/api/v1/namespaces/ns/pods/p/portforward", true, false, true),
-        (Method::GET, "/api/v1/namespaces/ns/pods/p/proxy", true, false, true),
-        (Method::GET, "/api/v1/proxy/namespaces/ns/pods/p", true, false, true),
-        (Method::GET, "/api/v1/namespaces/ns/pods/p/status", false, false, false),
+        (
+            Method::GET,
+            "/api/v1/namespaces/ns/pods/p/log",
+            true,
+            false,
+            true,
+        ),
+        (
+            Method::POST,
+            "/api/v1/namespaces/ns/pods/p/exec",
+            true,
+            false,
+            true,
+        ),
+        (
+            Method::GET,
+            "/api/v1/namespaces/ns/pods/p/attach",
+            true,
+            false,
+            true,
+        ),
+        (
+            Method::POST,
+            "/api/v1/namespaces/ns/pods/p/portforward",
+            true,
+            false,
+            true,
+        ),
+        (
+            Method::GET,
+            "/api/v1/namespaces/ns/pods/p/proxy",
+            true,
+            false,
+            true,
+        ),
+        (
+            Method::GET,
+            "/api/v1/proxy/namespaces/ns/pods/p",
+            true,
+            false,
+            true,
+        ),
+        (
+            Method::GET,
+            "/api/v1/namespaces/ns/pods/p/status",
+            false,
+            false,
+            false,
+        ),
         (Method::GET, "/debug/pprof/profile", true, true, true),
         (Method::GET, "/debug/pprof", false, false, false),
         // A subresource name as a non-resource path is not long-running.
@@ -101,9 +148,21 @@ fn long_running_classification() {
             true,
         ),
     ] {
-        assert_eq!(classify(&check, method.clone(), uri), kube, "kube-apiserver {uri}");
-        assert_eq!(classify(&generic, method.clone(), uri), gen_default, "generic {uri}");
-        assert_eq!(classify(&console, method.clone(), uri), with_console, "console {uri}");
+        assert_eq!(
+            classify(&check, method.clone(), uri),
+            kube,
+            "kube-apiserver {uri}"
+        );
+        assert_eq!(
+            classify(&generic, method.clone(), uri),
+            gen_default,
+            "generic {uri}"
+        );
+        assert_eq!(
+            classify(&console, method.clone(), uri),
+            with_console,
+            "console {uri}"
+        );
     }
 }
 
@@ -170,12 +229,13 @@ async fn a_slow_request_gets_upstreams_504_at_the_deadline_and_its_work_is_dropp
         panic!("504 at 60 s");
     };
     drop(fut);
-    assert_eq!(held.dropped.load(Ordering::SeqCst), 1, "the inner work is dropped");
-    assert_eq!(res.status(), StatusCode::GATEWAY_TIMEOUT);
     assert_eq!(
-        res.headers()["content-type"],
-        "text/plain; charset=utf-8"
+        held.dropped.load(Ordering::SeqCst),
+        1,
+        "the inner work is dropped"
     );
+    assert_eq!(res.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(res.headers()["content-type"], "text/plain; charset=utf-8");
     assert_eq!(
         body_text(res).await,
         "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"Timeout: request did not complete within the allotted timeout\",\"reason\":\"Timeout\",\"details\":{},\"code\":504}\n"
@@ -194,7 +254,10 @@ async fn timeout_query_shortens_the_deadline_and_flag_sets_the_maximum() {
     assert!(poll_once(&mut long).is_pending());
     clock.advance(Duration::from_secs(2));
     assert!(matches!(poll_once(&mut short), Poll::Ready(Ok(r)) if r.status() == 504));
-    assert!(poll_once(&mut long).is_pending(), "30s is capped at 10s, not shortened");
+    assert!(
+        poll_once(&mut long).is_pending(),
+        "30s is capped at 10s, not shortened"
+    );
     clock.advance(Duration::from_secs(8));
     assert!(matches!(poll_once(&mut long), Poll::Ready(Ok(r)) if r.status() == 504));
 }
@@ -217,7 +280,11 @@ async fn an_answer_in_time_passes_and_a_bad_timeout_is_a_400() {
         body_text(res).await,
         "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"invalid timeout specified in the request URL - time: invalid duration \\\"soon\\\"\",\"reason\":\"BadRequest\",\"code\":400}\n"
     );
-    assert_eq!(held.calls.load(Ordering::SeqCst), 1, "a bad timeout never reaches the handler");
+    assert_eq!(
+        held.calls.load(Ordering::SeqCst),
+        1,
+        "a bad timeout never reaches the handler"
+    );
 }
 
 #[tokio::test]
@@ -225,8 +292,12 @@ async fn long_running_requests_outlive_the_timeout_even_with_a_bad_timeout_value
     let clock = VirtualClock::new();
     let held = Held::default();
     let check = LongRunningCheck::kube_apiserver().or(|_, i| i.subresource == "console");
-    let mut svc = TimeoutLayer::new(clock.timer()).long_running(check).layer(held.clone());
-    let mut watch = svc.call(get("/apis/metrics.k8s.io/v1beta1/pods?watch=1&timeout=bogus"));
+    let mut svc = TimeoutLayer::new(clock.timer())
+        .long_running(check)
+        .layer(held.clone());
+    let mut watch = svc.call(get(
+        "/apis/metrics.k8s.io/v1beta1/pods?watch=1&timeout=bogus",
+    ));
     let mut console = svc.call(get("/apis/kubevirt.io/v1/namespaces/ns/vmis/vm/console"));
     clock.advance(Duration::from_secs(3600));
     assert!(poll_once(&mut watch).is_pending());
@@ -247,7 +318,9 @@ impl http_body::Body for Stalls {
             Poll::Pending
         } else {
             self.0 = true;
-            Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from_static(b"partial")))))
+            Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from_static(
+                b"partial",
+            )))))
         }
     }
 }
@@ -271,7 +344,10 @@ async fn a_body_still_streaming_at_the_deadline_is_aborted() {
     let Poll::Ready(Some(Err(e))) = poll_once(&mut next) else {
         panic!("the body fails at the deadline");
     };
-    assert_eq!(e.to_string(), "request did not complete within the allotted timeout");
+    assert_eq!(
+        e.to_string(),
+        "request did not complete within the allotted timeout"
+    );
 }
 
 #[tokio::test]
