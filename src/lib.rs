@@ -21,6 +21,7 @@ pub mod discovery;
 #[doc(hidden)]
 pub mod fuzz_logic;
 mod gocompat;
+pub mod impersonation;
 pub mod inflight;
 pub mod proxy;
 pub mod registry;

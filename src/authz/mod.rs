@@ -23,6 +23,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 pub use forbidden::forbidden_message;
+pub(crate) use forbidden::forbidden_response;
 pub use layer::{AuthorizationLayer, AuthorizationService};
 pub use request_info::{ApiPath, RequestInfo, RequestInfoError};
 pub use webhook::{

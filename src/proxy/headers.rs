@@ -47,7 +47,7 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
 /// `X-Remote-Extra-<escaped key>` one line per value. Values that are not valid header
 /// text are skipped rather than sent altered.
 pub fn set_identity_headers(headers: &mut HeaderMap, user: &UserInfo) {
-    crate::authn::strip_identity_headers(headers);
+    crate::authn::strip_identity_and_impersonation_headers(headers);
     let value = |s: &str| HeaderValue::from_str(s).ok();
     if let Some(v) = value(&user.name) {
         headers.insert(X_REMOTE_USER, v);

@@ -32,6 +32,7 @@ use kube_aggregator::apiservice::{
 };
 use kube_aggregator::authn::{AuthenticateFuture, AuthenticationLayer, Authenticator, UserInfo};
 use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer, Authorizer};
+use kube_aggregator::impersonation::ImpersonationLayer;
 use kube_aggregator::availability::StaticServiceResolver;
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::ApiServiceEvent;
@@ -382,11 +383,13 @@ impl Gateway {
             *res.status_mut() = StatusCode::NOT_FOUND;
             Ok::<_, Infallible>(res)
         });
-        // kube-apiserver's order: authentication (401 stops here) and authorization (403
-        // stops here) run before the aggregator, so no unauthenticated request reaches a
-        // backend, and the aggregator finds the user in the extensions.
+        // kube-apiserver's order: authentication (401 stops here), impersonation and
+        // authorization (403 stops here) run before the aggregator, so no unauthenticated
+        // request reaches a backend, and the aggregator finds the user in the extensions.
+        let authorizer = Arc::new(authorizer);
         let service = ServiceBuilder::new()
             .layer(AuthenticationLayer::new(authenticator))
+            .layer(ImpersonationLayer::new(authorizer.clone()))
             .layer(AuthorizationLayer::new(authorizer))
             .layer(AggregatorLayer::new(registry.clone(), resolver, timer))
             .service(inner);
