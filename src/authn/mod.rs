@@ -286,7 +286,8 @@ pub(crate) fn is_identity_header(name: &http::HeaderName) -> bool {
 /// Removes every [`is_identity_header`] header and every `Impersonate-*` header in place:
 /// what a request sent on to a backend must never carry (known failure B07).
 pub(crate) fn strip_identity_and_impersonation_headers(headers: &mut http::HeaderMap) {
-    let doomed = |n: &http::HeaderName| is_identity_header(n) || n.as_str().starts_with("impersonate-");
+    let doomed =
+        |n: &http::HeaderName| is_identity_header(n) || n.as_str().starts_with("impersonate-");
     if !headers.keys().any(doomed) {
         return;
     }
@@ -344,6 +345,9 @@ mod tests {
         strip_identity_headers(&mut h);
         assert_eq!(h.len(), 2);
         assert!(h.contains_key("accept"));
-        assert!(h.contains_key("impersonate-user"), "the ImpersonationLayer's to check");
+        assert!(
+            h.contains_key("impersonate-user"),
+            "the ImpersonationLayer's to check"
+        );
     }
 }

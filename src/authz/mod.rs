@@ -27,9 +27,9 @@ pub(crate) use forbidden::forbidden_response;
 pub use layer::{AuthorizationLayer, AuthorizationService};
 pub use request_info::{ApiPath, RequestInfo, RequestInfoError};
 pub use webhook::{
-    NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewAuthorizer,
-    SubjectAccessReviewSpec, SubjectAccessReviewStatus, UnsupportedWebhookVersion, WebhookVersion,
-    subject_access_review_body,
+    NonResourceAttributes, ResourceAttributes, SelectorAttributes, SubjectAccessReview,
+    SubjectAccessReviewAuthorizer, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
+    UnsupportedWebhookVersion, WebhookVersion, subject_access_review_body,
 };
 
 use crate::authn::UserInfo;
@@ -58,12 +58,86 @@ pub struct Attributes {
     pub path: String,
     /// True for requests to API resources, false for non-resource URLs.
     pub is_resource_request: bool,
+    /// The field selector of a list, watch or deletecollection, as requirements
+    /// (operators `In` and `NotIn`, one value each); empty when none was given or it did
+    /// not parse (upstream's `AuthorizeWithSelectors`, on by default since 1.32).
+    pub field_selector: Vec<SelectorRequirement>,
+    /// The label selector likewise (operators `In`, `NotIn`, `Exists`, `DoesNotExist`;
+    /// `>` and `<` terms are left out, which only broadens the check).
+    pub label_selector: Vec<SelectorRequirement>,
+}
+
+/// One requirement of a field or label selector, as a SubjectAccessReview carries it
+/// (`metav1.FieldSelectorRequirement` / `LabelSelectorRequirement`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct SelectorRequirement {
+    /// The field path or label key.
+    pub key: String,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
+    pub operator: String,
+    /// The values; empty (and omitted) for `Exists` and `DoesNotExist`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+/// The requirements upstream's webhook sends for RequestInfo's raw selectors
+/// (`GetAuthorizerAttributes`, then `fieldSelectorToAuthorizationAPI` /
+/// `labelSelectorToAuthorizationAPI`, docs/upstream-behaviour.md §8.5): a selector that does
+/// not parse gives none.
+pub(crate) fn selector_requirements(
+    field: &str,
+    label: &str,
+) -> (Vec<SelectorRequirement>, Vec<SelectorRequirement>) {
+    use request_info::selector::{LabelOperator, parse_field_selector, parse_label_selector};
+    let fields = if field.is_empty() {
+        Vec::new()
+    } else {
+        parse_field_selector(field)
+            .map(|reqs| {
+                reqs.into_iter()
+                    .map(|r| SelectorRequirement {
+                        key: r.field,
+                        operator: if r.equal { "In" } else { "NotIn" }.to_owned(),
+                        values: vec![r.value],
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let labels = if label.is_empty() {
+        Vec::new()
+    } else {
+        parse_label_selector(label)
+            .map(|reqs| {
+                reqs.into_iter()
+                    .filter_map(|r| {
+                        let operator = match r.operator {
+                            LabelOperator::Equals | LabelOperator::In => "In",
+                            LabelOperator::NotEquals | LabelOperator::NotIn => "NotIn",
+                            LabelOperator::Exists => "Exists",
+                            LabelOperator::DoesNotExist => "DoesNotExist",
+                            LabelOperator::GreaterThan | LabelOperator::LessThan => return None,
+                        };
+                        Some(SelectorRequirement {
+                            key: r.key,
+                            operator: operator.to_owned(),
+                            values: r.values,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    (fields, labels)
 }
 
 impl Attributes {
     /// Builds the attributes from a user and the request's [`RequestInfo`] (upstream
     /// `GetAuthorizerAttributes`).
     pub fn new(user: UserInfo, info: &RequestInfo) -> Attributes {
+        let (field_selector, label_selector) =
+            selector_requirements(&info.field_selector, &info.label_selector);
         Attributes {
             user,
             verb: info.verb.clone(),
@@ -75,6 +149,8 @@ impl Attributes {
             name: info.name.clone(),
             path: info.path.clone(),
             is_resource_request: info.is_resource_request,
+            field_selector,
+            label_selector,
         }
     }
 

@@ -120,9 +120,14 @@ impl Requested {
     pub(crate) fn attributes(&self, requester: &UserInfo) -> Attributes {
         let (resource, api_group, api_version, namespace, name, subresource) = match self {
             Requested::User(n) => ("users", "", "", "", n.as_str(), ""),
-            Requested::ServiceAccount { namespace, name } => {
-                ("serviceaccounts", "", "", namespace.as_str(), name.as_str(), "")
-            }
+            Requested::ServiceAccount { namespace, name } => (
+                "serviceaccounts",
+                "",
+                "",
+                namespace.as_str(),
+                name.as_str(),
+                "",
+            ),
             Requested::Group(g) => ("groups", "", "", "", g.as_str(), ""),
             Requested::Extra { key, value } => (
                 "userextras",
@@ -166,7 +171,10 @@ impl Requested {
             ),
             Requested::Uid(u) => ("UID", "", u.as_str(), "authentication.k8s.io/v1", ""),
         };
-        let _ = write!(out, "{{{kind} {namespace} {name}  {api_version}  {field_path}}}");
+        let _ = write!(
+            out,
+            "{{{kind} {namespace} {name}  {api_version}  {field_path}}}"
+        );
     }
 }
 

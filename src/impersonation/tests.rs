@@ -127,17 +127,49 @@ fn cases() -> Vec<Case> {
     let forbidden = StatusCode::FORBIDDEN;
     let bad = StatusCode::BAD_REQUEST;
     vec![
-        Case { expected: expect("tester", &[], "", &[]), ..base("not-impersonating", user("tester", &[])) },
-        Case { impersonate_user: "anyone", code: forbidden, ..base("impersonating-error", user("tester", &[])) },
-        Case { groups: &["some-group"], code: bad, ..base("impersonating-group-without-user", user("tester", &[])) },
-        Case { extras: &[("scopes", &["scope-a"])], code: bad, ..base("impersonating-extra-without-user", user("tester", &[])) },
-        Case { uid: "some-uid", code: bad, ..base("impersonating-uid-without-user", user("tester", &[])) },
-        Case { impersonate_user: "system:admin", groups: &["some-group"], code: forbidden, ..base("disallowed-group", user("dev", &["wheel"])) },
+        Case {
+            expected: expect("tester", &[], "", &[]),
+            ..base("not-impersonating", user("tester", &[]))
+        },
+        Case {
+            impersonate_user: "anyone",
+            code: forbidden,
+            ..base("impersonating-error", user("tester", &[]))
+        },
+        Case {
+            groups: &["some-group"],
+            code: bad,
+            ..base("impersonating-group-without-user", user("tester", &[]))
+        },
+        Case {
+            extras: &[("scopes", &["scope-a"])],
+            code: bad,
+            ..base("impersonating-extra-without-user", user("tester", &[]))
+        },
+        Case {
+            uid: "some-uid",
+            code: bad,
+            ..base("impersonating-uid-without-user", user("tester", &[]))
+        },
         Case {
             impersonate_user: "system:admin",
             groups: &["some-group"],
-            expected: expect("system:admin", &["some-group", "system:authenticated"], "", &[]),
-            ..base("allowed-group", user("dev", &["wheel", "group-impersonater"]))
+            code: forbidden,
+            ..base("disallowed-group", user("dev", &["wheel"]))
+        },
+        Case {
+            impersonate_user: "system:admin",
+            groups: &["some-group"],
+            expected: expect(
+                "system:admin",
+                &["some-group", "system:authenticated"],
+                "",
+                &[],
+            ),
+            ..base(
+                "allowed-group",
+                user("dev", &["wheel", "group-impersonater"]),
+            )
         },
         Case {
             impersonate_user: "system:admin",
@@ -151,97 +183,181 @@ fn cases() -> Vec<Case> {
             groups: &["some-group"],
             extras: &[("scopes", &["scope-a"])],
             code: forbidden,
-            ..base("disallowed-userextra-2", user("dev", &["wheel", "extra-setter-project"]))
+            ..base(
+                "disallowed-userextra-2",
+                user("dev", &["wheel", "extra-setter-project"]),
+            )
         },
         Case {
             impersonate_user: "system:admin",
             groups: &["some-group"],
             extras: &[("scopes", &["scope-a", "scope-b"])],
             code: forbidden,
-            ..base("disallowed-userextra-3", user("dev", &["wheel", "extra-setter-particular-scopes"]))
+            ..base(
+                "disallowed-userextra-3",
+                user("dev", &["wheel", "extra-setter-particular-scopes"]),
+            )
         },
         Case {
             impersonate_user: "system:admin",
             extras: &[("scopes", &["scope-a", "scope-b"])],
-            expected: expect("system:admin", &["system:authenticated"], "", &[("scopes", &["scope-a", "scope-b"])]),
-            ..base("allowed-userextras", user("dev", &["wheel", "extra-setter-scopes"]))
+            expected: expect(
+                "system:admin",
+                &["system:authenticated"],
+                "",
+                &[("scopes", &["scope-a", "scope-b"])],
+            ),
+            ..base(
+                "allowed-userextras",
+                user("dev", &["wheel", "extra-setter-scopes"]),
+            )
         },
         Case {
             impersonate_user: "system:admin",
-            extras: &[("example.com%2fescaped%e1%9b%84scopes", &["scope-a", "scope-b"])],
-            expected: expect("system:admin", &["system:authenticated"], "", &[("example.com/escapedᛄscopes", &["scope-a", "scope-b"])]),
-            ..base("percent-escaped-userextras", user("dev", &["wheel", "escaped-scopes"]))
+            extras: &[(
+                "example.com%2fescaped%e1%9b%84scopes",
+                &["scope-a", "scope-b"],
+            )],
+            expected: expect(
+                "system:admin",
+                &["system:authenticated"],
+                "",
+                &[("example.com/escapedᛄscopes", &["scope-a", "scope-b"])],
+            ),
+            ..base(
+                "percent-escaped-userextras",
+                user("dev", &["wheel", "escaped-scopes"]),
+            )
         },
         Case {
             impersonate_user: "system:admin",
             extras: &[("almost%zzpercent%xxencoded", &["scope-a", "scope-b"])],
-            expected: expect("system:admin", &["system:authenticated"], "", &[("almost%zzpercent%xxencoded", &["scope-a", "scope-b"])]),
-            ..base("almost-percent-escaped-userextras", user("dev", &["wheel", "almost-escaped-scopes"]))
+            expected: expect(
+                "system:admin",
+                &["system:authenticated"],
+                "",
+                &[("almost%zzpercent%xxencoded", &["scope-a", "scope-b"])],
+            ),
+            ..base(
+                "almost-percent-escaped-userextras",
+                user("dev", &["wheel", "almost-escaped-scopes"]),
+            )
         },
         Case {
             impersonate_user: "tester",
             expected: expect("tester", &["system:authenticated"], "", &[]),
-            ..base("allowed-users-impersonation", user("dev", &["regular-impersonater"]))
+            ..base(
+                "allowed-users-impersonation",
+                user("dev", &["regular-impersonater"]),
+            )
         },
-        Case { impersonate_user: "tester", code: forbidden, ..base("disallowed-impersonating", user("dev", &["sa-impersonater"])) },
+        Case {
+            impersonate_user: "tester",
+            code: forbidden,
+            ..base(
+                "disallowed-impersonating",
+                user("dev", &["sa-impersonater"]),
+            )
+        },
         Case {
             impersonate_user: "system:serviceaccount:foo:default",
             expected: expect(
                 "system:serviceaccount:foo:default",
-                &["system:serviceaccounts", "system:serviceaccounts:foo", "system:authenticated"],
+                &[
+                    "system:serviceaccounts",
+                    "system:serviceaccounts:foo",
+                    "system:authenticated",
+                ],
                 "",
                 &[],
             ),
-            ..base("allowed-sa-impersonating", user("dev", &["sa-impersonater"]))
+            ..base(
+                "allowed-sa-impersonating",
+                user("dev", &["sa-impersonater"]),
+            )
         },
         Case {
             impersonate_user: "system:anonymous",
             expected: expect("system:anonymous", &["system:unauthenticated"], "", &[]),
-            ..base("anonymous-username-prevents-adding-authenticated-group", user("system:admin", &[]))
+            ..base(
+                "anonymous-username-prevents-adding-authenticated-group",
+                user("system:admin", &[]),
+            )
         },
         Case {
             impersonate_user: "unknown",
             groups: &["system:unauthenticated"],
             expected: expect("unknown", &["system:unauthenticated"], "", &[]),
-            ..base("unauthenticated-group-prevents-adding-authenticated-group", user("system:admin", &[]))
+            ..base(
+                "unauthenticated-group-prevents-adding-authenticated-group",
+                user("system:admin", &[]),
+            )
         },
         Case {
             impersonate_user: "unknown",
             groups: &["system:authenticated"],
             expected: expect("unknown", &["system:authenticated"], "", &[]),
-            ..base("unauthenticated-group-prevents-double-adding-authenticated-group", user("system:admin", &[]))
+            ..base(
+                "unauthenticated-group-prevents-double-adding-authenticated-group",
+                user("system:admin", &[]),
+            )
         },
         Case {
             impersonate_user: "system:admin",
             groups: &["some-group", "system:authenticated"],
-            expected: expect("system:admin", &["some-group", "system:authenticated"], "", &[]),
-            ..base("specified-authenticated-group-prevents-double-adding-authenticated-group", user("dev", &["wheel", "group-impersonater"]))
+            expected: expect(
+                "system:admin",
+                &["some-group", "system:authenticated"],
+                "",
+                &[],
+            ),
+            ..base(
+                "specified-authenticated-group-prevents-double-adding-authenticated-group",
+                user("dev", &["wheel", "group-impersonater"]),
+            )
         },
         Case {
             impersonate_user: "system:anonymous",
             groups: &["system:unauthenticated"],
             expected: expect("system:anonymous", &["system:unauthenticated"], "", &[]),
-            ..base("anonymous-user-prevents-double-adding-unauthenticated-group", user("system:admin", &[]))
+            ..base(
+                "anonymous-user-prevents-double-adding-unauthenticated-group",
+                user("system:admin", &[]),
+            )
         },
         Case {
             impersonate_user: "tester",
             uid: "some-uid",
             expected: expect("tester", &["system:authenticated"], "some-uid", &[]),
-            ..base("allowed-user-impersonation-with-uid", user("dev", &["everything-impersonater"]))
+            ..base(
+                "allowed-user-impersonation-with-uid",
+                user("dev", &["everything-impersonater"]),
+            )
         },
         Case {
             impersonate_user: "tester",
             uid: "disallowed-uid",
             code: forbidden,
-            ..base("disallowed-user-impersonation-with-uid", user("dev", &["everything-impersonater"]))
+            ..base(
+                "disallowed-user-impersonation-with-uid",
+                user("dev", &["everything-impersonater"]),
+            )
         },
         Case {
             impersonate_user: "tester",
             uid: "some-uid",
             groups: &["system:authenticated"],
             extras: &[("scopes", &["scope-a", "scope-b"])],
-            expected: expect("tester", &["system:authenticated"], "some-uid", &[("scopes", &["scope-a", "scope-b"])]),
-            ..base("allowed-impersonation-with-all-headers", user("dev", &["everything-impersonater"]))
+            expected: expect(
+                "tester",
+                &["system:authenticated"],
+                "some-uid",
+                &[("scopes", &["scope-a", "scope-b"])],
+            ),
+            ..base(
+                "allowed-impersonation-with-all-headers",
+                user("dev", &["everything-impersonater"]),
+            )
         },
     ]
 }
@@ -249,12 +365,28 @@ fn cases() -> Vec<Case> {
 /// What the handler saw: the user and whether any `Impersonate-*` header was left.
 type Seen = Arc<Mutex<Option<(UserInfo, bool)>>>;
 
-fn handler(seen: Seen) -> impl tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible, Future = impl Send> + Clone + Send + 'static {
+fn handler(
+    seen: Seen,
+) -> impl tower::Service<
+    Request<Body>,
+    Response = Response<Body>,
+    Error = Infallible,
+    Future = impl Send,
+> + Clone
++ Send
++ 'static {
     tower::service_fn(move |req: Request<Body>| {
         let seen = seen.clone();
         async move {
-            let leftover = req.headers().keys().any(|k| k.as_str().starts_with("impersonate-"));
-            let user = req.extensions().get::<UserInfo>().cloned().unwrap_or_default();
+            let leftover = req
+                .headers()
+                .keys()
+                .any(|k| k.as_str().starts_with("impersonate-"));
+            let user = req
+                .extensions()
+                .get::<UserInfo>()
+                .cloned()
+                .unwrap_or_default();
             *seen.lock().unwrap() = Some((user, leftover));
             Ok::<_, Infallible>(Response::new(Body::empty()))
         }
@@ -293,7 +425,11 @@ async fn upstream_impersonation_table() {
         match (&case.expected, got) {
             (Some(want), Some((got, leftover))) => {
                 assert_eq!(&got, want, "{}", case.name);
-                assert!(!leftover, "{}: Impersonate-* headers reached the handler", case.name);
+                assert!(
+                    !leftover,
+                    "{}: Impersonate-* headers reached the handler",
+                    case.name
+                );
             }
             (None, None) => {}
             (want, got) => panic!("{}: expected {want:?}, handler saw {got:?}", case.name),
@@ -337,11 +473,29 @@ async fn denials_are_upstreams_forbidden_statuses() {
     }
     // The user is allowed; the group, then the extra, then the UID is the first denial.
     let wheel = || user("dev", &["wheel"]);
-    let (_, got, _) = answer(wheel(), &[("Impersonate-User", "x"), ("Impersonate-Group", "system:masters")]).await;
+    let (_, got, _) = answer(
+        wheel(),
+        &[
+            ("Impersonate-User", "x"),
+            ("Impersonate-Group", "system:masters"),
+        ],
+    )
+    .await;
     assert!(got.contains(r#""message":"groups \"system:masters\" is forbidden: User \"dev\" cannot impersonate resource \"groups\" in API group \"\" at the cluster scope: deny by default","reason":"Forbidden","details":{"name":"system:masters","kind":"groups"}"#), "{got}");
-    let (_, got, _) = answer(wheel(), &[("Impersonate-User", "x"), ("Impersonate-Extra-Scopes", "scope-a")]).await;
+    let (_, got, _) = answer(
+        wheel(),
+        &[
+            ("Impersonate-User", "x"),
+            ("Impersonate-Extra-Scopes", "scope-a"),
+        ],
+    )
+    .await;
     assert!(got.contains(r#""message":"userextras.authentication.k8s.io \"scope-a\" is forbidden: User \"dev\" cannot impersonate resource \"userextras/scopes\" in API group \"authentication.k8s.io\" at the cluster scope: deny by default","reason":"Forbidden","details":{"name":"scope-a","group":"authentication.k8s.io","kind":"userextras"}"#), "{got}");
-    let (_, got, _) = answer(wheel(), &[("Impersonate-User", "x"), ("Impersonate-Uid", "some-uid")]).await;
+    let (_, got, _) = answer(
+        wheel(),
+        &[("Impersonate-User", "x"), ("Impersonate-Uid", "some-uid")],
+    )
+    .await;
     assert!(got.contains(r#""message":"uids.authentication.k8s.io \"some-uid\" is forbidden: User \"dev\" cannot impersonate resource \"uids\" in API group \"authentication.k8s.io\" at the cluster scope: deny by default""#), "{got}");
     // An authorizer error is a denial whose message shows no reason.
     let (status, got, _) = answer(user("tester", &[]), &[("Impersonate-User", "bob")]).await;
@@ -363,12 +517,25 @@ async fn checks_run_in_upstreams_order_and_stop_at_the_first_denial() {
         ],
     )
     .await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "extra `project` is not allowed");
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "extra `project` is not allowed"
+    );
     let order: Vec<(String, String, String, String)> = asked
         .iter()
-        .map(|a| (a.resource.clone(), a.subresource.clone(), a.name.clone(), a.api_version.clone()))
+        .map(|a| {
+            (
+                a.resource.clone(),
+                a.subresource.clone(),
+                a.name.clone(),
+                a.api_version.clone(),
+            )
+        })
         .collect();
-    let row = |r: &str, s: &str, n: &str, v: &str| (r.to_owned(), s.to_owned(), n.to_owned(), v.to_owned());
+    let row = |r: &str, s: &str, n: &str, v: &str| {
+        (r.to_owned(), s.to_owned(), n.to_owned(), v.to_owned())
+    };
     assert_eq!(
         order,
         [
@@ -389,7 +556,8 @@ async fn checks_run_in_upstreams_order_and_stop_at_the_first_denial() {
 
 #[tokio::test]
 async fn bad_requests_and_the_missing_user() {
-    let (status, body, asked) = answer(user("x", &[]), &[("Impersonate-Group", "some-group")]).await;
+    let (status, body, asked) =
+        answer(user("x", &[]), &[("Impersonate-Group", "some-group")]).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(
         body,
@@ -398,7 +566,11 @@ async fn bad_requests_and_the_missing_user() {
     assert!(asked.is_empty());
     let (_, body, _) = answer(
         user("x", &[]),
-        &[("Impersonate-Extra-Scopes", "a"), ("Impersonate-Uid", "u"), ("Impersonate-User", "")],
+        &[
+            ("Impersonate-Extra-Scopes", "a"),
+            ("Impersonate-Uid", "u"),
+            ("Impersonate-User", ""),
+        ],
     )
     .await;
     assert!(
@@ -408,7 +580,10 @@ async fn bad_requests_and_the_missing_user() {
     // Only an empty Impersonate-User: not impersonation, nothing checked, headers untouched.
     let seen: Seen = Arc::default();
     let svc = ImpersonationLayer::new(Upstream::default()).layer(handler(seen.clone()));
-    let mut req = Request::get("/").header("Impersonate-User", "").body(Body::empty()).unwrap();
+    let mut req = Request::get("/")
+        .header("Impersonate-User", "")
+        .body(Body::empty())
+        .unwrap();
     req.extensions_mut().insert(user("x", &["g"]));
     assert_eq!(svc.oneshot(req).await.unwrap().status(), StatusCode::OK);
     let (u, leftover) = seen.lock().unwrap().take().unwrap();
@@ -416,23 +591,38 @@ async fn bad_requests_and_the_missing_user() {
     assert!(leftover);
     // No authenticated user: 500.
     let svc = ImpersonationLayer::new(Upstream::default()).layer(handler(Seen::default()));
-    let req = Request::get("/x").header("Impersonate-User", "bob").body(Body::empty()).unwrap();
+    let req = Request::get("/x")
+        .header("Impersonate-User", "bob")
+        .body(Body::empty())
+        .unwrap();
     let res = svc.oneshot(req).await.unwrap();
     assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
     let body = res.into_body().collect().await.unwrap().to_bytes();
-    assert_eq!(body, "Internal Server Error: \"/x\": no user found for request\n");
+    assert_eq!(
+        body,
+        "Internal Server Error: \"/x\": no user found for request\n"
+    );
     // A value that is not UTF-8.
     let mut req = Request::get("/x").body(Body::empty()).unwrap();
-    req.headers_mut().insert("impersonate-user", http::HeaderValue::from_bytes(b"b\xffb").unwrap());
+    req.headers_mut().insert(
+        "impersonate-user",
+        http::HeaderValue::from_bytes(b"b\xffb").unwrap(),
+    );
     req.extensions_mut().insert(user("admin", &[]));
     let svc = ImpersonationLayer::new(Upstream::default()).layer(handler(Seen::default()));
-    assert_eq!(svc.oneshot(req).await.unwrap().status(), StatusCode::BAD_REQUEST);
+    assert_eq!(
+        svc.oneshot(req).await.unwrap().status(),
+        StatusCode::BAD_REQUEST
+    );
 }
 
 #[test]
 fn service_account_names_follow_split_username() {
     for (name, sa) in [
-        ("system:serviceaccount:foo:default", Some(("foo", "default"))),
+        (
+            "system:serviceaccount:foo:default",
+            Some(("foo", "default")),
+        ),
         ("system:serviceaccount:foo:a.b-c", Some(("foo", "a.b-c"))),
         ("system:serviceaccount:foo", None),
         ("system:serviceaccount:foo:bar:baz", None),

@@ -32,8 +32,8 @@ use kube_aggregator::apiservice::{
 };
 use kube_aggregator::authn::{AuthenticateFuture, AuthenticationLayer, Authenticator, UserInfo};
 use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer, Authorizer};
-use kube_aggregator::impersonation::ImpersonationLayer;
 use kube_aggregator::availability::StaticServiceResolver;
+use kube_aggregator::impersonation::ImpersonationLayer;
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
