@@ -26,6 +26,7 @@ pub mod inflight;
 pub mod proxy;
 pub mod registry;
 pub mod rt;
+pub mod selfreview;
 #[cfg(feature = "tokio")]
 pub mod server;
 mod sharded;

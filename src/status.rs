@@ -48,9 +48,26 @@ pub struct StatusDetails {
     /// Resource (kind) of the object concerned.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    /// Each problem found, e.g. the invalid fields of a 422.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<StatusCause>,
     /// Seconds the client should wait before retrying; also sets `Retry-After`.
     #[serde(skip_serializing_if = "is_zero")]
     pub retry_after_seconds: u32,
+}
+
+/// `metav1.StatusCause`: one problem behind a failure.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct StatusCause {
+    /// Machine-readable reason, e.g. `FieldValueInvalid`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Human-readable description.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// The field concerned, e.g. `spec.resourceAttributes`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub field: String,
 }
 
 fn is_zero(v: &u32) -> bool {

@@ -16,6 +16,7 @@ mod cache;
 mod forbidden;
 mod layer;
 pub mod request_info;
+mod rules;
 mod webhook;
 
 use std::future::Future;
@@ -26,6 +27,7 @@ pub use forbidden::forbidden_message;
 pub(crate) use forbidden::forbidden_response;
 pub use layer::{AuthorizationLayer, AuthorizationService};
 pub use request_info::{ApiPath, RequestInfo, RequestInfoError};
+pub use rules::{NonResourceRule, ResourceRule, Rules, RulesFuture};
 pub use webhook::{
     NonResourceAttributes, ResourceAttributes, SelectorAttributes, SubjectAccessReview,
     SubjectAccessReviewAuthorizer, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
@@ -204,11 +206,25 @@ pub trait Authorizer: Send + Sync + 'static {
     /// Decides `attrs`. An `Err` means "could not decide": the request gets 500 and is
     /// never allowed.
     fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture;
+
+    /// What `user` may do in `namespace`, for SelfSubjectRulesReview (upstream
+    /// `RuleResolver.RulesFor`). The default says the list is incomplete: an authorizer
+    /// that only answers yes or no cannot list its rules.
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesFuture {
+        let _ = (user, namespace);
+        Box::pin(std::future::ready(Rules::unsupported(
+            rules::RULES_UNSUPPORTED,
+        )))
+    }
 }
 
 impl<A: Authorizer + ?Sized> Authorizer for Arc<A> {
     fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
         (**self).authorize(attrs)
+    }
+
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesFuture {
+        (**self).rules_for(user, namespace)
     }
 }
 
@@ -220,6 +236,11 @@ impl Authorizer for AlwaysAllow {
     fn authorize(&self, _: &Attributes) -> AuthorizeFuture {
         Box::pin(std::future::ready(Ok(Authorization::new(Decision::Allow))))
     }
+
+    /// Everything: `*` verbs on `*` resources of `*` groups and on `*` URLs.
+    fn rules_for(&self, _: &UserInfo, _: &str) -> RulesFuture {
+        Box::pin(std::future::ready(rules::allow_everything()))
+    }
 }
 
 /// Denies everything (`--authorization-mode=AlwaysDeny`), with upstream's empty reason.
@@ -229,6 +250,11 @@ pub struct AlwaysDeny;
 impl Authorizer for AlwaysDeny {
     fn authorize(&self, _: &Attributes) -> AuthorizeFuture {
         Box::pin(std::future::ready(Ok(Authorization::new(Decision::Deny))))
+    }
+
+    /// Nothing, and that is the complete list.
+    fn rules_for(&self, _: &UserInfo, _: &str) -> RulesFuture {
+        Box::pin(std::future::ready(Rules::default()))
     }
 }
 
@@ -284,6 +310,12 @@ impl Authorizer for PrivilegedGroups {
             Decision::NoOpinion
         };
         Box::pin(std::future::ready(Ok(Authorization::new(decision))))
+    }
+
+    /// Contributes no rules: kube-apiserver does not list this authorizer among its rule
+    /// resolvers.
+    fn rules_for(&self, _: &UserInfo, _: &str) -> RulesFuture {
+        Box::pin(std::future::ready(Rules::default()))
     }
 }
 
@@ -342,6 +374,23 @@ impl Authorizer for Union {
                 decision: Decision::NoOpinion,
                 reason: reasons.join("\n"),
             })
+        })
+    }
+
+    /// Every member's rules together (upstream's `unionAuthzRulesHandler`): incomplete when
+    /// any member's list is, with every member's error.
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesFuture {
+        let pending: Vec<RulesFuture> = self
+            .authorizers
+            .iter()
+            .map(|(_, a)| a.rules_for(user, namespace))
+            .collect();
+        Box::pin(async move {
+            let mut all = Rules::default();
+            for p in pending {
+                all.merge(p.await);
+            }
+            all
         })
     }
 }

@@ -822,6 +822,28 @@ pub(crate) mod selector {
         Ok(reqs)
     }
 
+    /// apimachinery `labels.NewRequirement`'s checks for a requirement given as parts
+    /// (`metav1.LabelSelectorRequirement` with an operator already mapped): a qualified
+    /// key; at least one value for `In`/`NotIn`, none for `Exists`/`DoesNotExist`; every
+    /// value a label value.
+    pub(crate) fn valid_label_requirement(
+        key: &str,
+        operator: LabelOperator,
+        values: &[String],
+    ) -> bool {
+        let count_ok = match operator {
+            LabelOperator::In | LabelOperator::NotIn => !values.is_empty(),
+            LabelOperator::Exists | LabelOperator::DoesNotExist => values.is_empty(),
+            LabelOperator::Equals | LabelOperator::NotEquals => values.len() == 1,
+            LabelOperator::GreaterThan | LabelOperator::LessThan => {
+                values.len() == 1 && values[0].parse::<i64>().is_ok()
+            }
+        };
+        count_ok
+            && is_qualified_name(key.as_bytes())
+            && values.iter().all(|v| is_label_value(v.as_bytes()))
+    }
+
     /// An operator of a label selector requirement (apimachinery `selection.Operator`).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub(crate) enum LabelOperator {

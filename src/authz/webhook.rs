@@ -543,6 +543,13 @@ impl Authorizer for SubjectAccessReviewAuthorizer {
         let spec = SubjectAccessReviewSpec::from_attributes(attrs);
         Box::pin(self.clone().review(spec, key, should_cache(attrs)))
     }
+
+    /// Upstream's answer: a webhook cannot list rules.
+    fn rules_for(&self, _: &crate::authn::UserInfo, _: &str) -> super::RulesFuture {
+        Box::pin(std::future::ready(super::Rules::unsupported(
+            "webhook authorizer does not support user rule resolution",
+        )))
+    }
 }
 
 #[cfg(test)]
