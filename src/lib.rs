@@ -10,6 +10,7 @@
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
 pub mod aggregator;
+pub mod audit;
 mod apiregistration;
 pub mod apiservice;
 pub mod authn;
