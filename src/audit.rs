@@ -158,7 +158,9 @@ fn new_uuid() -> HeaderValue {
     let uuid = uuid::Builder::from_random_bytes(bytes).into_uuid();
     let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
     let s = uuid.hyphenated().encode_lower(&mut text);
-    HeaderValue::from_str(s).unwrap_or(HeaderValue::from_static("00000000-0000-4000-8000-000000000000"))
+    HeaderValue::from_str(s).unwrap_or(HeaderValue::from_static(
+        "00000000-0000-4000-8000-000000000000",
+    ))
 }
 
 #[cfg(test)]
@@ -175,12 +177,16 @@ mod tests {
             let seen = req.extensions().get::<AuditId>().cloned();
             let mut res = Response::new(());
             // A backend's own copy is replaced by this one.
-            res.headers_mut().insert(AUDIT_ID, HeaderValue::from_static("from-backend"));
+            res.headers_mut()
+                .insert(AUDIT_ID, HeaderValue::from_static("from-backend"));
             assert_eq!(seen.map(|a| a.0), req.headers().get(AUDIT_ID).cloned());
             Ok::<_, Infallible>(res)
         });
         let svc = AuditIdLayer::new().layer(echo);
-        let given = Request::get("/").header("Audit-ID", "my id, as is").body(()).unwrap();
+        let given = Request::get("/")
+            .header("Audit-ID", "my id, as is")
+            .body(())
+            .unwrap();
         let res = svc.clone().oneshot(given).await.unwrap();
         assert_eq!(res.headers().get_all(AUDIT_ID).iter().count(), 1);
         assert_eq!(res.headers()[AUDIT_ID], "my id, as is");

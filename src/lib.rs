@@ -10,9 +10,9 @@
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
 pub mod aggregator;
-pub mod audit;
 mod apiregistration;
 pub mod apiservice;
+pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod availability;
