@@ -1127,10 +1127,12 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
         let own = if attrs.is_resource_request {
             attrs.api_group == "metrics.k8s.io" && attrs.api_version == "v1beta1"
         } else {
-            matches!(
-                attrs.path.as_str(),
-                "/apis/metrics.k8s.io/v1beta1" | "/apis/metrics.k8s.io/v1beta1/"
-            )
+            // The group-version root, with any number of trailing slashes: RequestInfo
+            // trims them (a non-resource request), the mux routes by prefix, as upstream.
+            attrs
+                .path
+                .strip_prefix("/apis/metrics.k8s.io/v1beta1")
+                .is_some_and(|rest| rest.bytes().all(|b| b == b'/'))
         };
         assert!(
             own,
