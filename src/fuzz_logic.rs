@@ -986,7 +986,9 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
         .layer(crate::audit::AuditIdLayer::new())
         .layer(crate::timeout::TimeoutLayer::new(Timer::new(FrozenClock)))
         .layer(AuthenticationLayer::new(authn))
-        .layer(crate::impersonation::ImpersonationLayer::new(policy.clone()))
+        .layer(crate::impersonation::ImpersonationLayer::new(
+            policy.clone(),
+        ))
         .layer(crate::inflight::InFlightLayer::default().per_api_service(100))
         .layer(AuthorizationLayer::new(policy.clone()))
         .layer(crate::selfreview::SelfReviewLayer::new(policy))
@@ -1081,11 +1083,25 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
             for ((check, decision), item) in impersonation_checks.iter().zip(items) {
                 let want = item.attributes(&check.user);
                 assert_eq!(
-                    (&check.resource, &check.name, &check.subresource, &check.namespace),
-                    (&want.resource, &want.name, &want.subresource, &want.namespace),
+                    (
+                        &check.resource,
+                        &check.name,
+                        &check.subresource,
+                        &check.namespace
+                    ),
+                    (
+                        &want.resource,
+                        &want.name,
+                        &want.subresource,
+                        &want.namespace
+                    ),
                     "checked out of order"
                 );
-                assert_eq!(*decision, Decision::Allow, "{item:?} was not allowed, yet the request went on");
+                assert_eq!(
+                    *decision,
+                    Decision::Allow,
+                    "{item:?} was not allowed, yet the request went on"
+                );
             }
             assert_eq!(
                 attrs.user,
