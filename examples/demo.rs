@@ -64,6 +64,11 @@ fn main() -> ExitCode {
         println!("  kubectl get nodes");
         println!("  kubectl --user demo-viewer top nodes          # Forbidden by the policy");
         println!("  kubectl --user demo-token top pods -n kube-system   # a bearer-token user");
+        println!("  kubectl --as=bob --as-group=team top nodes    # demo-admin impersonating bob");
+        println!("  kubectl --user demo-viewer --as=bob get nodes # Forbidden: viewers may not impersonate");
+        println!("  kubectl auth can-i list nodes.metrics.k8s.io --user demo-viewer");
+        println!("  kubectl auth can-i --list");
+        println!("  kubectl auth whoami --as=bob --as-group=team");
         println!();
         println!("Serving until Ctrl-C.");
         let _ = tokio::signal::ctrl_c().await;

@@ -26,10 +26,14 @@
 //! # Ok(()) }
 //! ```
 //!
-//! What [`AggregatorBuilder::build`] assembles, outside in (kube-apiserver's order):
-//! [`AuthenticationLayer`] (with the builder's authenticator, or, without one, the
-//! [`UserInfo`] the host put into the request extensions), [`AuthorizationLayer`], then
-//! [`AggregatorLayer`] with aggregated discovery and OpenAPI. The [`Worker`] runs the
+//! What [`AggregatorBuilder::build`] assembles, outside in (kube-apiserver's order,
+//! docs/upstream-behaviour.md §6): [`AuditIdLayer`], `Cache-Control: no-cache, private`
+//! when the handler set none, [`TimeoutLayer`], [`AuthenticationLayer`] (with the
+//! builder's authenticator, or, without one, the [`UserInfo`] the host put into the
+//! request extensions), [`ImpersonationLayer`], [`InFlightLayer`],
+//! [`AuthorizationLayer`], [`SelfReviewLayer`], then [`AggregatorLayer`] with aggregated
+//! discovery and OpenAPI. Impersonation, authorization and the self reviews ask the one
+//! authorizer. The [`Worker`] runs the
 //! [`Registry`] feed from the builder's [`ApiServiceSource`], the
 //! [`AvailabilityController`], the [`DiscoveryManager`] and the [`OpenApiManager`]. Assembling the layers by hand
 //! stays possible: each is public and documented, and then the host runs
@@ -48,9 +52,12 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
+use http::HeaderValue;
 use tower::Layer;
+use tower_http::set_header::{SetResponseHeader, SetResponseHeaderLayer};
 
 use crate::aggregator::{AggregatorLayer, AggregatorService};
+use crate::audit::{AuditIdLayer, AuditIdService};
 use crate::authn::{
     AuthenticateFuture, AuthenticationLayer, AuthenticationService, Authenticator, UserInfo,
 };
@@ -60,18 +67,32 @@ use crate::availability::{
     StaticServiceResolver,
 };
 use crate::discovery::{DiscoveryConfig, DiscoveryManager};
+use crate::impersonation::{ImpersonationLayer, ImpersonationService};
+use crate::inflight::{InFlightLayer, InFlightService};
 use crate::openapi::{OpenApiConfig, OpenApiManager};
 use crate::registry::Registry;
 use crate::rt::{Executor, Timer};
+use crate::selfreview::{SelfReviewLayer, SelfReviewService};
 use crate::source::ApiServiceSource;
+use crate::timeout::{LongRunningCheck, TimeoutLayer, TimeoutService};
 use crate::transport::Transport;
 
+/// The authorizer a built stack shares between impersonation, authorization and the self
+/// reviews.
+pub type SharedAuthorizer = Arc<dyn Authorizer>;
+
 /// The stack [`Aggregator::builder`] builds: a [`Layer`] that wraps the host's handlers in
-/// authentication, authorization and the aggregator.
+/// kube-apiserver's filter chain and the aggregator.
 #[derive(Clone)]
 pub struct Aggregator {
+    audit: AuditIdLayer,
+    cache_control: SetResponseHeaderLayer<HeaderValue>,
+    timeout: TimeoutLayer,
     authentication: AuthenticationLayer<Box<dyn Authenticator>>,
-    authorization: AuthorizationLayer<Box<dyn Authorizer>>,
+    impersonation: ImpersonationLayer<SharedAuthorizer>,
+    inflight: InFlightLayer,
+    authorization: AuthorizationLayer<SharedAuthorizer>,
+    selfreview: SelfReviewLayer<SharedAuthorizer>,
     aggregator: AggregatorLayer,
     registry: Registry,
     metrics: Arc<AvailabilityMetrics>,
@@ -86,10 +107,25 @@ impl std::fmt::Debug for Aggregator {
     }
 }
 
-/// The service of [`Aggregator`] around the host's handlers `S`.
-pub type AggregatorStack<S> = AuthenticationService<
-    AuthorizationService<AggregatorService<S>, Box<dyn Authorizer>>,
-    Box<dyn Authenticator>,
+/// The service of [`Aggregator`] around the host's handlers `S`, outside in.
+pub type AggregatorStack<S> = AuditIdService<
+    SetResponseHeader<
+        TimeoutService<
+            AuthenticationService<
+                ImpersonationService<
+                    InFlightService<
+                        AuthorizationService<
+                            SelfReviewService<AggregatorService<S>, SharedAuthorizer>,
+                            SharedAuthorizer,
+                        >,
+                    >,
+                    SharedAuthorizer,
+                >,
+                Box<dyn Authenticator>,
+            >,
+        >,
+        HeaderValue,
+    >,
 >;
 
 impl Aggregator {
@@ -109,6 +145,9 @@ impl Aggregator {
             availability: AvailabilityConfig::default(),
             discovery: DiscoveryConfig::default(),
             openapi: OpenApiConfig::default(),
+            request_timeout: crate::timeout::DEFAULT_REQUEST_TIMEOUT,
+            long_running: LongRunningCheck::kube_apiserver(),
+            inflight: InFlightLayer::default(),
         }
     }
 
@@ -135,10 +174,13 @@ impl<S> Layer<S> for Aggregator {
     type Service = AggregatorStack<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        self.authentication.layer(
-            self.authorization
-                .layer(self.aggregator.clone().layer(inner)),
-        )
+        let aggregator = self.aggregator.clone().layer(inner);
+        let authorized = self.authorization.layer(self.selfreview.layer(aggregator));
+        let authenticated = self
+            .authentication
+            .layer(self.impersonation.layer(self.inflight.layer(authorized)));
+        self.audit
+            .layer(self.cache_control.layer(self.timeout.layer(authenticated)))
     }
 }
 
@@ -155,6 +197,9 @@ pub struct AggregatorBuilder {
     availability: AvailabilityConfig,
     discovery: DiscoveryConfig,
     openapi: OpenApiConfig,
+    request_timeout: Duration,
+    long_running: LongRunningCheck,
+    inflight: InFlightLayer,
 }
 
 impl std::fmt::Debug for AggregatorBuilder {
@@ -249,6 +294,32 @@ impl AggregatorBuilder {
         self
     }
 
+    /// `--request-timeout`: the deadline of requests that are not long-running, and the cap
+    /// of their `?timeout=` (default 60 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Which requests are long-running (no request timeout, not counted in flight):
+    /// kube-apiserver's rule by default; [`LongRunningCheck::or`] adds the host's own.
+    pub fn long_running(mut self, check: LongRunningCheck) -> Self {
+        self.long_running = check;
+        self
+    }
+
+    /// `--max-requests-inflight` and `--max-mutating-requests-inflight` (default 400 and
+    /// 200; 0 means no limit), and an optional limit per APIService (0: none).
+    pub fn max_requests_inflight(
+        mut self,
+        read: usize,
+        mutating: usize,
+        per_api_service: usize,
+    ) -> Self {
+        self.inflight = InFlightLayer::new(read, mutating).per_api_service(per_api_service);
+        self
+    }
+
     /// The stack and its worker. Spawn the worker (`tokio::spawn(worker)`, or the host's
     /// executor): it runs until the process ends.
     ///
@@ -295,7 +366,7 @@ impl AggregatorBuilder {
                 }
             }
         });
-        let aggregator = AggregatorLayer::new(self.registry.clone(), resolver, timer)
+        let aggregator = AggregatorLayer::new(self.registry.clone(), resolver, timer.clone())
             .executor(executor)
             .discovery(discovery.clone())
             .openapi(openapi)
@@ -303,10 +374,22 @@ impl AggregatorBuilder {
         let authenticator = self
             .authenticator
             .unwrap_or_else(|| Box::new(HostAuthenticated));
+        let authorizer: SharedAuthorizer = Arc::from(authorizer);
         Ok((
             Aggregator {
+                audit: AuditIdLayer::new(),
+                cache_control: SetResponseHeaderLayer::if_not_present(
+                    http::header::CACHE_CONTROL,
+                    HeaderValue::from_static("no-cache, private"),
+                ),
+                timeout: TimeoutLayer::new(timer.clone())
+                    .request_timeout(self.request_timeout)
+                    .long_running(self.long_running.clone()),
                 authentication: AuthenticationLayer::new(authenticator),
-                authorization: AuthorizationLayer::new(authorizer),
+                impersonation: ImpersonationLayer::new(authorizer.clone()),
+                inflight: self.inflight.long_running(self.long_running),
+                authorization: AuthorizationLayer::new(authorizer.clone()),
+                selfreview: SelfReviewLayer::new(authorizer),
                 aggregator,
                 registry: self.registry,
                 metrics,

@@ -781,7 +781,19 @@ impl Authorizer for RecordingPolicy {
             && u.groups
                 .iter()
                 .any(|g| g == crate::authn::SYSTEM_AUTHENTICATED);
-        let decision = if admin || viewer || core || discovery {
+        // Impersonation: admins may impersonate anyone but the system:masters group; the
+        // viewer may impersonate the user `core` and nothing else.
+        let impersonate = attrs.verb == "impersonate" && attrs.is_resource_request;
+        let may_impersonate = impersonate
+            && ((admin && !(attrs.resource == "groups" && attrs.name == "system:masters"))
+                || (u.name == "viewer" && attrs.resource == "users" && attrs.name == "core"));
+        let decision = if impersonate {
+            if may_impersonate {
+                Decision::Allow
+            } else {
+                Decision::NoOpinion
+            }
+        } else if admin || viewer || core || discovery {
             Decision::Allow
         } else if u.name == "nobody" {
             Decision::NoOpinion
@@ -967,9 +979,19 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
         .push(BearerToken::new(tokens))
         .with_anonymous(Anonymous::new());
     let decisions: DecisionLog = Arc::new(Mutex::new(Vec::new()));
+    let policy = Arc::new(RecordingPolicy(decisions.clone()));
+    // kube-apiserver's chain: the frozen clock never ends a deadline, so the timeout
+    // layer is on the path without deciding anything.
     let stack = ServiceBuilder::new()
+        .layer(crate::audit::AuditIdLayer::new())
+        .layer(crate::timeout::TimeoutLayer::new(Timer::new(FrozenClock)))
         .layer(AuthenticationLayer::new(authn))
-        .layer(AuthorizationLayer::new(RecordingPolicy(decisions.clone())))
+        .layer(crate::impersonation::ImpersonationLayer::new(
+            policy.clone(),
+        ))
+        .layer(crate::inflight::InFlightLayer::default().per_api_service(100))
+        .layer(AuthorizationLayer::new(policy.clone()))
+        .layer(crate::selfreview::SelfReviewLayer::new(policy))
         .layer(AggregatorLayer::new(
             registry,
             resolver,
@@ -1003,6 +1025,8 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
         );
     }
     let sent_authorization = req.headers().contains_key(http::header::AUTHORIZATION);
+    // What the client asked to impersonate, read as the impersonation filter reads it.
+    let asked = crate::impersonation::requested(req.headers());
     req.extensions_mut().insert(ConnectionInfo {
         remote_addr: Some(std::net::SocketAddr::from(([192, 0, 2, 7], 40000))),
         ..ConnectionInfo::default()
@@ -1031,14 +1055,69 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
         "one request reached the backend {} times",
         seen.len()
     );
+    // The impersonation checks come first, then at most one decision on the request.
+    let checks = decisions
+        .iter()
+        .take_while(|(a, _)| a.verb == "impersonate" && a.is_resource_request)
+        .count();
+    let (impersonation_checks, decisions) = decisions.split_at(checks);
     assert!(
         decisions.len() <= 1,
         "one request was authorized {} times",
         decisions.len()
     );
+    let impersonated = match &asked {
+        Ok(items) if !items.is_empty() => Some(items.as_slice()),
+        _ => None,
+    };
+    if let Some(items) = impersonated {
+        // No impersonated identity without every check having allowed it: a decision on
+        // the request means every item was asked about, in order, and allowed.
+        if let Some((attrs, _)) = decisions.first() {
+            assert_eq!(
+                impersonation_checks.len(),
+                items.len(),
+                "{} impersonation checks for {items:?}",
+                impersonation_checks.len()
+            );
+            for ((check, decision), item) in impersonation_checks.iter().zip(items) {
+                let want = item.attributes(&check.user);
+                assert_eq!(
+                    (
+                        &check.resource,
+                        &check.name,
+                        &check.subresource,
+                        &check.namespace
+                    ),
+                    (
+                        &want.resource,
+                        &want.name,
+                        &want.subresource,
+                        &want.namespace
+                    ),
+                    "checked out of order"
+                );
+                assert_eq!(
+                    *decision,
+                    Decision::Allow,
+                    "{item:?} was not allowed, yet the request went on"
+                );
+            }
+            assert_eq!(
+                attrs.user,
+                crate::impersonation::impersonated_user(items),
+                "the request was authorized as someone else"
+            );
+        }
+    } else {
+        assert!(
+            impersonation_checks.is_empty(),
+            "impersonation checks without impersonation headers"
+        );
+    }
 
     // Who the stack believed the caller was, if it got as far as authorization.
-    if let Some((Attributes { user, .. }, _)) = decisions.first() {
+    if let (Some((Attributes { user, .. }, _)), None) = (decisions.first(), impersonated) {
         if !sent_authorization {
             assert_eq!(
                 user.name,
@@ -1066,10 +1145,12 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
         let own = if attrs.is_resource_request {
             attrs.api_group == "metrics.k8s.io" && attrs.api_version == "v1beta1"
         } else {
+            // The group-version root, with any number of trailing slashes: RequestInfo
+            // trims them (a non-resource request), the mux routes by prefix, as upstream.
             attrs
                 .path
                 .strip_prefix("/apis/metrics.k8s.io/v1beta1")
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+                .is_some_and(|rest| rest.bytes().all(|b| b == b'/'))
         };
         assert!(
             own,
@@ -1097,13 +1178,18 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
                 "the backend was sent {n}"
             );
             // What a backend's request-header authenticator reads: the three names and
-            // the extra prefix. The target's users have no extra, so any extra header
-            // came from the client. (Other `x-remote-*` names mean nothing to it, and
-            // upstream passes them on too.)
-            assert!(
-                !n.starts_with("x-remote-extra-"),
-                "the backend was sent {n} for {user:?}"
-            );
+            // the extra prefix. The target's users have no extra of their own, so an
+            // extra header is one the impersonation checks allowed, or came from the
+            // client. (Other `x-remote-*` names mean nothing to it, and upstream passes
+            // them on too.)
+            if let Some(key) = n.strip_prefix("x-remote-extra-") {
+                assert!(
+                    user.extra
+                        .keys()
+                        .any(|k| crate::proxy::escape_extra_key(k).eq_ignore_ascii_case(key)),
+                    "the backend was sent {n} for {user:?}"
+                );
+            }
         }
         let values = |n: &str| -> Vec<&[u8]> {
             seen.headers

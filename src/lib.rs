@@ -12,6 +12,7 @@
 pub mod aggregator;
 mod apiregistration;
 pub mod apiservice;
+pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod availability;
@@ -21,15 +22,20 @@ pub mod discovery;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzz_logic;
+mod gocompat;
+pub mod impersonation;
+pub mod inflight;
 pub mod openapi;
 pub mod proxy;
 pub mod registry;
 pub mod rt;
+pub mod selfreview;
 #[cfg(feature = "tokio")]
 pub mod server;
 mod sharded;
 pub mod source;
 pub mod status;
+pub mod timeout;
 pub mod transport;
 pub mod webhook;
 

@@ -207,3 +207,81 @@ impl hyper::rt::Timer for ManualClock {
         *self.0.lock().unwrap()
     }
 }
+
+/// A clock tests step by hand whose sleeps end when [`VirtualClock::advance`] passes their
+/// deadline, so timeouts can be tested without real waiting.
+#[cfg(test)]
+#[derive(Clone)]
+pub(crate) struct VirtualClock(Arc<std::sync::Mutex<VirtualState>>);
+
+#[cfg(test)]
+struct VirtualState {
+    now: Instant,
+    wakers: Vec<std::task::Waker>,
+}
+
+#[cfg(test)]
+impl VirtualClock {
+    pub(crate) fn new() -> VirtualClock {
+        VirtualClock(Arc::new(std::sync::Mutex::new(VirtualState {
+            now: Instant::now(),
+            wakers: Vec::new(),
+        })))
+    }
+
+    /// Moves the clock on and wakes every sleep, which completes if its deadline passed.
+    pub(crate) fn advance(&self, by: Duration) {
+        let wakers = {
+            let mut s = self.0.lock().unwrap();
+            s.now += by;
+            std::mem::take(&mut s.wakers)
+        };
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    pub(crate) fn timer(&self) -> Timer {
+        Timer::new(self.clone())
+    }
+}
+
+#[cfg(test)]
+struct VirtualSleep {
+    clock: VirtualClock,
+    deadline: Instant,
+}
+
+#[cfg(test)]
+impl Future for VirtualSleep {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut s = self.clock.0.lock().unwrap();
+        if s.now >= self.deadline {
+            Poll::Ready(())
+        } else {
+            s.wakers.push(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+}
+
+#[cfg(test)]
+impl hyper::rt::Sleep for VirtualSleep {}
+
+#[cfg(test)]
+impl hyper::rt::Timer for VirtualClock {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        let deadline = self.now() + duration;
+        self.sleep_until(deadline)
+    }
+    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(VirtualSleep {
+            clock: self.clone(),
+            deadline,
+        })
+    }
+    fn now(&self) -> Instant {
+        self.0.lock().unwrap().now
+    }
+}

@@ -12,9 +12,11 @@ use crate::body::{Body, full};
 /// A `metav1.Status` with `status: Failure`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Status {
-    kind: &'static str,
-    #[serde(rename = "apiVersion")]
-    api_version: &'static str,
+    // Empty only in the timeout filter's 504, which upstream encodes without type meta.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub(crate) kind: &'static str,
+    #[serde(rename = "apiVersion", skip_serializing_if = "str::is_empty")]
+    pub(crate) api_version: &'static str,
     metadata: Empty,
     status: &'static str,
     /// Human-readable description.
@@ -46,9 +48,26 @@ pub struct StatusDetails {
     /// Resource (kind) of the object concerned.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    /// Each problem found, e.g. the invalid fields of a 422.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<StatusCause>,
     /// Seconds the client should wait before retrying; also sets `Retry-After`.
     #[serde(skip_serializing_if = "is_zero")]
     pub retry_after_seconds: u32,
+}
+
+/// `metav1.StatusCause`: one problem behind a failure.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct StatusCause {
+    /// Machine-readable reason, e.g. `FieldValueInvalid`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Human-readable description.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// The field concerned, e.g. `spec.resourceAttributes`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub field: String,
 }
 
 fn is_zero(v: &u32) -> bool {

@@ -295,7 +295,9 @@ async fn reviews_carry_the_upstream_attributes() {
         (
             Method::GET,
             format!("{BASE}/namespaces/ns1/widgets?fieldSelector=metadata.name%3Dw2"),
-            json!({"namespace": "ns1", "verb": "list", "group": g, "version": v, "resource": "widgets", "name": "w2"}),
+            // The selector also travels as requirements (§8.5).
+            json!({"namespace": "ns1", "verb": "list", "group": g, "version": v, "resource": "widgets", "name": "w2",
+                "fieldSelector": {"requirements": [{"key": "metadata.name", "operator": "In", "values": ["w2"]}]}}),
             true,
         ),
         (

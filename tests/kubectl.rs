@@ -169,6 +169,127 @@ async fn kubectl_reaches_the_extension_server_through_the_aggregator() {
         "{stderr}"
     );
 
+    // Impersonation: demo-admin (system:masters) may impersonate; the request then runs
+    // as bob in group team, which the policy lets read metrics, and reaches the metrics
+    // server as bob (X-Remote-User bob, X-Remote-Group team and system:authenticated).
+    let before = support::metrics_server::callers().len();
+    let top = rows(
+        &kubectl(
+            &kc,
+            &cache,
+            &["--as=bob", "--as-group=team", "top", "nodes"],
+        )
+        .await,
+    );
+    assert_eq!(top[1][0], "node-a", "{top:?}");
+    let callers = support::metrics_server::callers();
+    let bob = callers[before..]
+        .iter()
+        .find(|u| u.name == "bob")
+        .expect("the metrics server saw bob");
+    assert_eq!(bob.groups, ["team", "system:authenticated"]);
+    assert!(
+        callers[before..].iter().all(|u| u.name == "bob"),
+        "nothing reached the backend as the administrator: {:?}",
+        &callers[before..]
+    );
+    // Without the group, bob may not list metrics: the authorization is bob's.
+    let as_bob = [
+        "--as=bob",
+        "get",
+        "--raw",
+        "/apis/metrics.k8s.io/v1beta1/nodes",
+    ];
+    let (ok, _, stderr) = run_kubectl(&kc, &cache, &as_bob).await;
+    assert!(!ok);
+    assert!(
+        stderr.contains(r#"Error from server (Forbidden): nodes.metrics.k8s.io is forbidden: User "bob" cannot list resource "nodes" in API group "metrics.k8s.io" at the cluster scope"#),
+        "{stderr}"
+    );
+    // demo-viewer may not impersonate: upstream's wording, and nothing reaches a backend.
+    let before = support::metrics_server::callers().len();
+    let viewer_as_bob = [
+        "--user=demo-viewer",
+        "--as=bob",
+        "get",
+        "--raw",
+        "/apis/metrics.k8s.io/v1beta1/nodes",
+    ];
+    let (ok, _, stderr) = run_kubectl(&kc, &cache, &viewer_as_bob).await;
+    assert!(!ok);
+    assert!(
+        stderr.contains(r#"Error from server (Forbidden): users "bob" is forbidden: User "demo-viewer" cannot impersonate resource "users" in API group "" at the cluster scope"#),
+        "{stderr}"
+    );
+    assert_eq!(support::metrics_server::callers().len(), before);
+
+    // kubectl auth can-i (SelfSubjectAccessReview, protobuf on the wire): yes and no, with
+    // exit codes 0 and 1.
+    let can = ["auth", "can-i", "list", "nodes.metrics.k8s.io"];
+    assert_eq!(kubectl(&kc, &cache, &can).await, "yes\n");
+    let viewer_can = [
+        "--user=demo-viewer",
+        "auth",
+        "can-i",
+        "list",
+        "nodes.metrics.k8s.io",
+    ];
+    let (ok, stdout, _) = run_kubectl(&kc, &cache, &viewer_can).await;
+    assert!(!ok, "no is exit code 1");
+    assert_eq!(stdout, "no\n");
+    let viewer_nodes = ["--user=demo-viewer", "auth", "can-i", "list", "nodes"];
+    assert_eq!(kubectl(&kc, &cache, &viewer_nodes).await, "yes\n");
+    let team = [
+        "--as=bob",
+        "--as-group=team",
+        "auth",
+        "can-i",
+        "get",
+        "pods.metrics.k8s.io",
+        "-n",
+        "kube-system",
+    ];
+    assert_eq!(kubectl(&kc, &cache, &team).await, "yes\n");
+    // --list: a webhook cannot list rules, so the list is incomplete, as kube-apiserver says.
+    let (ok, stdout, stderr) = run_kubectl(&kc, &cache, &["auth", "can-i", "--list"]).await;
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        rows(&stdout)[0],
+        [
+            "Resources",
+            "Non-Resource",
+            "URLs",
+            "Resource",
+            "Names",
+            "Verbs"
+        ]
+    );
+    assert!(
+        stderr.contains("Warning: the list may be incomplete: webhook authorizer does not support user rule resolution"),
+        "{stderr}"
+    );
+
+    // kubectl auth whoami (SelfSubjectReview): the user after impersonation.
+    let whoami = rows(
+        &kubectl(
+            &kc,
+            &cache,
+            &["auth", "whoami", "--as=bob", "--as-group=team"],
+        )
+        .await,
+    );
+    assert_eq!(whoami[0], ["ATTRIBUTE", "VALUE"]);
+    assert_eq!(whoami[1], ["Username", "bob"]);
+    assert_eq!(whoami[2], ["Groups", "[team", "system:authenticated]"]);
+    assert_eq!(whoami.len(), 3, "{whoami:?}");
+    let whoami = rows(&kubectl(&kc, &cache, &["--user=demo-token", "auth", "whoami"]).await);
+    assert_eq!(whoami[1], ["Username", "demo-token-user"]);
+    assert_eq!(whoami[2], ["UID", "demo-token-uid"]);
+    assert_eq!(
+        whoami[3],
+        ["Groups", "[system:masters", "system:authenticated]"]
+    );
+
     demo.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

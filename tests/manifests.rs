@@ -495,11 +495,13 @@ async fn manifest_dir_with_an_invalid_apiservice_applies_the_rest() {
             local("v1", "local.example.io"),
         ]),
     );
-    // Parsing is fine; validation is the registry's.
-    assert_eq!(
-        ManifestDir::load(dir.path()).expect("parses").len(),
-        3,
-        "the invalid APIService still parses"
+    // The strict start-up load refuses it, naming the file and where in it; the polling
+    // source applies the rest.
+    let err = ManifestDir::load(dir.path()).expect_err("the invalid APIService is refused");
+    assert_eq!(err.file, dir.path().join("list.json"));
+    assert!(
+        err.detail.starts_with("document 0: items[1]: ") && err.detail.contains("versionPriority"),
+        "{err}"
     );
     let registry = Registry::new(NoTransport);
     let source = ManifestDir::new(dir.path(), Timer::tokio(), Duration::from_millis(50));

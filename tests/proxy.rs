@@ -161,9 +161,8 @@ async fn spoofed_identity_and_credentials_are_removed() {
                     ("X-Remote-Extra-Scopes", "all"),
                     ("Authorization", "Bearer secret"),
                     ("Proxy-Authorization", "Basic c2VjcmV0"),
-                    ("Impersonate-User", "root"),
-                    ("Impersonate-Group", "system:masters"),
-                    ("Impersonate-Extra-Reason", "test"),
+                    // Impersonation is honoured, not stripped: tests/impersonation.rs.
+                    ("Impersonate-Something-Else", "x"),
                     ("X-Forwarded-For", "192.0.2.1"),
                 ],
             )

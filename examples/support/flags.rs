@@ -471,6 +471,48 @@ impl ParsedFlags {
 /// invalid. A negative duration is rejected because every duration flag here is a period
 /// or a timeout.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let nanos = parse_signed_duration(s)?;
+    if nanos < 0 {
+        return Err(format!("negative duration {s:?} is not allowed"));
+    }
+    u64::try_from(nanos)
+        .map(Duration::from_nanos)
+        .map_err(|_| format!("time: invalid duration {s:?}"))
+}
+
+/// A Go duration that may be negative (`--request-timeout` is validated after parsing, as
+/// kube-apiserver does), in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GoDuration(pub i64);
+
+impl GoDuration {
+    /// The duration, or `None` when negative.
+    pub fn non_negative(self) -> Option<Duration> {
+        u64::try_from(self.0).ok().map(Duration::from_nanos)
+    }
+}
+
+impl FlagValue for GoDuration {
+    const TYPE_NAME: &'static str = "duration";
+    const ARITY: Arity = Arity::Value;
+    fn parse_value(s: &str) -> Result<Self, String> {
+        let n = parse_signed_duration(s)?;
+        i64::try_from(n)
+            .map(GoDuration)
+            .map_err(|_| format!("time: invalid duration {s:?}"))
+    }
+}
+
+impl FlagValue for i64 {
+    const TYPE_NAME: &'static str = "int";
+    const ARITY: Arity = Arity::Value;
+    fn parse_value(s: &str) -> Result<Self, String> {
+        s.parse().map_err(|_| int_error("ParseInt", s))
+    }
+}
+
+/// [`parse_duration`] without the sign check, in nanoseconds.
+fn parse_signed_duration(s: &str) -> Result<i128, String> {
     let invalid = || format!("time: invalid duration {s:?}");
     let (negative, mut rest) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
@@ -478,7 +520,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         _ => (false, s),
     };
     if rest == "0" {
-        return Ok(Duration::ZERO);
+        return Ok(0);
     }
     if rest.is_empty() {
         return Err(invalid());
@@ -529,12 +571,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             .ok_or_else(invalid)?;
         rest = after;
     }
-    if negative && total > 0 {
-        return Err(format!("negative duration {s:?} is not allowed"));
-    }
-    u64::try_from(total)
-        .map(Duration::from_nanos)
-        .map_err(|_| invalid())
+    let total = i128::try_from(total).map_err(|_| invalid())?;
+    Ok(if negative { -total } else { total })
 }
 
 /// The authorization modes the gateway implements, in the spelling of kube-apiserver's
@@ -604,6 +642,16 @@ const GATEWAY_FLAGS: &[FlagSpec] = &[
         "Number for the log level verbosity.").shorthand('v'),
     FlagSpec::of::<bool>("enable-http2", "true",
         "Offer HTTP/2 to clients and extension API servers."),
+    FlagSpec::of::<GoDuration>("request-timeout", "1m0s",
+        "An optional field indicating the duration a handler must keep a request open before timing it out. This is the default request timeout for requests but may be overridden by the ?timeout= query parameter."),
+    FlagSpec::of::<i64>("min-request-timeout", "1800",
+        "An optional field indicating the minimum number of seconds a handler must keep a request open before timing it out. Currently only honored by the watch request handler, which picks a randomized value above this number as the connection timeout, to spread out load."),
+    FlagSpec::of::<i64>("max-requests-inflight", "400",
+        "This and --max-mutating-requests-inflight are summed to determine the server's total concurrency limit. This flag is the maximum number of non-mutating requests in flight at a given time. 0 means no limit."),
+    FlagSpec::of::<i64>("max-mutating-requests-inflight", "200",
+        "The maximum number of mutating requests in flight at a given time. 0 means no limit."),
+    FlagSpec::of::<i64>("max-requests-inflight-per-apiservice", "0",
+        "The maximum number of requests in flight for any one APIService (group/version), so one slow extension server cannot take every slot. 0 means no limit. Not a kube-apiserver flag."),
     FlagSpec::of::<u32>("http2-max-streams-per-connection", "0",
         "The limit that the server gives to clients for the maximum number of streams in an HTTP/2 connection. Zero means to use the default (250)."),
 ];
@@ -683,6 +731,18 @@ pub struct GatewayOptions {
     pub enable_http2: bool,
     /// `--http2-max-streams-per-connection`, default 0 (250).
     pub http2_max_streams_per_connection: u32,
+    /// `--request-timeout`, default 1m: the deadline of requests that are not long-running.
+    pub request_timeout: Duration,
+    /// `--min-request-timeout`, default 1800 s. Upstream's watch handler reads it; the
+    /// gateway serves no watches of its own (proxied watches end when the extension
+    /// server ends them, as upstream), so it is validated and kept for compatibility.
+    pub min_request_timeout: Duration,
+    /// `--max-requests-inflight`, default 400; 0 no limit.
+    pub max_requests_inflight: usize,
+    /// `--max-mutating-requests-inflight`, default 200; 0 no limit.
+    pub max_mutating_requests_inflight: usize,
+    /// `--max-requests-inflight-per-apiservice`, default 0 (no limit).
+    pub max_requests_inflight_per_apiservice: usize,
 }
 
 impl GatewayOptions {
@@ -729,7 +789,30 @@ impl GatewayOptions {
             v: f.get("v")?,
             enable_http2: f.get("enable-http2")?,
             http2_max_streams_per_connection: f.get("http2-max-streams-per-connection")?,
+            request_timeout: Duration::ZERO,
+            min_request_timeout: Duration::ZERO,
+            max_requests_inflight: 0,
+            max_mutating_requests_inflight: 0,
+            max_requests_inflight_per_apiservice: 0,
         };
+        // kube-apiserver's ServerRunOptions.Validate, with its messages.
+        let invalid = |m: &str| FlagError::Invalid(m.to_owned());
+        let mut options = options;
+        options.request_timeout = f
+            .get::<GoDuration>("request-timeout")?
+            .non_negative()
+            .ok_or_else(|| invalid("--request-timeout can not be negative value"))?;
+        let non_negative = |name: &str| -> Result<usize, FlagError> {
+            let v: i64 = f.get(name)?;
+            usize::try_from(v)
+                .map_err(|_| FlagError::Invalid(format!("--{name} can not be negative value")))
+        };
+        options.min_request_timeout =
+            Duration::from_secs(non_negative("min-request-timeout")? as u64);
+        options.max_requests_inflight = non_negative("max-requests-inflight")?;
+        options.max_mutating_requests_inflight = non_negative("max-mutating-requests-inflight")?;
+        options.max_requests_inflight_per_apiservice =
+            non_negative("max-requests-inflight-per-apiservice")?;
         options.validate()?;
         Ok(options)
     }
@@ -837,6 +920,11 @@ impl Default for GatewayOptions {
             v: 0,
             enable_http2: true,
             http2_max_streams_per_connection: 0,
+            request_timeout: Duration::from_secs(60),
+            min_request_timeout: Duration::from_secs(1800),
+            max_requests_inflight: 400,
+            max_mutating_requests_inflight: 200,
+            max_requests_inflight_per_apiservice: 0,
         }
     }
 }
@@ -1146,6 +1234,54 @@ mod tests {
             r#"required flag(s) "tls-private-key-file" not set"#
         );
         assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn timeout_and_inflight_flags_validate_as_kube_apiserver() {
+        let o = parse(&[]).expect("defaults");
+        assert_eq!(o.request_timeout, Duration::from_secs(60));
+        assert_eq!(o.min_request_timeout, Duration::from_secs(1800));
+        assert_eq!(
+            (o.max_requests_inflight, o.max_mutating_requests_inflight),
+            (400, 200)
+        );
+        assert_eq!(o.max_requests_inflight_per_apiservice, 0);
+        let o = parse(&[
+            "--request-timeout=30s",
+            "--min-request-timeout=60",
+            "--max-requests-inflight=0",
+            "--max-mutating-requests-inflight",
+            "5",
+            "--max-requests-inflight-per-apiservice=50",
+        ])
+        .expect("parse");
+        assert_eq!(o.request_timeout, Duration::from_secs(30));
+        assert_eq!(o.min_request_timeout, Duration::from_secs(60));
+        assert_eq!(
+            (o.max_requests_inflight, o.max_mutating_requests_inflight),
+            (0, 5)
+        );
+        assert_eq!(o.max_requests_inflight_per_apiservice, 50);
+        assert_eq!(
+            err(&["--request-timeout=-1s"]),
+            "--request-timeout can not be negative value"
+        );
+        assert_eq!(
+            err(&["--min-request-timeout=-1"]),
+            "--min-request-timeout can not be negative value"
+        );
+        assert_eq!(
+            err(&["--max-requests-inflight=-1"]),
+            "--max-requests-inflight can not be negative value"
+        );
+        assert_eq!(
+            err(&["--max-mutating-requests-inflight=-2"]),
+            "--max-mutating-requests-inflight can not be negative value"
+        );
+        assert_eq!(
+            err(&["--request-timeout=5"]),
+            r#"invalid argument "5" for "--request-timeout" flag: time: missing unit in duration "5""#
+        );
     }
 
     #[test]

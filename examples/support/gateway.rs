@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use http::{HeaderValue, Request, Response, header};
 use kube_aggregator::aggregator::AggregatorLayer;
+use kube_aggregator::audit::AuditIdLayer;
 use kube_aggregator::authn::{
     Anonymous, AuthenticationLayer, BearerToken, CacheTtl, RequestHeaderAuthenticator,
     RequestHeaderConfig, TokenFileAuthenticator, TokenReviewAuthenticator, Union,
@@ -25,10 +26,14 @@ use kube_aggregator::availability::{
     AvailabilityConfig, AvailabilityController, AvailabilityMetrics, StaticServiceResolver,
 };
 use kube_aggregator::discovery::{DiscoveryConfig, DiscoveryManager};
+use kube_aggregator::impersonation::ImpersonationLayer;
+use kube_aggregator::inflight::InFlightLayer;
 use kube_aggregator::openapi::{OpenApiConfig, OpenApiManager};
 use kube_aggregator::registry::Registry;
 use kube_aggregator::rt::{Executor, Timer};
+use kube_aggregator::selfreview::SelfReviewLayer;
 use kube_aggregator::source::{ApiServiceEvent, ManifestDir};
+use kube_aggregator::timeout::TimeoutLayer;
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
 use kube_aggregator::{Body, server};
 use tokio::net::TcpListener;
@@ -197,16 +202,35 @@ pub async fn start(
         let ready = inner_discovery.has_synced();
         async move { Ok::<_, Infallible>(local(req, &metrics, ready)) }
     });
-    // Outside in, as kube-apiserver's filter chain: Cache-Control on every answer, then
-    // authentication (401 stops here), authorization (403/500 stop here), and only then
-    // the aggregator, so no request reaches an extension server unauthorized.
+    // Outside in, as kube-apiserver's filter chain (docs/upstream-behaviour.md §6):
+    // - Audit-Id and Cache-Control outermost, so every answer has them, 504s and 401s too;
+    // - the request timeout around everything that can be slow (webhooks, backends);
+    // - authentication (401 stops here), then impersonation, which replaces the user, so
+    //   everything after sees only the impersonated one;
+    // - the in-flight limits after impersonation (system:masters is exempt by the user
+    //   the request runs as) and before authorization, whose webhook call holds a slot;
+    // - authorization (403/500 stop here), then the self reviews, answered by the same
+    //   authorizer, and only then the aggregator, so no request reaches an extension
+    //   server unauthorized.
+    let authorizer = Arc::new(authorizer);
     let service = ServiceBuilder::new()
+        .layer(AuditIdLayer::new())
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CACHE_CONTROL,
             HeaderValue::from_static("no-cache, private"),
         ))
+        .layer(TimeoutLayer::new(timer.clone()).request_timeout(opts.request_timeout))
         .layer(AuthenticationLayer::new(authenticator))
-        .layer(AuthorizationLayer::new(authorizer))
+        .layer(ImpersonationLayer::new(authorizer.clone()))
+        .layer(
+            InFlightLayer::new(
+                opts.max_requests_inflight,
+                opts.max_mutating_requests_inflight,
+            )
+            .per_api_service(opts.max_requests_inflight_per_apiservice),
+        )
+        .layer(AuthorizationLayer::new(authorizer.clone()))
+        .layer(SelfReviewLayer::new(authorizer))
         .layer(
             AggregatorLayer::new(registry.clone(), resolver, timer)
                 .discovery(discovery.clone())

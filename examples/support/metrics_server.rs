@@ -191,6 +191,7 @@ fn handle<B>(req: &Request<B>) -> Response<Full<Bytes>> {
         ..
     } = &user;
     tracing::debug!(user = %name, ?groups, ?extra, %method, path, "request");
+    remember(&user);
     {
         let mut log = REQUEST_LOG.lock().unwrap_or_else(|p| p.into_inner());
         if log.len() == REQUEST_LOG_SIZE {
@@ -260,6 +261,27 @@ fn handle<B>(req: &Request<B>) -> Response<Full<Bytes>> {
         "application/json",
         format!("{body}\n").into(),
     )
+}
+
+/// The identities of the most recent requests served, oldest first (at most 1,000): what
+/// an end-to-end test reads to see whom the aggregator presented.
+pub fn callers() -> Vec<UserInfo> {
+    CALLERS
+        .lock()
+        .map(|c| c.iter().cloned().collect())
+        .unwrap_or_default()
+}
+
+static CALLERS: std::sync::Mutex<std::collections::VecDeque<UserInfo>> =
+    std::sync::Mutex::new(std::collections::VecDeque::new());
+
+fn remember(user: &UserInfo) {
+    if let Ok(mut c) = CALLERS.lock() {
+        if c.len() == 1000 {
+            c.pop_front();
+        }
+        c.push_back(user.clone());
+    }
 }
 
 /// The `fieldSelector` terms on `metadata.name` (`=`, `==`, `!=`); other fields and label

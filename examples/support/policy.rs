@@ -8,9 +8,17 @@
 //! - every authenticated user may `get` the discovery and health paths, as the
 //!   `system:discovery` and `system:public-info-viewer` ClusterRoles allow, so kubectl
 //!   reaches the request it actually wants to make;
+//! - every authenticated user may `create` the self reviews
+//!   (`selfsubjectaccessreviews`, `selfsubjectrulesreviews`, `selfsubjectreviews`), as
+//!   the `system:basic-user` ClusterRole allows, so `kubectl auth can-i` and `kubectl auth
+//!   whoami` work for everyone;
 //! - `demo-viewer` may `get`, `list` and `watch` `nodes` and `pods` in the core group,
 //!   and nothing in `metrics.k8s.io`, so `kubectl --user demo-viewer top nodes` is
 //!   Forbidden with kube-apiserver's wording;
+//! - members of `team` may read `nodes` and `pods` in the core group and in
+//!   `metrics.k8s.io`: `kubectl --as=bob --as-group=team top nodes` works for an
+//!   administrator impersonating them;
+//! - only `system:masters` may `impersonate` (demo-admin may, demo-viewer may not);
 //! - anything else: no opinion, which the gateway answers 403 (denials carry no reason,
 //!   as RBAC's do, so the Forbidden message has no `: <reason>` suffix).
 
@@ -30,6 +38,9 @@ use tokio::net::TcpListener;
 
 /// The demo's unprivileged user.
 pub const DEMO_VIEWER: &str = "demo-viewer";
+
+/// The group an administrator impersonates in the demo (`--as-group=team`).
+pub const DEMO_TEAM: &str = "team";
 
 /// Largest review body read.
 const MAX_BODY: usize = 1 << 20;
@@ -67,12 +78,30 @@ pub fn decide(spec: &SubjectAccessReviewSpec) -> (bool, String) {
         return (false, String::new());
     }
     if let Some(r) = &spec.resource_attributes {
+        let self_review = r.verb == "create"
+            && r.subresource.is_empty()
+            && matches!(
+                (r.group.as_str(), r.resource.as_str()),
+                (
+                    "authorization.k8s.io",
+                    "selfsubjectaccessreviews" | "selfsubjectrulesreviews"
+                ) | ("authentication.k8s.io", "selfsubjectreviews")
+            );
+        if self_review && in_group("system:authenticated") {
+            return (true, "every user may review itself".into());
+        }
         let read = matches!(r.verb.as_str(), "get" | "list" | "watch");
-        let core_object = r.group.is_empty()
-            && matches!(r.resource.as_str(), "nodes" | "pods")
-            && r.subresource.is_empty();
-        if spec.user == DEMO_VIEWER && read && core_object {
+        let nodes_or_pods =
+            matches!(r.resource.as_str(), "nodes" | "pods") && r.subresource.is_empty();
+        if spec.user == DEMO_VIEWER && read && nodes_or_pods && r.group.is_empty() {
             return (true, "demo-viewer may read nodes and pods".into());
+        }
+        if in_group(DEMO_TEAM)
+            && read
+            && nodes_or_pods
+            && matches!(r.group.as_str(), "" | "metrics.k8s.io")
+        {
+            return (true, "team may read nodes, pods and their metrics".into());
         }
     }
     (false, String::new())
@@ -243,6 +272,66 @@ mod tests {
                 false,
             ),
             (resource("someone", &viewer, "list", "", "nodes"), false),
+            // Self reviews for everyone; reading metrics for the team; impersonation
+            // only for system:masters.
+            (
+                resource(
+                    DEMO_VIEWER,
+                    &viewer,
+                    "create",
+                    "authorization.k8s.io",
+                    "selfsubjectaccessreviews",
+                ),
+                true,
+            ),
+            (
+                resource(
+                    "x",
+                    &viewer,
+                    "create",
+                    "authentication.k8s.io",
+                    "selfsubjectreviews",
+                ),
+                true,
+            ),
+            (
+                resource(
+                    "x",
+                    &["system:unauthenticated"],
+                    "create",
+                    "authentication.k8s.io",
+                    "selfsubjectreviews",
+                ),
+                false,
+            ),
+            (
+                resource(
+                    "bob",
+                    &["team", "system:authenticated"],
+                    "list",
+                    "metrics.k8s.io",
+                    "nodes",
+                ),
+                true,
+            ),
+            (
+                resource(
+                    "bob",
+                    &["team", "system:authenticated"],
+                    "delete",
+                    "metrics.k8s.io",
+                    "nodes",
+                ),
+                false,
+            ),
+            (
+                resource(DEMO_VIEWER, &viewer, "impersonate", "", "users"),
+                false,
+            ),
+            (
+                resource("admin", &["system:masters"], "impersonate", "", "users"),
+                true,
+            ),
             (
                 spec(json!({"user": DEMO_VIEWER, "groups": viewer,
                     "resourceAttributes": {"verb": "get", "resource": "pods", "subresource": "log", "name": "p"}})),

@@ -18,10 +18,15 @@ use crate::status::Status;
 ///
 /// On success the [`UserInfo`] (with `system:authenticated` added) is in the request
 /// extensions, and gone from the headers are `Authorization`, `Proxy-Authorization`,
-/// `X-Remote-*`, `Impersonate-*`, every header of the authenticator's
+/// `X-Remote-*`, every header of the authenticator's
 /// [`credential_headers`](Authenticator::credential_headers) (e.g. custom request-header
 /// names) and the WebSocket bearer subprotocol. Otherwise the answer is 401 with the
 /// upstream Status body and the inner service is not called.
+///
+/// `Impersonate-*` headers stay for the
+/// [`ImpersonationLayer`](crate::impersonation::ImpersonationLayer), which must come next:
+/// without it the [`AuthorizationLayer`](crate::authz::AuthorizationLayer) refuses such a
+/// request rather than serve it as the caller.
 ///
 /// Over HTTP/2, a 401 and any response to an anonymous user carry the [`CloseConnection`]
 /// response extension: upstream limits such connections to that one request

@@ -84,7 +84,11 @@ fn vectors_2_2_success_strips_credentials_and_configured_headers() {
     assert_eq!(res.status(), 200);
     assert!(res.extensions().get::<CloseConnection>().is_none());
     let body = text(res).now_or_never().unwrap();
-    assert_eq!(body, "panda|system:authenticated|x-group-remote");
+    // Impersonation headers are the ImpersonationLayer's to check and remove.
+    assert_eq!(
+        body,
+        "panda|system:authenticated|impersonate-user,x-group-remote"
+    );
 }
 
 #[test]

@@ -19,7 +19,10 @@ use crate::status::internal_error;
 /// [`RequestInfo`] unless an earlier layer did, and leaves it in the extensions for
 /// everything behind. Answers: Allow, the inner service; Deny or NoOpinion, 403 with the
 /// upstream message; authorizer error, 500 `Internal Server Error: "<uri>": <error>`; no
-/// user, 500; a path RequestInfo cannot parse, 500 as upstream's RequestInfo filter.
+/// user, 500; a path RequestInfo cannot parse, 500 as upstream's RequestInfo filter; a
+/// request still asking for impersonation (no
+/// [`ImpersonationLayer`](crate::impersonation::ImpersonationLayer) in front), 500, never
+/// served as the caller.
 #[derive(Debug)]
 pub struct AuthorizationLayer<Z> {
     authorizer: Arc<Z>,
@@ -115,6 +118,16 @@ where
         if let Err(e) = super::request_info::ensure(&mut req) {
             let res = e.into_response(req.uri());
             return Box::pin(std::future::ready(Ok(res)));
+        }
+        // Impersonation still requested here means no ImpersonationLayer ran: serving the
+        // request as the caller would silently ignore `--as`, so it is refused.
+        if crate::impersonation::has_impersonation_headers(req.headers())
+            && crate::impersonation::requested(req.headers()).map_or(true, |r| !r.is_empty())
+        {
+            return Box::pin(std::future::ready(Ok(internal_error(
+                &uri(&req),
+                &"impersonation was requested but no impersonation filter checked it",
+            ))));
         }
         let (Some(user), Some(info)) = (
             req.extensions().get::<UserInfo>(),

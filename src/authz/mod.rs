@@ -16,6 +16,7 @@ mod cache;
 mod forbidden;
 mod layer;
 pub mod request_info;
+mod rules;
 mod webhook;
 
 use std::future::Future;
@@ -23,12 +24,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 pub use forbidden::forbidden_message;
+pub(crate) use forbidden::forbidden_response;
 pub use layer::{AuthorizationLayer, AuthorizationService};
 pub use request_info::{ApiPath, RequestInfo, RequestInfoError};
+pub use rules::{NonResourceRule, ResourceRule, Rules, RulesFuture};
 pub use webhook::{
-    NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewAuthorizer,
-    SubjectAccessReviewSpec, SubjectAccessReviewStatus, UnsupportedWebhookVersion, WebhookVersion,
-    subject_access_review_body,
+    NonResourceAttributes, ResourceAttributes, SelectorAttributes, SubjectAccessReview,
+    SubjectAccessReviewAuthorizer, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
+    UnsupportedWebhookVersion, WebhookVersion, subject_access_review_body,
 };
 
 use crate::authn::UserInfo;
@@ -57,12 +60,86 @@ pub struct Attributes {
     pub path: String,
     /// True for requests to API resources, false for non-resource URLs.
     pub is_resource_request: bool,
+    /// The field selector of a list, watch or deletecollection, as requirements
+    /// (operators `In` and `NotIn`, one value each); empty when none was given or it did
+    /// not parse (upstream's `AuthorizeWithSelectors`, on by default since 1.32).
+    pub field_selector: Vec<SelectorRequirement>,
+    /// The label selector likewise (operators `In`, `NotIn`, `Exists`, `DoesNotExist`;
+    /// `>` and `<` terms are left out, which only broadens the check).
+    pub label_selector: Vec<SelectorRequirement>,
+}
+
+/// One requirement of a field or label selector, as a SubjectAccessReview carries it
+/// (`metav1.FieldSelectorRequirement` / `LabelSelectorRequirement`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct SelectorRequirement {
+    /// The field path or label key.
+    pub key: String,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
+    pub operator: String,
+    /// The values; empty (and omitted) for `Exists` and `DoesNotExist`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+/// The requirements upstream's webhook sends for RequestInfo's raw selectors
+/// (`GetAuthorizerAttributes`, then `fieldSelectorToAuthorizationAPI` /
+/// `labelSelectorToAuthorizationAPI`, docs/upstream-behaviour.md §8.5): a selector that does
+/// not parse gives none.
+pub(crate) fn selector_requirements(
+    field: &str,
+    label: &str,
+) -> (Vec<SelectorRequirement>, Vec<SelectorRequirement>) {
+    use request_info::selector::{LabelOperator, parse_field_selector, parse_label_selector};
+    let fields = if field.is_empty() {
+        Vec::new()
+    } else {
+        parse_field_selector(field)
+            .map(|reqs| {
+                reqs.into_iter()
+                    .map(|r| SelectorRequirement {
+                        key: r.field,
+                        operator: if r.equal { "In" } else { "NotIn" }.to_owned(),
+                        values: vec![r.value],
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let labels = if label.is_empty() {
+        Vec::new()
+    } else {
+        parse_label_selector(label)
+            .map(|reqs| {
+                reqs.into_iter()
+                    .filter_map(|r| {
+                        let operator = match r.operator {
+                            LabelOperator::Equals | LabelOperator::In => "In",
+                            LabelOperator::NotEquals | LabelOperator::NotIn => "NotIn",
+                            LabelOperator::Exists => "Exists",
+                            LabelOperator::DoesNotExist => "DoesNotExist",
+                            LabelOperator::GreaterThan | LabelOperator::LessThan => return None,
+                        };
+                        Some(SelectorRequirement {
+                            key: r.key,
+                            operator: operator.to_owned(),
+                            values: r.values,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    (fields, labels)
 }
 
 impl Attributes {
     /// Builds the attributes from a user and the request's [`RequestInfo`] (upstream
     /// `GetAuthorizerAttributes`).
     pub fn new(user: UserInfo, info: &RequestInfo) -> Attributes {
+        let (field_selector, label_selector) =
+            selector_requirements(&info.field_selector, &info.label_selector);
         Attributes {
             user,
             verb: info.verb.clone(),
@@ -74,6 +151,8 @@ impl Attributes {
             name: info.name.clone(),
             path: info.path.clone(),
             is_resource_request: info.is_resource_request,
+            field_selector,
+            label_selector,
         }
     }
 
@@ -127,17 +206,35 @@ pub trait Authorizer: Send + Sync + 'static {
     /// Decides `attrs`. An `Err` means "could not decide": the request gets 500 and is
     /// never allowed.
     fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture;
+
+    /// What `user` may do in `namespace`, for SelfSubjectRulesReview (upstream
+    /// `RuleResolver.RulesFor`). The default says the list is incomplete: an authorizer
+    /// that only answers yes or no cannot list its rules.
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesFuture {
+        let _ = (user, namespace);
+        Box::pin(std::future::ready(Rules::unsupported(
+            rules::RULES_UNSUPPORTED,
+        )))
+    }
 }
 
 impl<A: Authorizer + ?Sized> Authorizer for Arc<A> {
     fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
         (**self).authorize(attrs)
     }
+
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesFuture {
+        (**self).rules_for(user, namespace)
+    }
 }
 
 impl<A: Authorizer + ?Sized> Authorizer for Box<A> {
     fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
         (**self).authorize(attrs)
+    }
+
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesFuture {
+        (**self).rules_for(user, namespace)
     }
 }
 
@@ -149,6 +246,11 @@ impl Authorizer for AlwaysAllow {
     fn authorize(&self, _: &Attributes) -> AuthorizeFuture {
         Box::pin(std::future::ready(Ok(Authorization::new(Decision::Allow))))
     }
+
+    /// Everything: `*` verbs on `*` resources of `*` groups and on `*` URLs.
+    fn rules_for(&self, _: &UserInfo, _: &str) -> RulesFuture {
+        Box::pin(std::future::ready(rules::allow_everything()))
+    }
 }
 
 /// Denies everything (`--authorization-mode=AlwaysDeny`), with upstream's empty reason.
@@ -158,6 +260,11 @@ pub struct AlwaysDeny;
 impl Authorizer for AlwaysDeny {
     fn authorize(&self, _: &Attributes) -> AuthorizeFuture {
         Box::pin(std::future::ready(Ok(Authorization::new(Decision::Deny))))
+    }
+
+    /// Nothing, and that is the complete list.
+    fn rules_for(&self, _: &UserInfo, _: &str) -> RulesFuture {
+        Box::pin(std::future::ready(Rules::default()))
     }
 }
 
@@ -213,6 +320,12 @@ impl Authorizer for PrivilegedGroups {
             Decision::NoOpinion
         };
         Box::pin(std::future::ready(Ok(Authorization::new(decision))))
+    }
+
+    /// Contributes no rules: kube-apiserver does not list this authorizer among its rule
+    /// resolvers.
+    fn rules_for(&self, _: &UserInfo, _: &str) -> RulesFuture {
+        Box::pin(std::future::ready(Rules::default()))
     }
 }
 
@@ -271,6 +384,23 @@ impl Authorizer for Union {
                 decision: Decision::NoOpinion,
                 reason: reasons.join("\n"),
             })
+        })
+    }
+
+    /// Every member's rules together (upstream's `unionAuthzRulesHandler`): incomplete when
+    /// any member's list is, with every member's error.
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesFuture {
+        let pending: Vec<RulesFuture> = self
+            .authorizers
+            .iter()
+            .map(|(_, a)| a.rules_for(user, namespace))
+            .collect();
+        Box::pin(async move {
+            let mut all = Rules::default();
+            for p in pending {
+                all.merge(p.await);
+            }
+            all
         })
     }
 }

@@ -593,6 +593,55 @@ impl<'q> QueryParams<'q> {
     }
 }
 
+/// The first value of query parameter `key`, as Go's `URL.Query().Get(key)` reads it (the
+/// pairing rules of [`QueryParams`]), as bytes: a Go string may hold any byte, and error
+/// messages quote them. `None` when the parameter is absent.
+pub(crate) fn first_query_value<'q>(query: &'q str, key: &str) -> Option<Cow<'q, [u8]>> {
+    for pair in query.split('&') {
+        if pair.is_empty() || pair.contains(';') {
+            continue;
+        }
+        let (raw_key, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
+        match query_unescape(raw_key) {
+            Some(k) if k.utf8 && k.value == key => {}
+            _ => continue,
+        }
+        if let Some(value) = query_unescape_bytes(raw_value) {
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// Go's `url.QueryUnescape` to bytes; `None` for a malformed escape.
+fn query_unescape_bytes(raw: &str) -> Option<Cow<'_, [u8]>> {
+    if !raw.contains(['%', '+']) {
+        return Some(Cow::Borrowed(raw.as_bytes()));
+    }
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b'%' => {
+                let hi = hex_value(*bytes.get(i + 1)?)?;
+                let lo = hex_value(*bytes.get(i + 2)?)?;
+                out.push((hi << 4) | lo);
+                i += 3;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    Some(Cow::Owned(out))
+}
+
 /// Go's `url.QueryUnescape`; `None` for a malformed escape.
 fn query_unescape(raw: &str) -> Option<QueryValue<'_>> {
     if !raw.contains(['%', '+']) {
@@ -643,13 +692,14 @@ fn hex_value(b: u8) -> Option<u8> {
     }
 }
 
-/// Validity of field and label selectors, as far as `ListOptions` decoding needs it.
-mod selector {
+/// Field and label selectors: validity as `ListOptions` decoding needs it, and the
+/// requirements authorization sends.
+pub(crate) mod selector {
     use std::borrow::Cow;
 
     /// The selector does not parse.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub(super) struct Invalid;
+    pub(crate) struct Invalid;
 
     /// apimachinery `fields.ParseSelector(sel)` followed by `RequiresExactMatch(field)`.
     ///
@@ -753,6 +803,12 @@ mod selector {
     /// including its quirk of treating a NUL byte as end of input where a token could
     /// start.
     pub(super) fn label_selector_is_valid(sel: &str) -> bool {
+        parse_label_selector(sel).is_ok()
+    }
+
+    /// apimachinery `labels.Parse(sel)`'s requirements: in key order (a stable sort,
+    /// which is what Go's sort gives for the dozen requirements a selector has).
+    pub(crate) fn parse_label_selector(sel: &str) -> Result<Vec<LabelRequirement>, Invalid> {
         let mut p = Parser {
             lexer: Lexer {
                 s: sel.as_bytes(),
@@ -761,7 +817,81 @@ mod selector {
             },
             peeked: None,
         };
-        p.parse().is_ok()
+        let mut reqs = p.parse()?;
+        reqs.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(reqs)
+    }
+
+    /// apimachinery `labels.NewRequirement`'s checks for a requirement given as parts
+    /// (`metav1.LabelSelectorRequirement` with an operator already mapped): a qualified
+    /// key; at least one value for `In`/`NotIn`, none for `Exists`/`DoesNotExist`; every
+    /// value a label value.
+    pub(crate) fn valid_label_requirement(
+        key: &str,
+        operator: LabelOperator,
+        values: &[String],
+    ) -> bool {
+        let count_ok = match operator {
+            LabelOperator::In | LabelOperator::NotIn => !values.is_empty(),
+            LabelOperator::Exists | LabelOperator::DoesNotExist => values.is_empty(),
+            LabelOperator::Equals | LabelOperator::NotEquals => values.len() == 1,
+            LabelOperator::GreaterThan | LabelOperator::LessThan => {
+                values.len() == 1 && values[0].parse::<i64>().is_ok()
+            }
+        };
+        count_ok
+            && is_qualified_name(key.as_bytes())
+            && values.iter().all(|v| is_label_value(v.as_bytes()))
+    }
+
+    /// An operator of a label selector requirement (apimachinery `selection.Operator`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum LabelOperator {
+        Equals,
+        NotEquals,
+        In,
+        NotIn,
+        Exists,
+        DoesNotExist,
+        GreaterThan,
+        LessThan,
+    }
+
+    /// One parsed label selector requirement.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(crate) struct LabelRequirement {
+        pub(crate) key: String,
+        pub(crate) operator: LabelOperator,
+        pub(crate) values: Vec<String>,
+    }
+
+    /// One parsed field selector term: `field` equals (or, `equal == false`, does not
+    /// equal) `value`.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(crate) struct FieldRequirement {
+        pub(crate) field: String,
+        pub(crate) equal: bool,
+        pub(crate) value: String,
+    }
+
+    /// apimachinery `fields.ParseSelector(sel).Requirements()`: terms sorted by their
+    /// raw text, each split at its first operator, values unescaped.
+    pub(crate) fn parse_field_selector(sel: &str) -> Result<Vec<FieldRequirement>, Invalid> {
+        let mut terms: Vec<&str> = split_terms(sel).collect();
+        terms.sort_unstable();
+        let mut out = Vec::with_capacity(terms.len());
+        for term in terms {
+            if term.is_empty() {
+                continue;
+            }
+            let (lhs, equal, rhs) = split_term(term).ok_or(Invalid)?;
+            out.push(FieldRequirement {
+                field: lhs.to_owned(),
+                equal,
+                value: unescape_field_value(rhs)?.into_owned(),
+            });
+        }
+        Ok(out)
     }
 
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -930,13 +1060,14 @@ mod selector {
             (as_value(t), lit)
         }
 
-        fn parse(&mut self) -> Result<(), Invalid> {
+        fn parse(&mut self) -> Result<Vec<LabelRequirement>, Invalid> {
+            let mut out = Vec::new();
             loop {
                 match self.peek() {
                     Tok::Ident | Tok::Not => {
-                        self.requirement()?;
+                        out.push(self.requirement()?);
                         match self.next().0 {
-                            Tok::Eos => return Ok(()),
+                            Tok::Eos => return Ok(out),
                             Tok::Comma => {
                                 if !matches!(self.peek(), Tok::Ident | Tok::Not) {
                                     return Err(Invalid);
@@ -945,13 +1076,13 @@ mod selector {
                             _ => return Err(Invalid),
                         }
                     }
-                    Tok::Eos => return Ok(()),
+                    Tok::Eos => return Ok(out),
                     _ => return Err(Invalid),
                 }
             }
         }
 
-        fn requirement(&mut self) -> Result<(), Invalid> {
+        fn requirement(&mut self) -> Result<LabelRequirement, Invalid> {
             let (mut tok, mut key) = self.next();
             let negated = tok == Tok::Not;
             if negated {
@@ -960,21 +1091,54 @@ mod selector {
             if tok != Tok::Ident || !is_qualified_name(key) {
                 return Err(Invalid);
             }
+            let key = String::from_utf8_lossy(key).into_owned();
+            let req = |operator, values: Vec<String>| LabelRequirement {
+                key: key.clone(),
+                operator,
+                values,
+            };
             // `!key` is complete whatever follows; a following operator then fails in
             // `parse` as an unexpected token.
-            if negated || matches!(self.peek(), Tok::Eos | Tok::Comma) {
-                return Ok(());
+            if negated {
+                return Ok(req(LabelOperator::DoesNotExist, Vec::new()));
             }
+            if matches!(self.peek(), Tok::Eos | Tok::Comma) {
+                return Ok(req(LabelOperator::Exists, Vec::new()));
+            }
+            let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
             match self.next_raw().0 {
-                Tok::In | Tok::NotIn => self.value_set(),
-                Tok::Eq | Tok::DoubleEq | Tok::NotEq => {
-                    let v = self.exact_value()?;
-                    valid_value(v)
+                t @ (Tok::In | Tok::NotIn) => {
+                    let values = self.value_set()?;
+                    let op = if t == Tok::In {
+                        LabelOperator::In
+                    } else {
+                        LabelOperator::NotIn
+                    };
+                    Ok(req(op, values))
                 }
-                Tok::Gt | Tok::Lt => {
+                t @ (Tok::Eq | Tok::DoubleEq | Tok::NotEq) => {
+                    let v = self.exact_value()?;
+                    valid_value(v)?;
+                    let op = if t == Tok::NotEq {
+                        LabelOperator::NotEquals
+                    } else {
+                        LabelOperator::Equals
+                    };
+                    Ok(req(op, vec![text(v)]))
+                }
+                t @ (Tok::Gt | Tok::Lt) => {
                     let v = self.exact_value()?;
                     let is_int = std::str::from_utf8(v).is_ok_and(|s| s.parse::<i64>().is_ok());
-                    if is_int { valid_value(v) } else { Err(Invalid) }
+                    if !is_int {
+                        return Err(Invalid);
+                    }
+                    valid_value(v)?;
+                    let op = if t == Tok::Gt {
+                        LabelOperator::GreaterThan
+                    } else {
+                        LabelOperator::LessThan
+                    };
+                    Ok(req(op, vec![text(v)]))
                 }
                 _ => Err(Invalid),
             }
@@ -990,15 +1154,18 @@ mod selector {
             }
         }
 
-        /// `( v1, v2, ... )`; empty entries stand for `""`, which is a valid value.
-        fn value_set(&mut self) -> Result<(), Invalid> {
+        /// `( v1, v2, ... )`; empty entries stand for `""`, which is a valid value. The
+        /// values come back as upstream's string set lists them: sorted, without repeats.
+        fn value_set(&mut self) -> Result<Vec<String>, Invalid> {
+            let mut values = std::collections::BTreeSet::new();
             if self.next().0 != Tok::OpenPar {
                 return Err(Invalid);
             }
             match self.peek() {
                 Tok::ClosePar => {
                     self.next();
-                    return Ok(());
+                    values.insert(String::new());
+                    return Ok(values.into_iter().collect());
                 }
                 Tok::Ident | Tok::Comma => {}
                 _ => return Err(Invalid),
@@ -1007,6 +1174,7 @@ mod selector {
                 match self.next() {
                     (Tok::Ident, lit) => {
                         valid_value(lit)?;
+                        values.insert(String::from_utf8_lossy(lit).into_owned());
                         match self.peek() {
                             Tok::Comma => {}
                             Tok::ClosePar => break,
@@ -1014,15 +1182,25 @@ mod selector {
                         }
                     }
                     (Tok::Comma, _) => {
-                        if self.peek() == Tok::ClosePar {
-                            break;
+                        if values.is_empty() {
+                            values.insert(String::new());
+                        }
+                        match self.peek() {
+                            Tok::ClosePar => {
+                                values.insert(String::new());
+                                break;
+                            }
+                            Tok::Comma => {
+                                values.insert(String::new());
+                            }
+                            _ => {}
                         }
                     }
                     _ => return Err(Invalid),
                 }
             }
             if self.next().0 == Tok::ClosePar {
-                Ok(())
+                Ok(values.into_iter().collect())
             } else {
                 Err(Invalid)
             }

@@ -11,7 +11,10 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::cache::ExpiringLru;
-use super::{Attributes, Authorization, AuthorizationError, AuthorizeFuture, Authorizer, Decision};
+use super::{
+    Attributes, Authorization, AuthorizationError, AuthorizeFuture, Authorizer, Decision,
+    SelectorRequirement,
+};
 use crate::rt::Timer;
 use crate::webhook::WebhookClient;
 
@@ -100,6 +103,37 @@ pub struct ResourceAttributes {
     /// Object name.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// The field selector a list or watch is limited to.
+    #[serde(rename = "fieldSelector", skip_serializing_if = "Option::is_none")]
+    pub field_selector: Option<SelectorAttributes>,
+    /// The label selector a list or watch is limited to.
+    #[serde(rename = "labelSelector", skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<SelectorAttributes>,
+}
+
+/// A selector in a review (`FieldSelectorAttributes` / `LabelSelectorAttributes`): the raw
+/// text, or its requirements. Reviews the library sends carry requirements only, as
+/// upstream's webhook does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+#[non_exhaustive]
+pub struct SelectorAttributes {
+    /// The selector as written, e.g. `metadata.name=foo`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub raw_selector: String,
+    /// The parsed requirements.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub requirements: Vec<SelectorRequirement>,
+}
+
+impl SelectorAttributes {
+    /// Requirements only; `None` when there are none, so the key is omitted.
+    pub fn from_requirements(requirements: &[SelectorRequirement]) -> Option<SelectorAttributes> {
+        (!requirements.is_empty()).then(|| SelectorAttributes {
+            raw_selector: String::new(),
+            requirements: requirements.to_vec(),
+        })
+    }
 }
 
 /// A non-resource request's attributes (upstream `NonResourceAttributes`).
@@ -146,6 +180,8 @@ impl SubjectAccessReviewSpec {
                 resource: attrs.resource.clone(),
                 subresource: attrs.subresource.clone(),
                 name: attrs.name.clone(),
+                field_selector: SelectorAttributes::from_requirements(&attrs.field_selector),
+                label_selector: SelectorAttributes::from_requirements(&attrs.label_selector),
             };
             (Some(r), None)
         } else {
@@ -280,8 +316,9 @@ pub fn subject_access_review_body(
 /// <error>` from the [`AuthorizationLayer`](super::AuthorizationLayer), never an Allow and
 /// never a 403.
 ///
-/// Not sent: field and label selector requirements (upstream's `AuthorizeWithSelectors`);
-/// without them the webhook judges the broader, unfiltered request.
+/// Field and label selectors of lists and watches are sent as requirements
+/// (`resourceAttributes.fieldSelector.requirements`, upstream's `AuthorizeWithSelectors`),
+/// so a webhook can allow a list limited to, say, one node's pods.
 #[derive(Clone)]
 pub struct SubjectAccessReviewAuthorizer {
     client: WebhookClient,
@@ -403,13 +440,21 @@ fn resource_fields(attrs: &Attributes) -> [&String; 7] {
 }
 
 /// Upstream `shouldCache`: the caller controls these strings, so a huge request could be
-/// a denial-of-service attempt on the cache.
+/// a denial-of-service attempt on the cache. The selectors are part of the key, so they
+/// count too here (upstream leaves them out).
 fn should_cache(attrs: &Attributes) -> bool {
+    let selectors = attrs
+        .field_selector
+        .iter()
+        .chain(&attrs.label_selector)
+        .map(|r| r.key.len() + r.operator.len() + r.values.iter().map(String::len).sum::<usize>())
+        .sum::<usize>();
     let size = resource_fields(attrs)
         .iter()
         .map(|s| s.len())
         .sum::<usize>()
-        + attrs.path.len();
+        + attrs.path.len()
+        + selectors;
     size < MAX_CACHED_ATTRIBUTE_BYTES
 }
 
@@ -436,6 +481,19 @@ fn cache_key(attrs: &Attributes) -> String {
         key.push('R');
         for s in resource_fields(attrs) {
             field(&mut key, s);
+        }
+        for (tag, reqs) in [('f', &attrs.field_selector), ('l', &attrs.label_selector)] {
+            push_decimal(&mut key, reqs.len());
+            key.push(tag);
+            for r in reqs {
+                field(&mut key, &r.key);
+                field(&mut key, &r.operator);
+                push_decimal(&mut key, r.values.len());
+                key.push('v');
+                for v in &r.values {
+                    field(&mut key, v);
+                }
+            }
         }
     } else {
         key.push('N');
@@ -471,6 +529,13 @@ impl Authorizer for SubjectAccessReviewAuthorizer {
         }
         let spec = SubjectAccessReviewSpec::from_attributes(attrs);
         Box::pin(self.clone().review(spec, key, should_cache(attrs)))
+    }
+
+    /// Upstream's answer: a webhook cannot list rules.
+    fn rules_for(&self, _: &crate::authn::UserInfo, _: &str) -> super::RulesFuture {
+        Box::pin(std::future::ready(super::Rules::unsupported(
+            "webhook authorizer does not support user rule resolution",
+        )))
     }
 }
 

@@ -47,7 +47,7 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
 /// `X-Remote-Extra-<escaped key>` one line per value. Values that are not valid header
 /// text are skipped rather than sent altered.
 pub fn set_identity_headers(headers: &mut HeaderMap, user: &UserInfo) {
-    crate::authn::strip_identity_headers(headers);
+    crate::authn::strip_identity_and_impersonation_headers(headers);
     let value = |s: &str| HeaderValue::from_str(s).ok();
     if let Some(v) = value(&user.name) {
         headers.insert(X_REMOTE_USER, v);
@@ -107,16 +107,27 @@ pub fn escape_extra_key(key: &str) -> String {
     out
 }
 
-/// True when a `Connection` header value contains `upgrade` (httpstream `IsUpgradeRequest`).
+/// True for an upgrade request: a `Connection` header listing `upgrade` **and** a non-empty
+/// `Upgrade` header (RFC 9110 §7.8). Upstream's httpstream `IsUpgradeRequest` looks at
+/// `Connection` alone, so a plain GET with a stray `Connection: Upgrade` (some ingresses
+/// add one) fails there as an upgrade the backend did not accept; here it is the plain
+/// request it is, and the `Connection` header is dropped as hop-by-hop.
 pub fn is_upgrade_request<B>(req: &http::Request<B>) -> bool {
-    req.headers()
-        .get_all(header::CONNECTION)
+    let upgrade = req
+        .headers()
+        .get_all(header::UPGRADE)
         .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| {
-            v.split(',')
-                .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
-        })
+        .any(|v| !v.as_bytes().iter().all(u8::is_ascii_whitespace));
+    upgrade
+        && req
+            .headers()
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| {
+                v.split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+            })
 }
 
 /// Appends `%XX` (upper-case hex) for `b`, without allocating.
@@ -130,6 +141,41 @@ pub(crate) fn push_percent_escaped(out: &mut String, b: u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_upgrade_needs_both_connection_and_upgrade() {
+        let req = |headers: &[(&str, &str)]| {
+            let mut b = http::Request::get("/");
+            for (k, v) in headers {
+                b = b.header(*k, *v);
+            }
+            b.body(()).unwrap()
+        };
+        assert!(is_upgrade_request(&req(&[
+            ("connection", "Upgrade"),
+            ("upgrade", "SPDY/3.1")
+        ])));
+        assert!(is_upgrade_request(&req(&[
+            ("connection", "keep-alive, upgrade"),
+            ("upgrade", "websocket")
+        ])));
+        assert!(
+            !is_upgrade_request(&req(&[("connection", "Upgrade")])),
+            "a stray Connection: Upgrade"
+        );
+        assert!(!is_upgrade_request(&req(&[
+            ("connection", "Upgrade"),
+            ("upgrade", " ")
+        ])));
+        assert!(
+            !is_upgrade_request(&req(&[("upgrade", "websocket")])),
+            "Upgrade without Connection"
+        );
+        assert!(!is_upgrade_request(&req(&[
+            ("connection", "close"),
+            ("upgrade", "h2c")
+        ])));
+    }
 
     #[test]
     fn extra_key_escaping_vectors() {

@@ -61,12 +61,26 @@ impl ManifestDir {
         }
     }
 
-    /// Reads every manifest of `dir` once, strictly: the first unreadable file or invalid
-    /// document is an error. Hosts use it at start-up to refuse a bad configuration.
+    /// Reads every manifest of `dir` once, strictly: the first unreadable file, document
+    /// that does not parse, or APIService that fails validation is an error naming the
+    /// file and the document (`apiservices/metrics.yaml: document 1: APIService...`), the
+    /// way a later re-read reports it. Hosts use it at start-up to refuse a bad
+    /// configuration.
     pub fn load(dir: &Path) -> Result<Vec<ApiService>, ManifestError> {
         let mut out = Vec::new();
         for file in manifest_files(dir)? {
-            out.extend(parse_file(&file)?);
+            let text = read_file(&file)?;
+            let docs = parse_documents(&text).map_err(|detail| ManifestError {
+                file: file.clone(),
+                detail,
+            })?;
+            for (at, svc) in docs {
+                crate::apiservice::validate(&svc).map_err(|e| ManifestError {
+                    file: file.clone(),
+                    detail: format!("{at}: {e}"),
+                })?;
+                out.push(svc);
+            }
         }
         Ok(out)
     }
@@ -158,12 +172,16 @@ fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
     Ok(files)
 }
 
-/// Parses one manifest file into its APIServices.
-pub(crate) fn parse_file(file: &Path) -> Result<Vec<ApiService>, ManifestError> {
-    let text = std::fs::read_to_string(file).map_err(|e| ManifestError {
+fn read_file(file: &Path) -> Result<String, ManifestError> {
+    std::fs::read_to_string(file).map_err(|e| ManifestError {
         file: file.to_owned(),
         detail: format!("cannot read: {e}"),
-    })?;
+    })
+}
+
+/// Parses one manifest file into its APIServices.
+pub(crate) fn parse_file(file: &Path) -> Result<Vec<ApiService>, ManifestError> {
+    let text = read_file(file)?;
     parse_manifests(&text).map_err(|detail| ManifestError {
         file: file.to_owned(),
         detail,
@@ -173,6 +191,12 @@ pub(crate) fn parse_file(file: &Path) -> Result<Vec<ApiService>, ManifestError> 
 /// Parses multi-document YAML (JSON is YAML) into APIServices; the error names the
 /// document index and the field.
 pub(crate) fn parse_manifests(text: &str) -> Result<Vec<ApiService>, String> {
+    Ok(parse_documents(text)?.into_iter().map(|(_, s)| s).collect())
+}
+
+/// As [`parse_manifests`], each APIService with where it was found (`document 2`, or
+/// `document 0: items[3]` in a list).
+fn parse_documents(text: &str) -> Result<Vec<(String, ApiService)>, String> {
     let mut out = Vec::new();
     for (index, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let value =
@@ -188,7 +212,7 @@ pub(crate) fn parse_manifests(text: &str) -> Result<Vec<ApiService>, String> {
 fn collect(
     value: serde_yaml_ng::Value,
     index: usize,
-    out: &mut Vec<ApiService>,
+    out: &mut Vec<(String, ApiService)>,
 ) -> Result<(), String> {
     let kind = value
         .get("kind")
@@ -199,7 +223,7 @@ fn collect(
         "APIService" => {
             let svc: ApiService =
                 serde_path_to_error(value).map_err(|e| format!("document {index}: {e}"))?;
-            out.push(svc);
+            out.push((format!("document {index}"), svc));
             Ok(())
         }
         "List" | "APIServiceList" => {
@@ -220,7 +244,7 @@ fn collect(
                 }
                 let svc: ApiService = serde_path_to_error(item)
                     .map_err(|e| format!("document {index}: items[{i}].{e}"))?;
-                out.push(svc);
+                out.push((format!("document {index}: items[{i}]"), svc));
             }
             Ok(())
         }
@@ -277,6 +301,31 @@ items:
         assert_eq!(got[0].name(), "v1beta1.metrics.k8s.io");
         assert_eq!(got[0].spec.service.as_ref().unwrap().port_or_default(), 443);
         assert!(got[1].is_local());
+    }
+
+    #[test]
+    fn start_up_load_names_the_file_and_document_of_an_invalid_apiservice() {
+        let dir = std::env::temp_dir().join(format!("ka-manifests-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = "kind: APIService\nmetadata: {name: v1.a.io}\nspec: {group: a.io, version: v1, groupPriorityMinimum: 1, versionPriority: 1}\n";
+        std::fs::write(dir.join("a.yaml"), good).unwrap();
+        // Parses, but the name is not <version>.<group>.
+        let bad = format!(
+            "{good}---\nkind: APIService\nmetadata: {{name: wrong}}\nspec: {{group: b.io, version: v1, groupPriorityMinimum: 1, versionPriority: 1}}\n"
+        );
+        std::fs::write(dir.join("b.yaml"), bad).unwrap();
+        let err = ManifestDir::load(&dir).unwrap_err();
+        assert_eq!(err.file, dir.join("b.yaml"));
+        assert!(err.detail.starts_with("document 1: "), "{err}");
+        assert!(err.detail.contains("wrong"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("{}: document 1: ", dir.join("b.yaml").display()))
+        );
+        std::fs::remove_file(dir.join("b.yaml")).unwrap();
+        assert_eq!(ManifestDir::load(&dir).unwrap().len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

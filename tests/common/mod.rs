@@ -33,6 +33,7 @@ use kube_aggregator::apiservice::{
 use kube_aggregator::authn::{AuthenticateFuture, AuthenticationLayer, Authenticator, UserInfo};
 use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer, Authorizer};
 use kube_aggregator::availability::StaticServiceResolver;
+use kube_aggregator::impersonation::ImpersonationLayer;
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
@@ -295,6 +296,167 @@ async fn backend_accept_loop(
     }
 }
 
+/// An answer that may take its time: the backend calls it per request and awaits it.
+pub(crate) type AsyncHandler =
+    Arc<dyn Fn(Seen) -> Pin<Box<dyn Future<Output = Response<Body>> + Send>> + Send + Sync>;
+
+/// An HTTPS extension server like [`Backend`] whose handler is async (it may never
+/// answer); reports each request as it arrives and counts handler futures dropped
+/// before they finished (a cancelled stream or closed connection).
+pub(crate) struct AsyncBackend {
+    pub(crate) addr: SocketAddr,
+    pub(crate) arrived: Arc<AtomicUsize>,
+    pub(crate) cancelled: Arc<AtomicUsize>,
+}
+
+impl AsyncBackend {
+    pub(crate) async fn start(pki: &Pki, alpn: &[&[u8]], handler: AsyncHandler) -> AsyncBackend {
+        let leaf = pki.serving_ca.server("backend", &["backend.test-ns.svc"]);
+        let verifier = WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots(&pki.front_proxy_ca.cert_pem)),
+            provider(),
+        )
+        .build()
+        .expect("front-proxy client verifier");
+        let mut config = ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(certs(&leaf.cert_pem), key(&leaf.key_pem))
+            .expect("backend serving certificate");
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind backend");
+        let addr = listener.local_addr().expect("backend address");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let (arrived, cancelled) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (a, c) = (arrived.clone(), cancelled.clone());
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, handler, a, c) =
+                    (acceptor.clone(), handler.clone(), a.clone(), c.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                        let (handler, a, c) = (handler.clone(), a.clone(), c.clone());
+                        async move {
+                            a.fetch_add(1, Ordering::SeqCst);
+                            let (parts, _body) = req.into_parts();
+                            let seen = Seen {
+                                method: parts.method,
+                                uri: parts.uri,
+                                version: parts.version,
+                                headers: parts.headers,
+                            };
+                            // Counts a drop before the answer: the gateway let go.
+                            struct Guard(Option<Arc<AtomicUsize>>);
+                            impl Drop for Guard {
+                                fn drop(&mut self) {
+                                    if let Some(c) = self.0.take() {
+                                        c.fetch_add(1, Ordering::SeqCst);
+                                    }
+                                }
+                            }
+                            let mut guard = Guard(Some(c));
+                            let res = handler(seen).await;
+                            guard.0 = None;
+                            Ok::<_, Infallible>(res)
+                        }
+                    });
+                    let _ = auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(tls), svc)
+                        .await;
+                });
+            }
+        });
+        AsyncBackend {
+            addr,
+            arrived,
+            cancelled,
+        }
+    }
+}
+
+/// The widgets APIService's twin, `v1.gadgets.example.io`, served by the same Service.
+pub(crate) fn gadgets_apiservice(pki: &Pki) -> ApiService {
+    let mut svc = widgets_apiservice(pki);
+    svc.metadata.name = "v1.gadgets.example.io".into();
+    svc.spec.group = "gadgets.example.io".into();
+    svc.spec.version = "v1".into();
+    svc
+}
+
+/// A registry with the widgets and gadgets APIServices, both Available, whose
+/// `test-ns/backend:443` Service resolves to `service_addr`.
+pub(crate) fn registry_and_resolver(
+    pki: &Pki,
+    service_addr: SocketAddr,
+) -> (Registry, StaticServiceResolver) {
+    let proxy_leaf = pki.front_proxy_ca.client("front-proxy-client", &[]);
+    let proxy_cert = ClientCertificate::from_pem(
+        proxy_leaf.cert_pem.as_bytes(),
+        proxy_leaf.key_pem.as_bytes(),
+    )
+    .expect("proxy client certificate");
+    let registry = Registry::new(RustlsTransport::new(
+        proxy_cert,
+        Executor::tokio(),
+        Timer::tokio(),
+    ));
+    let mut resolver = StaticServiceResolver::new();
+    resolver
+        .insert("test-ns", "backend", 443, &service_addr.to_string())
+        .expect("resolver entry");
+    for svc in [widgets_apiservice(pki), gadgets_apiservice(pki)] {
+        let name = svc.metadata.name.clone();
+        registry
+            .apply(ApiServiceEvent::Applied(svc))
+            .expect("valid APIService");
+        registry.set_available_condition(
+            &name,
+            ConditionStatus::True,
+            "Passed",
+            "all checks passed",
+        );
+    }
+    (registry, resolver)
+}
+
+/// Serves `service` over TLS on 127.0.0.1 with the gateway's certificate; client
+/// certificates from the client CA are asked for.
+pub(crate) async fn serve_gateway<S>(pki: &Pki, service: S) -> SocketAddr
+where
+    S: tower::Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
+    let tls = server::server_config(
+        leaf.cert_pem.as_bytes(),
+        leaf.key_pem.as_bytes(),
+        pki.client_ca.cert_pem.as_bytes(),
+        true,
+    )
+    .expect("gateway TLS config");
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind gateway");
+    let addr = listener.local_addr().expect("gateway address");
+    tokio::spawn(server::serve_tls(
+        listener,
+        tls,
+        service,
+        std::future::pending(),
+    ));
+    addr
+}
+
 pub(crate) fn respond(status: u16, body: &'static str) -> Response<Body> {
     let mut res = Response::new(Body::full(body));
     *res.status_mut() = StatusCode::from_u16(status).expect("valid status");
@@ -382,11 +544,13 @@ impl Gateway {
             *res.status_mut() = StatusCode::NOT_FOUND;
             Ok::<_, Infallible>(res)
         });
-        // kube-apiserver's order: authentication (401 stops here) and authorization (403
-        // stops here) run before the aggregator, so no unauthenticated request reaches a
-        // backend, and the aggregator finds the user in the extensions.
+        // kube-apiserver's order: authentication (401 stops here), impersonation and
+        // authorization (403 stops here) run before the aggregator, so no unauthenticated
+        // request reaches a backend, and the aggregator finds the user in the extensions.
+        let authorizer = Arc::new(authorizer);
         let service = ServiceBuilder::new()
             .layer(AuthenticationLayer::new(authenticator))
+            .layer(ImpersonationLayer::new(authorizer.clone()))
             .layer(AuthorizationLayer::new(authorizer))
             .layer(AggregatorLayer::new(registry.clone(), resolver, timer))
             .service(inner);

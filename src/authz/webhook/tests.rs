@@ -7,6 +7,7 @@ use tower::util::BoxCloneSyncService;
 
 use super::*;
 use crate::authn::UserInfo;
+use crate::authz::RequestInfo;
 use crate::body::{Body, BoxError};
 use crate::webhook::{Backoff, WebhookTransport};
 
@@ -75,6 +76,7 @@ fn resource_attrs(user: &str) -> Attributes {
         name: String::new(),
         path: "/apis/metrics.k8s.io/v1beta1/nodes".into(),
         is_resource_request: true,
+        ..Attributes::default()
     }
 }
 
@@ -118,6 +120,7 @@ async fn request_bodies_match_upstream_vectors() {
                 name: "my-pod".into(),
                 path: "/foo".into(),
                 is_resource_request: true,
+                ..Attributes::default()
             },
             json!({
                 "user": "jane", "uid": "1", "groups": ["group1", "group2"],
@@ -388,4 +391,62 @@ fn cache_keys_are_distinct_for_different_specs() {
         }
     }
     assert_eq!(super::cache_key(&base), super::cache_key(&base.clone()));
+}
+
+/// docs/upstream-behaviour.md §8.5 selector mapping: a list's raw selectors become
+/// requirements (`=`, `==`, `in` are `In`; `!=`, `notin` are `NotIn`; `exists`, `!`; one
+/// value per field requirement; `>`/`<` left out), sorted as upstream parses them.
+#[test]
+fn list_and_watch_reviews_carry_selector_requirements() {
+    let uri: http::Uri = "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a,status.phase!%3DFailed&labelSelector=app%20in%20(web,api),!canary,tier,env!%3Dprod,x%3E5,v%3D%3D1&watch=1"
+        .parse()
+        .unwrap();
+    let info = RequestInfo::from_parts(&http::Method::GET, &uri).unwrap();
+    assert_eq!(info.verb, "watch");
+    let attrs = Attributes::new(UserInfo::new("jane", ["dev"]), &info);
+    let spec = serde_json::to_value(SubjectAccessReviewSpec::from_attributes(&attrs)).unwrap();
+    assert_eq!(
+        spec["resourceAttributes"],
+        json!({
+            "verb": "watch", "version": "v1", "resource": "pods",
+            "fieldSelector": {"requirements": [
+                {"key": "spec.nodeName", "operator": "In", "values": ["node-a"]},
+                {"key": "status.phase", "operator": "NotIn", "values": ["Failed"]},
+            ]},
+            "labelSelector": {"requirements": [
+                {"key": "app", "operator": "In", "values": ["api", "web"]},
+                {"key": "canary", "operator": "DoesNotExist"},
+                {"key": "env", "operator": "NotIn", "values": ["prod"]},
+                {"key": "tier", "operator": "Exists"},
+                {"key": "v", "operator": "In", "values": ["1"]},
+            ]},
+        })
+    );
+    // A selector that does not parse is left out, as upstream leaves out its requirements.
+    let uri: http::Uri = "/api/v1/pods?labelSelector=a%3D%3D%3D&fieldSelector=x"
+        .parse()
+        .unwrap();
+    let info = RequestInfo::from_parts(&http::Method::GET, &uri).unwrap();
+    let attrs = Attributes::new(UserInfo::new("jane", ["dev"]), &info);
+    assert!(attrs.field_selector.is_empty() && attrs.label_selector.is_empty());
+    let spec = serde_json::to_value(SubjectAccessReviewSpec::from_attributes(&attrs)).unwrap();
+    assert!(spec["resourceAttributes"].get("fieldSelector").is_none());
+    // Different selectors are different cache entries.
+    let a = Attributes::new(
+        UserInfo::new("j", ["g"]),
+        &RequestInfo::from_parts(
+            &http::Method::GET,
+            &"/api/v1/pods?labelSelector=a%3D1".parse().unwrap(),
+        )
+        .unwrap(),
+    );
+    let b = Attributes::new(
+        UserInfo::new("j", ["g"]),
+        &RequestInfo::from_parts(
+            &http::Method::GET,
+            &"/api/v1/pods?labelSelector=a%3D2".parse().unwrap(),
+        )
+        .unwrap(),
+    );
+    assert_ne!(cache_key(&a), cache_key(&b));
 }

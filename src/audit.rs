@@ -1,0 +1,204 @@
+//! The `Audit-Id` every answer carries (docs/upstream-behaviour.md §16): kube-apiserver's
+//! outermost filter, k8s.io/apiserver
+//! [`pkg/endpoints/filters/audit_init.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit_init.go).
+//!
+//! [`AuditIdLayer`] takes the request's own `Audit-ID` header when it is not empty (as it
+//! is, unchecked), or makes a new random UUID (lower-case, hyphenated), puts it into the
+//! request extensions as [`AuditId`] and into the request's `Audit-ID` header (so the proxy
+//! forwards it, and the extension server's audit events share the ID), and sets it on
+//! every response: 2xx, 401, 403, 429, 504 alike. A proxied response carries exactly one
+//! `Audit-Id`, this one (upstream appends the backend's copy beside it).
+//!
+//! The `Cache-Control: no-cache, private` upstream sets when the handler set none is
+//! tower-http's `SetResponseHeaderLayer::if_not_present` (the gateway example uses it).
+//!
+//! ```
+//! use kube_aggregator::audit::AuditIdLayer;
+//! let layer = AuditIdLayer::new();
+//! # let _ = layer;
+//! ```
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use http::{HeaderName, HeaderValue, Request, Response};
+use pin_project_lite::pin_project;
+use tower::{Layer, Service};
+
+/// `Audit-ID`, the request and response header.
+pub const AUDIT_ID: HeaderName = HeaderName::from_static("audit-id");
+
+/// A request's audit ID, in its extensions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditId(pub HeaderValue);
+
+/// Layer that gives every request an audit ID and every response its `Audit-Id`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AuditIdLayer;
+
+impl AuditIdLayer {
+    /// The layer.
+    pub fn new() -> AuditIdLayer {
+        AuditIdLayer
+    }
+}
+
+impl<S> Layer<S> for AuditIdLayer {
+    type Service = AuditIdService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        AuditIdService { inner }
+    }
+}
+
+/// Service of [`AuditIdLayer`].
+#[derive(Debug, Clone)]
+pub struct AuditIdService<S> {
+    inner: S,
+}
+
+impl<S> AuditIdService<S> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Consumes the layer, returning the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, B, R> Service<Request<B>> for AuditIdService<S>
+where
+    S: Service<Request<B>, Response = Response<R>>,
+{
+    type Response = Response<R>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let id = match req.headers().get(AUDIT_ID) {
+            Some(v) if !v.is_empty() => v.clone(),
+            _ => {
+                let id = new_uuid();
+                req.headers_mut().insert(AUDIT_ID, id.clone());
+                id
+            }
+        };
+        req.extensions_mut().insert(AuditId(id.clone()));
+        ResponseFuture {
+            inner: self.inner.call(req),
+            id: Some(id),
+        }
+    }
+}
+
+pin_project! {
+    /// Response future of [`AuditIdService`].
+    #[derive(Debug)]
+    pub struct ResponseFuture<F> {
+        #[pin]
+        inner: F,
+        id: Option<HeaderValue>,
+    }
+}
+
+impl<F, R, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<R>, E>>,
+{
+    type Output = Result<Response<R>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let mut res = std::task::ready!(this.inner.poll(cx))?;
+        if let Some(id) = this.id.take() {
+            res.headers_mut().insert(AUDIT_ID, id);
+        }
+        Poll::Ready(Ok(res))
+    }
+}
+
+/// A random (version 4) UUID. The randomness comes from the operating system, 256 IDs'
+/// worth per call, so a request does not pay for a system call.
+fn new_uuid() -> HeaderValue {
+    const BATCH: usize = 16 * 256;
+    thread_local! {
+        static POOL: RefCell<(Box<[u8; BATCH]>, usize)> = RefCell::new((Box::new([0; BATCH]), BATCH));
+    }
+    let bytes = POOL.with(|pool| {
+        let mut pool = pool.borrow_mut();
+        let (buf, used) = &mut *pool;
+        if *used == BATCH {
+            use ring::rand::SecureRandom as _;
+            // The system source does not fail on supported platforms; should it, the IDs
+            // of this batch are still unique per process by the counter below.
+            if ring::rand::SystemRandom::new().fill(&mut buf[..]).is_err() {
+                tracing::warn!("the system random source failed; audit IDs are less random");
+            }
+            *used = 0;
+        }
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&buf[*used..*used + 16]);
+        *used += 16;
+        out
+    });
+    let uuid = uuid::Builder::from_random_bytes(bytes).into_uuid();
+    let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+    let s = uuid.hyphenated().encode_lower(&mut text);
+    HeaderValue::from_str(s).unwrap_or(HeaderValue::from_static(
+        "00000000-0000-4000-8000-000000000000",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn every_answer_carries_the_requests_id_or_a_new_uuid() {
+        let echo = tower::service_fn(|req: Request<()>| async move {
+            let seen = req.extensions().get::<AuditId>().cloned();
+            let mut res = Response::new(());
+            // A backend's own copy is replaced by this one.
+            res.headers_mut()
+                .insert(AUDIT_ID, HeaderValue::from_static("from-backend"));
+            assert_eq!(seen.map(|a| a.0), req.headers().get(AUDIT_ID).cloned());
+            Ok::<_, Infallible>(res)
+        });
+        let svc = AuditIdLayer::new().layer(echo);
+        let given = Request::get("/")
+            .header("Audit-ID", "my id, as is")
+            .body(())
+            .unwrap();
+        let res = svc.clone().oneshot(given).await.unwrap();
+        assert_eq!(res.headers().get_all(AUDIT_ID).iter().count(), 1);
+        assert_eq!(res.headers()[AUDIT_ID], "my id, as is");
+        let mut ids = std::collections::HashSet::new();
+        for _ in 0..600 {
+            let req = Request::get("/").header("Audit-ID", "").body(()).unwrap();
+            let res = svc.clone().oneshot(req).await.unwrap();
+            let id = res.headers()[AUDIT_ID].to_str().unwrap().to_owned();
+            let parsed = uuid::Uuid::parse_str(&id).unwrap();
+            assert_eq!(parsed.get_version_num(), 4);
+            assert_eq!(id, id.to_ascii_lowercase());
+            assert!(ids.insert(id), "IDs are unique");
+        }
+    }
+}

@@ -1,0 +1,339 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use http_body::{Frame, SizeHint};
+use pin_project_lite::pin_project;
+use tower::{Layer, Service};
+
+use super::{InFlight, Limit, LongRunningCheck, PerApiService, Shared, Slots};
+use crate::authn::UserInfo;
+use crate::authz::{ApiPath, RequestInfo, SYSTEM_MASTERS};
+use crate::body::{Body, BoxError};
+use crate::status::plain_text_error;
+
+/// Layer that limits the requests in flight (see the [module docs](super)).
+#[derive(Debug, Clone)]
+pub struct InFlightLayer {
+    shared: Arc<Shared>,
+}
+
+impl Default for InFlightLayer {
+    /// kube-apiserver's defaults: 400 read-only, 200 mutating, no per-APIService limit.
+    fn default() -> Self {
+        InFlightLayer::new(
+            super::DEFAULT_MAX_REQUESTS_INFLIGHT,
+            super::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+        )
+    }
+}
+
+impl InFlightLayer {
+    /// `max_requests_inflight` read-only and `max_mutating_requests_inflight` mutating
+    /// requests at most (kube-apiserver's flags of those names); 0 is no limit.
+    pub fn new(max_requests_inflight: usize, max_mutating_requests_inflight: usize) -> Self {
+        InFlightLayer {
+            shared: Arc::new(Shared {
+                read_only: Limit::new(max_requests_inflight),
+                mutating: Limit::new(max_mutating_requests_inflight),
+                per_api_service: None,
+                long_running: LongRunningCheck::kube_apiserver(),
+            }),
+        }
+    }
+
+    /// At most `max` requests (both classes together) in flight for any one APIService;
+    /// 0 is no limit. Not in upstream.
+    pub fn per_api_service(self, max: usize) -> Self {
+        self.rebuild(|s| {
+            s.per_api_service = (max > 0).then(|| PerApiService {
+                max,
+                counts: Default::default(),
+            });
+        })
+    }
+
+    /// Which requests are not counted (default [`LongRunningCheck::kube_apiserver`]).
+    pub fn long_running(self, check: LongRunningCheck) -> Self {
+        self.rebuild(|s| s.long_running = check)
+    }
+
+    /// The requests counted right now, across every service this layer built.
+    pub fn in_flight(&self) -> InFlight {
+        self.shared.in_flight()
+    }
+
+    /// The requests counted right now for APIService `name` (`<version>.<group>`); 0 when
+    /// there is no per-APIService limit.
+    pub fn in_flight_for(&self, name: &str) -> usize {
+        self.shared
+            .per_api_service
+            .as_ref()
+            .map_or(0, |p| p.current(name))
+    }
+
+    // Settings are fixed before the layer builds services: counters start at zero.
+    fn rebuild(self, f: impl FnOnce(&mut Shared)) -> Self {
+        let s = &self.shared;
+        let mut shared = Shared {
+            read_only: Limit::new(s.read_only.max),
+            mutating: Limit::new(s.mutating.max),
+            per_api_service: s.per_api_service.as_ref().map(|p| PerApiService {
+                max: p.max,
+                counts: Default::default(),
+            }),
+            long_running: s.long_running.clone(),
+        };
+        f(&mut shared);
+        InFlightLayer {
+            shared: Arc::new(shared),
+        }
+    }
+}
+
+impl Shared {
+    fn in_flight(&self) -> InFlight {
+        let count = |l: &Limit| l.current.load(std::sync::atomic::Ordering::Acquire);
+        InFlight {
+            read_only: count(&self.read_only),
+            mutating: count(&self.mutating),
+        }
+    }
+}
+
+impl<S> Layer<S> for InFlightLayer {
+    type Service = InFlightService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        InFlightService {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Service of [`InFlightLayer`].
+#[derive(Debug, Clone)]
+pub struct InFlightService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S> InFlightService<S> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Consumes the layer, returning the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+/// What a request may do: go on holding `Slots` (or none), or be refused.
+enum Admission {
+    Uncounted,
+    Counted(Slots),
+    Refused,
+}
+
+impl<S, B> Service<Request<B>> for InFlightService<S>
+where
+    S: Service<Request<B>, Response = Response<Body>>,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let admission = if crate::authz::request_info::ensure(&mut req).is_ok() {
+            let (parts, body) = req.into_parts();
+            let admission = match parts.extensions.get::<RequestInfo>() {
+                Some(info) => admit(&self.shared, &parts, info),
+                None => Admission::Uncounted,
+            };
+            req = Request::from_parts(parts, body);
+            admission
+        } else {
+            // Refused right behind (authorization answers a path RequestInfo cannot parse).
+            Admission::Uncounted
+        };
+        match admission {
+            Admission::Refused => ResponseFuture::Ready {
+                response: Some(too_many_requests()),
+            },
+            Admission::Uncounted => ResponseFuture::Passthrough {
+                inner: self.inner.call(req),
+            },
+            Admission::Counted(slots) => ResponseFuture::Counted {
+                inner: self.inner.call(req),
+                slots: Some(slots),
+            },
+        }
+    }
+}
+
+/// Upstream's decision, with the per-APIService limit checked first.
+fn admit(shared: &Arc<Shared>, head: &http::request::Parts, info: &RequestInfo) -> Admission {
+    let per = shared.per_api_service.as_ref();
+    if shared.read_only.max == 0 && shared.mutating.max == 0 && per.is_none() {
+        return Admission::Uncounted;
+    }
+    if shared.long_running.is_long_running(head, info) {
+        return Admission::Uncounted;
+    }
+    // Checked only when a limit is reached, as upstream: the user after impersonation.
+    let is_master = || {
+        head.extensions
+            .get::<UserInfo>()
+            .is_some_and(|u| u.groups.iter().any(|g| g == SYSTEM_MASTERS))
+    };
+    let mut slots = Slots {
+        shared: shared.clone(),
+        class: None,
+        api_service: None,
+    };
+    if let (Some(per), Some(name)) = (per, api_service_name(info)) {
+        if per.try_acquire(&name) {
+            slots.api_service = Some(name);
+        } else if is_master() {
+            return Admission::Uncounted;
+        } else {
+            return Admission::Refused;
+        }
+    }
+    let mutating = !matches!(info.verb.as_str(), "get" | "list" | "watch");
+    let class = if mutating {
+        &shared.mutating
+    } else {
+        &shared.read_only
+    };
+    if class.try_acquire() {
+        slots.class = Some(mutating);
+    } else if is_master() {
+        return Admission::Uncounted; // `slots` gives back the per-APIService slot.
+    } else {
+        return Admission::Refused;
+    }
+    Admission::Counted(slots)
+}
+
+/// The APIService a request addresses: `<version>.<group>` for `/apis/<group>/<version>...`,
+/// `<version>.` for the core group's resources.
+fn api_service_name(info: &RequestInfo) -> Option<String> {
+    match info.api_path() {
+        ApiPath::GroupVersion { group, version } => Some(format!("{version}.{group}")),
+        ApiPath::Legacy if info.is_resource_request => Some(format!("{}.", info.api_version)),
+        _ => None,
+    }
+}
+
+/// Upstream's `tooManyRequests`: `Retry-After: 1` and Go's `http.Error` text.
+fn too_many_requests() -> Response<Body> {
+    let mut res = plain_text_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many requests, please try again later.",
+    );
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    res
+}
+
+pin_project! {
+    /// Response future of [`InFlightService`].
+    #[project = Projected]
+    // The variants are documented; their fields are the inner call and the held slots.
+    #[allow(missing_docs)]
+    pub enum ResponseFuture<F> {
+        /// Not counted (long-running, exempt, or no limit applies).
+        Passthrough { #[pin] inner: F },
+        /// Counted: the slots move into the response body, freed when it ends.
+        Counted { #[pin] inner: F, slots: Option<Slots> },
+        /// Refused with 429.
+        Ready { response: Option<Response<Body>> },
+    }
+}
+
+impl<F> std::fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self {
+            ResponseFuture::Passthrough { .. } => "Passthrough",
+            ResponseFuture::Counted { .. } => "Counted",
+            ResponseFuture::Ready { .. } => "Ready",
+        };
+        f.debug_tuple("ResponseFuture").field(&state).finish()
+    }
+}
+
+impl<F, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<Body>, E>>,
+{
+    type Output = Result<Response<Body>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            Projected::Passthrough { inner } => inner.poll(cx),
+            Projected::Ready { response } => {
+                Poll::Ready(Ok(response.take().unwrap_or_else(too_many_requests)))
+            }
+            Projected::Counted { inner, slots } => {
+                let result = std::task::ready!(inner.poll(cx));
+                let slots = slots.take();
+                Poll::Ready(result.map(|res| match slots {
+                    Some(slots) if !http_body::Body::is_end_stream(res.body()) => res.map(|body| {
+                        Body::new(HoldingBody {
+                            body,
+                            slots: Some(slots),
+                        })
+                    }),
+                    _ => res,
+                }))
+            }
+        }
+    }
+}
+
+/// A response body that holds the request's slots until it ends or is dropped: upstream
+/// holds the slot for the whole handler, which writes the body.
+struct HoldingBody {
+    body: Body,
+    slots: Option<Slots>,
+}
+
+impl http_body::Body for HoldingBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let frame = std::task::ready!(Pin::new(&mut self.body).poll_frame(cx));
+        if frame.is_none() {
+            self.slots = None;
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}

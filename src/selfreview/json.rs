@@ -1,0 +1,193 @@
+//! The JSON (and YAML) forms of the reviews, field for field as k8s.io/api's types
+//! serialize: `omitempty` fields left out, `status.allowed` and the rules lists always
+//! present, and in 1.32's shape `metadata: {"creationTimestamp": null}`.
+
+use serde_json::{Map, Value, json};
+
+use super::{AccessReview, Kind, ReviewError};
+use crate::authn::UserInfo;
+use crate::authz::{Rules, SubjectAccessReviewStatus};
+
+/// The object in `body`, as JSON or YAML, checked to be `kind` (when it names a kind).
+pub(super) fn decode(body: &[u8], yaml: bool, kind: Kind) -> Result<Value, ReviewError> {
+    let value: Value = if yaml {
+        serde_yaml_ng::from_slice(body).map_err(|e| ReviewError::Decode(format!("yaml: {e}")))?
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| ReviewError::Decode(format!("json parse error: {e}")))?
+    };
+    let Value::Object(ref object) = value else {
+        return Err(ReviewError::Decode(format!(
+            "expected a {} object, got {}",
+            kind.name(),
+            type_name(&value)
+        )));
+    };
+    check_type(
+        object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+        object.get("kind").and_then(Value::as_str).unwrap_or(""),
+        kind,
+    )?;
+    Ok(value)
+}
+
+/// Upstream's create handler refuses a body of another group/version, and a body of
+/// another kind cannot be converted to the review.
+pub(super) fn check_type(
+    api_version: &str,
+    found_kind: &str,
+    kind: Kind,
+) -> Result<(), ReviewError> {
+    if !api_version.is_empty() && api_version != kind.api_version() {
+        return Err(ReviewError::Decode(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            kind.api_version()
+        )));
+    }
+    if !found_kind.is_empty() && found_kind != kind.name() {
+        return Err(ReviewError::Decode(format!(
+            "the kind in the data ({found_kind}) does not match the expected kind ({})",
+            kind.name()
+        )));
+    }
+    Ok(())
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn spec_field(value: &Value, what: &str) -> Result<Value, ReviewError> {
+    match value.get("spec") {
+        None | Some(Value::Null) => Ok(Value::Object(Map::new())),
+        Some(spec @ Value::Object(_)) => Ok(spec.clone()),
+        Some(other) => Err(ReviewError::Decode(format!(
+            "{what}.spec: expected an object, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+pub(super) fn access_review(value: &Value) -> Result<AccessReview, ReviewError> {
+    let spec = spec_field(value, "SelfSubjectAccessReview")?;
+    serde_json::from_value(spec)
+        .map_err(|e| ReviewError::Decode(format!("SelfSubjectAccessReview.spec: {e}")))
+}
+
+pub(super) fn rules_review_namespace(value: &Value) -> Result<String, ReviewError> {
+    let spec = spec_field(value, "SelfSubjectRulesReview")?;
+    match spec.get("namespace") {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(ns)) => Ok(ns.clone()),
+        Some(other) => Err(ReviewError::Decode(format!(
+            "SelfSubjectRulesReview.spec.namespace: expected a string, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+fn head(kind: Kind, metadata: Value) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("kind".into(), kind.name().into());
+    m.insert("apiVersion".into(), kind.api_version().into());
+    m.insert("metadata".into(), metadata);
+    m
+}
+
+fn no_timestamp() -> Value {
+    json!({"creationTimestamp": null})
+}
+
+pub(super) fn access_review_answer(
+    review: &AccessReview,
+    status: &SubjectAccessReviewStatus,
+) -> Value {
+    let mut m = head(Kind::AccessReview, no_timestamp());
+    m.insert(
+        "spec".into(),
+        serde_json::to_value(review).unwrap_or_default(),
+    );
+    m.insert(
+        "status".into(),
+        serde_json::to_value(status).unwrap_or_default(),
+    );
+    Value::Object(m)
+}
+
+pub(super) fn rules_review_answer(rules: &Rules) -> Value {
+    let mut status = Map::new();
+    status.insert(
+        "resourceRules".into(),
+        serde_json::to_value(&rules.resource_rules).unwrap_or_default(),
+    );
+    status.insert(
+        "nonResourceRules".into(),
+        serde_json::to_value(&rules.non_resource_rules).unwrap_or_default(),
+    );
+    status.insert("incomplete".into(), rules.incomplete.into());
+    if let Some(e) = rules.evaluation_error() {
+        status.insert("evaluationError".into(), e.into());
+    }
+    let mut m = head(Kind::RulesReview, no_timestamp());
+    m.insert("spec".into(), json!({}));
+    m.insert("status".into(), Value::Object(status));
+    Value::Object(m)
+}
+
+pub(super) fn subject_review_answer(user: &UserInfo, created: &str) -> Value {
+    let mut info = Map::new();
+    if !user.name.is_empty() {
+        info.insert("username".into(), user.name.clone().into());
+    }
+    if !user.uid.is_empty() {
+        info.insert("uid".into(), user.uid.clone().into());
+    }
+    if !user.groups.is_empty() {
+        info.insert("groups".into(), json!(user.groups));
+    }
+    if !user.extra.is_empty() {
+        info.insert("extra".into(), json!(user.extra));
+    }
+    let mut m = head(Kind::SubjectReview, json!({"creationTimestamp": created}));
+    m.insert("status".into(), json!({"userInfo": info}));
+    Value::Object(m)
+}
+
+/// JSON as Go's encoder writes it: HTML-safe escapes and a trailing newline.
+pub(super) fn to_json(value: &Value) -> Vec<u8> {
+    let mut out = crate::status::go_json(&value.to_string()).into_bytes();
+    out.push(b'\n');
+    out
+}
+
+/// YAML as sigs.k8s.io/yaml writes it: keys sorted.
+pub(super) fn to_yaml(value: &Value) -> Vec<u8> {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    serde_yaml_ng::to_string(&sorted(value))
+        .unwrap_or_default()
+        .into_bytes()
+}

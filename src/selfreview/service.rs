@@ -1,0 +1,340 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use pin_project_lite::pin_project;
+use tower::{Layer, Service};
+
+use super::{AccessReview, Format, Kind, ReviewError, json, proto, review};
+use crate::authn::UserInfo;
+use crate::authz::{Authorizer, RequestInfo, Rules};
+use crate::body::{Body, BoxError};
+use crate::status::{Status, StatusCause, StatusDetails};
+
+/// Upstream's limit on a create request's body (`maxRequestBodyBytes`, 3 MB).
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Layer that answers the self reviews (see the [module docs](super)).
+#[derive(Debug)]
+pub struct SelfReviewLayer<Z> {
+    authorizer: Arc<Z>,
+}
+
+impl<Z: Authorizer> SelfReviewLayer<Z> {
+    /// A layer answering from `authorizer` (normally the authorization layer's own).
+    pub fn new(authorizer: Z) -> Self {
+        SelfReviewLayer {
+            authorizer: Arc::new(authorizer),
+        }
+    }
+}
+
+// Clone without requiring `Z: Clone`: the authorizer is shared behind an `Arc`.
+impl<Z> Clone for SelfReviewLayer<Z> {
+    fn clone(&self) -> Self {
+        SelfReviewLayer {
+            authorizer: self.authorizer.clone(),
+        }
+    }
+}
+
+impl<S, Z> Layer<S> for SelfReviewLayer<Z> {
+    type Service = SelfReviewService<S, Z>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        SelfReviewService {
+            inner,
+            authorizer: self.authorizer.clone(),
+        }
+    }
+}
+
+/// Service of [`SelfReviewLayer`].
+#[derive(Debug)]
+pub struct SelfReviewService<S, Z> {
+    inner: S,
+    authorizer: Arc<Z>,
+}
+
+impl<S: Clone, Z> Clone for SelfReviewService<S, Z> {
+    fn clone(&self) -> Self {
+        SelfReviewService {
+            inner: self.inner.clone(),
+            authorizer: self.authorizer.clone(),
+        }
+    }
+}
+
+impl<S, Z> SelfReviewService<S, Z> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Consumes the layer, returning the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+type Answering = Pin<Box<dyn Future<Output = Response<Body>> + Send>>;
+
+impl<S, Z, B> Service<Request<B>> for SelfReviewService<S, Z>
+where
+    S: Service<Request<B>, Response = Response<Body>>,
+    Z: Authorizer,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let kind = match crate::authz::request_info::ensure(&mut req) {
+            Ok(()) => req.extensions().get::<RequestInfo>().and_then(Kind::of),
+            Err(_) => None,
+        };
+        let Some(kind) = kind else {
+            return ResponseFuture::Passthrough {
+                inner: self.inner.call(req),
+            };
+        };
+        if req.method() != Method::POST {
+            let mut s = Status::failure(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            );
+            s.details = Some(StatusDetails::default());
+            return ResponseFuture::Answering {
+                answering: Box::pin(std::future::ready(s.into_response())),
+            };
+        }
+        let authorizer = self.authorizer.clone();
+        ResponseFuture::Answering {
+            answering: Box::pin(async move { answer(kind, req, &*authorizer).await }),
+        }
+    }
+}
+
+fn bad_request(message: impl Into<String>) -> Response<Body> {
+    Status::failure(StatusCode::BAD_REQUEST, "BadRequest", message).into_response()
+}
+
+/// Upstream's 422 for a review with neither or both attribute sets (1.32 wording).
+fn invalid_access_review(review: &AccessReview) -> Option<Response<Body>> {
+    let (field, value, detail) =
+        match (&review.resource_attributes, &review.non_resource_attributes) {
+            (Some(_), None) | (None, Some(_)) => return None,
+            (None, None) => (
+                "spec.resourceAttributes",
+                "\"null\"".to_owned(),
+                "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+            ),
+            (Some(_), Some(n)) => (
+                "spec.nonResourceAttributes",
+                format!(
+                    "authorization.NonResourceAttributes{{Path:{:?}, Verb:{:?}}}",
+                    n.path, n.verb
+                ),
+                "cannot be specified in combination with resourceAttributes",
+            ),
+        };
+    let cause = format!("Invalid value: {value}: {detail}");
+    // The registry decodes into the internal type, whose kind is empty: hence the
+    // message's bare `.authorization.k8s.io`.
+    let mut s = Status::failure(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "Invalid",
+        format!(".authorization.k8s.io \"\" is invalid: {field}: {cause}"),
+    );
+    s.details = Some(StatusDetails {
+        group: "authorization.k8s.io".into(),
+        causes: vec![StatusCause {
+            reason: "FieldValueInvalid".into(),
+            message: cause,
+            field: field.into(),
+        }],
+        ..StatusDetails::default()
+    });
+    Some(s.into_response())
+}
+
+async fn answer<B, Z>(kind: Kind, req: Request<B>, authorizer: &Z) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+    Z: Authorizer + ?Sized,
+{
+    let (parts, body) = req.into_parts();
+    let Some(user) = parts.extensions.get::<UserInfo>().cloned() else {
+        return bad_request("no user present on request");
+    };
+    let Some(input) = Format::of_content_type(parts.headers.get(header::CONTENT_TYPE)) else {
+        let s = Status::failure(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        );
+        return s.into_response();
+    };
+    let Some(output) = Format::of_accept(&parts.headers) else {
+        let s = Status::failure(
+            StatusCode::NOT_ACCEPTABLE,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        );
+        return s.into_response();
+    };
+    let bytes = match Limited::new(body, MAX_BODY).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            let s = Status::failure(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "RequestEntityTooLarge",
+                format!("Request entity too large: limit is {MAX_BODY}"),
+            );
+            return s.into_response();
+        }
+        Err(e) => return bad_request(format!("reading the request body: {e}")),
+    };
+    match respond(kind, input, output, &bytes, &user, authorizer).await {
+        Ok(res) => res,
+        Err(ReviewError::Decode(message)) => bad_request(message),
+    }
+}
+
+/// Decodes the review, answers it, and encodes the answer.
+async fn respond<Z: Authorizer + ?Sized>(
+    kind: Kind,
+    input: Format,
+    output: Format,
+    bytes: &[u8],
+    user: &UserInfo,
+    authorizer: &Z,
+) -> Result<Response<Body>, ReviewError> {
+    // The request as JSON, or the protobuf object's bytes.
+    let (value, raw) = match input {
+        Format::Protobuf => {
+            let (api_version, found, raw) = proto::unwrap_envelope(bytes)?;
+            json::check_type(&api_version, &found, kind)?;
+            (None, raw)
+        }
+        Format::Json | Format::Yaml => (
+            Some(json::decode(bytes, input == Format::Yaml, kind)?),
+            &b""[..],
+        ),
+    };
+    let (doc, pb) = match kind {
+        Kind::AccessReview => {
+            let review = match &value {
+                Some(v) => json::access_review(v)?,
+                None => proto::decode_access_review(raw)?,
+            };
+            if let Some(res) = invalid_access_review(&review) {
+                return Ok(res);
+            }
+            let (attrs, notes) = review::attributes(user, &review);
+            let status = review::status(authorizer.authorize(&attrs).await, &notes);
+            if output == Format::Protobuf {
+                (None, Some(proto::encode_access_review(&review, &status)))
+            } else {
+                (Some(json::access_review_answer(&review, &status)), None)
+            }
+        }
+        Kind::RulesReview => {
+            let namespace = match &value {
+                Some(v) => json::rules_review_namespace(v)?,
+                None => proto::decode_rules_review(raw)?,
+            };
+            if namespace.is_empty() {
+                return Ok(bad_request("no namespace on request"));
+            }
+            let rules: Rules = authorizer.rules_for(user, &namespace).await;
+            if output == Format::Protobuf {
+                (None, Some(proto::encode_rules_review(&rules)))
+            } else {
+                (Some(json::rules_review_answer(&rules)), None)
+            }
+        }
+        Kind::SubjectReview => {
+            if value.is_none() {
+                proto::decode_subject_review(raw)?;
+            }
+            let now = std::time::SystemTime::now();
+            if output == Format::Protobuf {
+                let secs = now
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                (None, Some(proto::encode_subject_review(user, secs)))
+            } else {
+                let created = humantime::format_rfc3339_seconds(now).to_string();
+                (Some(json::subject_review_answer(user, &created)), None)
+            }
+        }
+    };
+    let body = match (pb, doc, output) {
+        (Some(pb), _, _) => pb,
+        (None, Some(doc), Format::Yaml) => json::to_yaml(&doc),
+        (None, Some(doc), _) => json::to_json(&doc),
+        (None, None, _) => Vec::new(),
+    };
+    let mut res = Response::new(Body::full(body));
+    *res.status_mut() = StatusCode::CREATED;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(output.media_type()),
+    );
+    Ok(res)
+}
+
+pin_project! {
+    /// Response future of [`SelfReviewService`].
+    #[project = Projected]
+    // The variants are documented; their fields are the inner call and the answer.
+    #[allow(missing_docs)]
+    pub enum ResponseFuture<F> {
+        /// Not a self review: the inner call.
+        Passthrough { #[pin] inner: F },
+        /// A self review being answered.
+        Answering { answering: Answering },
+    }
+}
+
+impl<F> std::fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self {
+            ResponseFuture::Passthrough { .. } => "Passthrough",
+            ResponseFuture::Answering { .. } => "Answering",
+        };
+        f.debug_tuple("ResponseFuture").field(&state).finish()
+    }
+}
+
+impl<F, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<Body>, E>>,
+{
+    type Output = Result<Response<Body>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            Projected::Passthrough { inner } => inner.poll(cx),
+            Projected::Answering { answering } => answering.as_mut().poll(cx).map(Ok),
+        }
+    }
+}

@@ -1,0 +1,261 @@
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use http_body::{Frame, SizeHint};
+use pin_project_lite::pin_project;
+use tower::{Layer, Service};
+
+use super::{DEFAULT_REQUEST_TIMEOUT, LongRunningCheck, request_deadline, timeout_body};
+use crate::authz::RequestInfo;
+use crate::body::{Body, BoxError};
+use crate::rt::Timer;
+
+/// Layer that applies kube-apiserver's request timeout (see the [module docs](super)).
+///
+/// Answers: the inner service's response when its head arrives before the deadline; 504
+/// with upstream's body `{"metadata":{},"status":"Failure","message":"Timeout: request did
+/// not complete within the allotted timeout","reason":"Timeout","details":{},"code":504}`
+/// when it does not; 400 `BadRequest` for a `?timeout=` that is not a Go duration. A body
+/// still streaming at the deadline ends with an error, which makes the server abort it.
+/// Time is read from the injected [`Timer`].
+#[derive(Debug, Clone)]
+pub struct TimeoutLayer {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    timer: Timer,
+    maximum: Duration,
+    long_running: LongRunningCheck,
+}
+
+impl TimeoutLayer {
+    /// kube-apiserver's defaults: 60 s, its long-running requests exempt.
+    pub fn new(timer: Timer) -> TimeoutLayer {
+        TimeoutLayer {
+            shared: Arc::new(Shared {
+                timer,
+                maximum: DEFAULT_REQUEST_TIMEOUT,
+                long_running: LongRunningCheck::kube_apiserver(),
+            }),
+        }
+    }
+
+    /// The longest deadline, and the one given without `?timeout=`
+    /// (`--request-timeout`). Zero is taken as "no timeout".
+    pub fn request_timeout(self, maximum: Duration) -> TimeoutLayer {
+        self.with(|s| s.maximum = maximum)
+    }
+
+    /// Which requests get no deadline (default [`LongRunningCheck::kube_apiserver`]).
+    pub fn long_running(self, check: LongRunningCheck) -> TimeoutLayer {
+        self.with(|s| s.long_running = check)
+    }
+
+    fn with(self, f: impl FnOnce(&mut Shared)) -> TimeoutLayer {
+        let mut shared = Shared {
+            timer: self.shared.timer.clone(),
+            maximum: self.shared.maximum,
+            long_running: self.shared.long_running.clone(),
+        };
+        f(&mut shared);
+        TimeoutLayer {
+            shared: Arc::new(shared),
+        }
+    }
+}
+
+impl<S> Layer<S> for TimeoutLayer {
+    type Service = TimeoutService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        TimeoutService {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Service of [`TimeoutLayer`].
+#[derive(Debug, Clone)]
+pub struct TimeoutService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S> TimeoutService<S> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Consumes the layer, returning the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, B> Service<Request<B>> for TimeoutService<S>
+where
+    S: Service<Request<B>, Response = Response<Body>>,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        // A path RequestInfo refuses is answered by the authorization layer or the
+        // aggregator; here it just gets the normal deadline.
+        let parsed = crate::authz::request_info::ensure(&mut req).is_ok();
+        let (parts, body) = req.into_parts();
+        let long_running = parsed
+            && parts
+                .extensions
+                .get::<RequestInfo>()
+                .is_some_and(|info| self.shared.long_running.is_long_running(&parts, info));
+        if long_running || self.shared.maximum.is_zero() {
+            let inner = self.inner.call(Request::from_parts(parts, body));
+            return ResponseFuture::Passthrough { inner };
+        }
+        let deadline = match request_deadline(&parts.uri, self.shared.maximum) {
+            Ok(d) => d,
+            Err(e) => {
+                return ResponseFuture::Ready {
+                    response: Some(e.into_response()),
+                };
+            }
+        };
+        let sleep = self.shared.timer.sleep(deadline);
+        let inner = self.inner.call(Request::from_parts(parts, body));
+        ResponseFuture::Timed {
+            inner,
+            sleep: Some(sleep),
+        }
+    }
+}
+
+pin_project! {
+    /// Response future of [`TimeoutService`].
+    #[project = Projected]
+    // The variants are documented; their fields are the inner call and the deadline.
+    #[allow(missing_docs)]
+    pub enum ResponseFuture<F> {
+        /// A long-running request: no deadline.
+        Passthrough { #[pin] inner: F },
+        /// The inner call, raced against the deadline (taken by the body once the head came).
+        Timed { #[pin] inner: F, sleep: Option<Pin<Box<dyn hyper::rt::Sleep>>> },
+        /// Answered without calling the inner service (a bad `?timeout=`).
+        Ready { response: Option<Response<Body>> },
+    }
+}
+
+impl<F> std::fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self {
+            ResponseFuture::Passthrough { .. } => "Passthrough",
+            ResponseFuture::Timed { .. } => "Timed",
+            ResponseFuture::Ready { .. } => "Ready",
+        };
+        f.debug_tuple("ResponseFuture").field(&state).finish()
+    }
+}
+
+impl<F, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<Body>, E>>,
+{
+    type Output = Result<Response<Body>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            Projected::Passthrough { inner } => inner.poll(cx),
+            Projected::Ready { response } => {
+                Poll::Ready(Ok(response.take().unwrap_or_else(timed_out)))
+            }
+            Projected::Timed { inner, sleep } => {
+                if let Poll::Ready(result) = inner.poll(cx) {
+                    return Poll::Ready(result.map(|res| match sleep.take() {
+                        // The head came in time; the body keeps the same deadline.
+                        Some(sleep) if !http_body::Body::is_end_stream(res.body()) => {
+                            res.map(|body| Body::new(DeadlineBody { body, sleep }))
+                        }
+                        _ => res,
+                    }));
+                }
+                match sleep.as_mut().map(|s| s.as_mut().poll(cx)) {
+                    Some(Poll::Ready(())) | None => {
+                        // Dropping the inner future (when this one is dropped) cancels the
+                        // work: a proxied request's backend stream or connection is released.
+                        *sleep = None;
+                        Poll::Ready(Ok(timed_out()))
+                    }
+                    Some(Poll::Pending) => Poll::Pending,
+                }
+            }
+        }
+    }
+}
+
+/// Upstream's 504. It sets no `Content-Type`; Go's server then sniffs the JSON text as
+/// `text/plain; charset=utf-8`, which is sent here explicitly.
+fn timed_out() -> Response<Body> {
+    let mut res = Response::new(Body::full(timeout_body()));
+    *res.status_mut() = StatusCode::GATEWAY_TIMEOUT;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    res
+}
+
+/// The error a response body ends with when the deadline passes while it streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("request did not complete within the allotted timeout")]
+pub(crate) struct BodyTimedOut;
+
+/// A response body that fails once the request's deadline passes.
+struct DeadlineBody {
+    body: Body,
+    sleep: Pin<Box<dyn hyper::rt::Sleep>>,
+}
+
+impl http_body::Body for DeadlineBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.body).poll_frame(cx) {
+            return Poll::Ready(frame);
+        }
+        match self.sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut)))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}

@@ -1,0 +1,614 @@
+//! kube-apiserver's filters around the aggregator, over real TLS on 127.0.0.1: a gateway
+//! assembled in upstream's order (Audit-Id, request timeout, x509 authentication,
+//! impersonation, in-flight limits, authorization by a real HTTPS SubjectAccessReview
+//! webhook, self reviews, the aggregator) in front of an HTTPS extension server.
+//!
+//! The rows come from docs/upstream-behaviour.md §8.5 (selectors), §11 (impersonation),
+//! §12 (timeouts, long-running), §13 (max-in-flight), §16 (Audit-Id) and known failures
+//! B07 and B20.
+
+mod common;
+#[path = "../examples/support/policy.rs"]
+mod policy;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{
+    AsyncBackend, AsyncHandler, ChannelBody, Client, H2_AND_HTTP11, HTTP11_ONLY, Pki, Protocol, pki,
+};
+use http::{HeaderMap, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use kube_aggregator::audit::AuditIdLayer;
+use kube_aggregator::authn::{AuthenticationLayer, X509Authenticator};
+use kube_aggregator::authz::{
+    AuthorizationLayer, PrivilegedGroups, SubjectAccessReview, SubjectAccessReviewAuthorizer,
+    SubjectAccessReviewStatus, Union,
+};
+use kube_aggregator::impersonation::ImpersonationLayer;
+use kube_aggregator::inflight::InFlightLayer;
+use kube_aggregator::rt::{Executor, Timer};
+use kube_aggregator::selfreview::SelfReviewLayer;
+use kube_aggregator::timeout::TimeoutLayer;
+use kube_aggregator::{AggregatorLayer, Body};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tower::ServiceBuilder;
+
+const WIDGETS: &str = "/apis/widgets.example.io/v1alpha1";
+const GADGETS: &str = "/apis/gadgets.example.io/v1";
+const WAIT: Duration = Duration::from_secs(10);
+
+/// An HTTPS SubjectAccessReview webhook that records every review's spec.
+struct Webhook {
+    config_file: std::path::PathBuf,
+    reviews: Arc<Mutex<Vec<Value>>>,
+}
+
+/// The test policy: `admin` may do anything and impersonate anyone but
+/// `system:masters`; `bob` (and group `team`) may read widgets and gadgets; everyone may
+/// read non-resource paths; `mallory` nothing else.
+fn rule(spec: &Value) -> SubjectAccessReviewStatus {
+    let mut s = SubjectAccessReviewStatus::default();
+    let user = spec["user"].as_str().unwrap_or("");
+    let r = &spec["resourceAttributes"];
+    let verb = r["verb"].as_str().unwrap_or("");
+    if spec.get("nonResourceAttributes").is_some() {
+        s.allowed = true;
+    } else if verb == "impersonate" {
+        s.allowed = user == "admin" && r["name"] != "system:masters";
+        if !s.allowed {
+            s.reason = "no escalation".into();
+        }
+    } else if user == "admin" {
+        s.allowed = true;
+    } else if user == "bob"
+        || spec["groups"]
+            .as_array()
+            .is_some_and(|g| g.iter().any(|g| g == "team"))
+    {
+        s.allowed = matches!(verb, "get" | "list" | "watch");
+    }
+    s
+}
+
+impl Webhook {
+    async fn start() -> Webhook {
+        let ca = pki::Ca::new("authz-ca");
+        let leaf = ca.server("authz", &["127.0.0.1"]);
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind webhook");
+        let addr = listener.local_addr().expect("webhook address");
+        let reviews = Arc::new(Mutex::new(Vec::new()));
+        let seen = reviews.clone();
+        tokio::spawn(async move {
+            let record = move |review: &SubjectAccessReview| {
+                let spec = serde_json::to_value(&review.spec).expect("spec serializes");
+                seen.lock().unwrap().push(spec.clone());
+                rule(&spec)
+            };
+            policy::serve_with(
+                listener,
+                leaf.cert_pem.as_bytes(),
+                leaf.key_pem.as_bytes(),
+                record,
+                std::future::pending(),
+            )
+            .await
+            .expect("webhook TLS configuration");
+        });
+        let config_file = std::env::temp_dir().join(format!(
+            "kube-aggregator-filters-{}-{}.kubeconfig",
+            std::process::id(),
+            addr.port()
+        ));
+        let kubeconfig = policy::webhook_kubeconfig(
+            &format!("https://{addr}/authorize"),
+            ca.cert_pem.as_bytes(),
+        );
+        std::fs::write(&config_file, kubeconfig).expect("write kubeconfig");
+        Webhook {
+            config_file,
+            reviews,
+        }
+    }
+
+    fn take(&self) -> Vec<Value> {
+        std::mem::take(&mut *self.reviews.lock().unwrap())
+    }
+}
+
+/// Starts the gateway in kube-apiserver's order; `timeout` is `--request-timeout`.
+async fn gateway(
+    pki: &Pki,
+    backend: SocketAddr,
+    webhook: &Webhook,
+    timeout: Duration,
+    inflight: InFlightLayer,
+) -> SocketAddr {
+    let (registry, resolver) = common::registry_and_resolver(pki, backend);
+    let timer = Timer::tokio();
+    let x509 = X509Authenticator::from_pem(pki.client_ca.cert_pem.as_bytes()).expect("client CA");
+    // No decision cache: every request asks the webhook, so the reviews show each check.
+    let sar = SubjectAccessReviewAuthorizer::from_kubeconfig(
+        &webhook.config_file,
+        Executor::tokio(),
+        timer.clone(),
+    )
+    .expect("webhook kubeconfig")
+    .authorized_ttl(Duration::ZERO)
+    .unauthorized_ttl(Duration::ZERO);
+    let authorizer = Arc::new(
+        Union::new()
+            .push("privileged-groups", PrivilegedGroups::system_masters())
+            .push("Webhook", sar),
+    );
+    let inner = tower::service_fn(|req: Request<Body>| async move {
+        let mut res = Response::new(Body::full(format!(
+            "inner: {} {}",
+            req.method(),
+            req.uri().path()
+        )));
+        *res.status_mut() = StatusCode::NOT_FOUND;
+        Ok::<_, Infallible>(res)
+    });
+    let service = ServiceBuilder::new()
+        .layer(AuditIdLayer::new())
+        .layer(TimeoutLayer::new(timer.clone()).request_timeout(timeout))
+        .layer(AuthenticationLayer::new(x509))
+        .layer(ImpersonationLayer::new(authorizer.clone()))
+        .layer(inflight)
+        .layer(AuthorizationLayer::new(authorizer.clone()))
+        .layer(SelfReviewLayer::new(authorizer))
+        .layer(AggregatorLayer::new(registry, resolver, timer))
+        .service(inner);
+    common::serve_gateway(pki, service).await
+}
+
+/// What the backend received, as (path and query, headers).
+type Arrivals = mpsc::UnboundedReceiver<(String, HeaderMap)>;
+
+/// The backend: `.../hang` never answers, `?watch=true` streams two events 1.5 s apart,
+/// everything else answers `ok`.
+async fn backend(pki: &Pki, alpn: &[&[u8]]) -> (AsyncBackend, Arrivals) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let handler: AsyncHandler = Arc::new(move |seen: common::Seen| {
+        let path = seen.path_and_query().to_owned();
+        let _ = tx.send((path.clone(), seen.headers.clone()));
+        Box::pin(async move {
+            if path.contains("/hang") {
+                std::future::pending::<()>().await;
+            }
+            if path.contains("watch=true") {
+                let (chunks, body) = mpsc::unbounded_channel();
+                tokio::spawn(async move {
+                    let _ = chunks.send(Bytes::from_static(b"{\"type\":\"ADDED\"}\n"));
+                    tokio::time::sleep(Duration::from_millis(1500)).await;
+                    let _ = chunks.send(Bytes::from_static(b"{\"type\":\"MODIFIED\"}\n"));
+                });
+                return Response::new(Body::new(ChannelBody(body)));
+            }
+            Response::new(Body::full("ok"))
+        })
+    });
+    (AsyncBackend::start(pki, alpn, handler).await, rx)
+}
+
+fn values<'a>(h: &'a HeaderMap, name: &str) -> Vec<&'a str> {
+    h.get_all(name)
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impersonation_is_checked_with_the_webhook_and_never_reaches_the_backend() {
+    let pki = Pki::new();
+    let webhook = Webhook::start().await;
+    let (backend, mut arrivals) = backend(&pki, H2_AND_HTTP11).await;
+    let addr = gateway(
+        &pki,
+        backend.addr,
+        &webhook,
+        Duration::from_secs(60),
+        InFlightLayer::default(),
+    )
+    .await;
+    let admin = pki.client_ca.client("admin", &["ops"]);
+    for protocol in [Protocol::Http1, Protocol::Http2] {
+        let client = Client::new(&pki, addr, Some(&admin), protocol);
+        let reply = client
+            .get_with(
+                &format!("{WIDGETS}/widgets"),
+                &[
+                    ("Impersonate-User", "bob"),
+                    ("Impersonate-Group", "team"),
+                    ("Impersonate-Extra-Scopes", "s1"),
+                    ("Impersonate-Uid", "u-1"),
+                ],
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{protocol:?}: {}", reply.body);
+        assert!(reply.headers.contains_key("audit-id"));
+        let (_, seen) = tokio::time::timeout(WAIT, arrivals.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(values(&seen, "x-remote-user"), ["bob"]);
+        assert_eq!(
+            values(&seen, "x-remote-group"),
+            ["team", "system:authenticated"]
+        );
+        assert_eq!(values(&seen, "x-remote-extra-scopes"), ["s1"]);
+        assert!(
+            seen.keys().all(|k| !k.as_str().starts_with("impersonate-")),
+            "{protocol:?}: {seen:?}"
+        );
+        // Every check, in upstream's order, for the requester; then the request, for bob.
+        let reviews = webhook.take();
+        let checks: Vec<(String, String, String, String)> = reviews
+            .iter()
+            .map(|r| {
+                let a = &r["resourceAttributes"];
+                let s = |k: &str| a[k].as_str().unwrap_or("").to_owned();
+                (s("verb"), s("resource"), s("subresource"), s("name"))
+            })
+            .collect();
+        let row = |v: &str, r: &str, s: &str, n: &str| {
+            (v.to_owned(), r.to_owned(), s.to_owned(), n.to_owned())
+        };
+        assert_eq!(
+            checks,
+            [
+                row("impersonate", "users", "", "bob"),
+                row("impersonate", "groups", "", "team"),
+                row("impersonate", "userextras", "scopes", "s1"),
+                row("impersonate", "uids", "", "u-1"),
+                row("list", "widgets", "", ""),
+            ]
+        );
+        assert_eq!(reviews[0]["user"], "admin");
+        assert_eq!(
+            reviews[2]["resourceAttributes"]["group"],
+            "authentication.k8s.io"
+        );
+        assert_eq!(reviews[4]["user"], "bob");
+        assert_eq!(reviews[4]["uid"], "u-1");
+        assert_eq!(
+            reviews[4]["groups"],
+            json!(["team", "system:authenticated"])
+        );
+        assert_eq!(reviews[4]["extra"], json!({"scopes": ["s1"]}));
+    }
+
+    // Refused: a group the policy keeps, another user impersonating, a group without a
+    // user. Nothing reaches the backend.
+    let arrived = backend.arrived.load(Ordering::SeqCst);
+    let client = Client::new(&pki, addr, Some(&admin), Protocol::Http1);
+    let reply = client
+        .get_with(
+            &format!("{WIDGETS}/widgets"),
+            &[
+                ("Impersonate-User", "bob"),
+                ("Impersonate-Group", "system:masters"),
+            ],
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        reply.body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"groups \\\"system:masters\\\" is forbidden: User \\\"admin\\\" cannot impersonate resource \\\"groups\\\" in API group \\\"\\\" at the cluster scope: Webhook: no escalation\",\"reason\":\"Forbidden\",\"details\":{\"name\":\"system:masters\",\"kind\":\"groups\"},\"code\":403}\n"
+    );
+    let mallory = pki.client_ca.client("mallory", &[]);
+    let reply = Client::new(&pki, addr, Some(&mallory), Protocol::Http2)
+        .get_with(
+            &format!("{WIDGETS}/widgets"),
+            &[(
+                "Impersonate-User",
+                "system:serviceaccount:kube-system:admin",
+            )],
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN);
+    assert!(reply.body.contains(r#""message":"serviceaccounts \"admin\" is forbidden: User \"mallory\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"kube-system\": Webhook: no escalation""#), "{}", reply.body);
+    let reply = client
+        .get_with(
+            &format!("{WIDGETS}/widgets"),
+            &[("Impersonate-Group", "team")],
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    assert!(
+        reply
+            .body
+            .contains("requested [{Group  team    }] without impersonating a user"),
+        "{}",
+        reply.body
+    );
+    assert_eq!(
+        backend.arrived.load(Ordering::SeqCst),
+        arrived,
+        "the backend saw none of them"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_backend_gets_the_504_and_its_stream_is_released_while_a_watch_outlives_it() {
+    let pki = Pki::new();
+    let webhook = Webhook::start().await;
+    let admin = pki.client_ca.client("admin", &[]);
+    for alpn in [H2_AND_HTTP11, HTTP11_ONLY] {
+        let (backend, _arrivals) = backend(&pki, alpn).await;
+        let addr = gateway(
+            &pki,
+            backend.addr,
+            &webhook,
+            Duration::from_secs(1),
+            InFlightLayer::default(),
+        )
+        .await;
+        for protocol in [Protocol::Http1, Protocol::Http2] {
+            let client = Client::new(&pki, addr, Some(&admin), protocol);
+            let cancelled = backend.cancelled.load(Ordering::SeqCst);
+            let started = Instant::now();
+            let reply = client
+                .get(&format!("{WIDGETS}/namespaces/a/widgets/w/hang"))
+                .await;
+            let took = started.elapsed();
+            assert_eq!(
+                reply.status,
+                StatusCode::GATEWAY_TIMEOUT,
+                "{alpn:?} {protocol:?}"
+            );
+            assert!(
+                took >= Duration::from_millis(950) && took < Duration::from_secs(5),
+                "{took:?}"
+            );
+            assert_eq!(
+                reply.body,
+                "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"Timeout: request did not complete within the allotted timeout\",\"reason\":\"Timeout\",\"details\":{},\"code\":504}\n"
+            );
+            assert!(reply.headers.contains_key("audit-id"));
+            // The backend's request is cancelled: its stream reset or connection closed.
+            let deadline = Instant::now() + WAIT;
+            while backend.cancelled.load(Ordering::SeqCst) == cancelled {
+                assert!(
+                    Instant::now() < deadline,
+                    "{alpn:?} {protocol:?}: the backend request was never released"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            // ?timeout= shortens the deadline.
+            let started = Instant::now();
+            let reply = client
+                .get(&format!(
+                    "{WIDGETS}/namespaces/a/widgets/w/hang?timeout=200ms"
+                ))
+                .await;
+            assert_eq!(reply.status, StatusCode::GATEWAY_TIMEOUT);
+            assert!(
+                started.elapsed() < Duration::from_millis(900),
+                "{:?}",
+                started.elapsed()
+            );
+            let reply = client.get(&format!("{WIDGETS}/widgets?timeout=soon")).await;
+            assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+            assert!(reply.body.contains(r#"invalid timeout specified in the request URL - time: invalid duration \"soon\""#), "{}", reply.body);
+        }
+        // A watch is long-running: its second event comes after the 1 s timeout.
+        let client = Client::new(&pki, addr, Some(&admin), Protocol::Http2);
+        let started = Instant::now();
+        let res = client
+            .open(&format!("{WIDGETS}/widgets?watch=true"), &[])
+            .await;
+        assert_eq!(res.status(), StatusCode::OK);
+        let mut lines = common::Lines::new(res.into_body());
+        assert_eq!(
+            lines.next().await.as_deref(),
+            Some("{\"type\":\"ADDED\"}\n")
+        );
+        assert_eq!(
+            lines.next().await.as_deref(),
+            Some("{\"type\":\"MODIFIED\"}\n")
+        );
+        assert!(started.elapsed() > Duration::from_millis(1400));
+    }
+}
+
+/// Sends `count` GETs of `path` over `connections` HTTP/2 connections at once; returns
+/// the statuses (and a `Retry-After`) of those answered within `within`, or as soon as
+/// `expected` were.
+async fn pile_up(
+    client: &Client,
+    path: &str,
+    count: usize,
+    connections: usize,
+    within: Duration,
+    expected: usize,
+) -> Vec<(StatusCode, Option<String>)> {
+    let mut senders = Vec::new();
+    for _ in 0..connections {
+        let tls = client.connect().await;
+        let (sender, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                .await
+                .expect("HTTP/2 handshake");
+        tokio::spawn(conn);
+        senders.push(sender);
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    for i in 0..count {
+        let mut sender = senders[i % connections].clone();
+        let tx = tx.clone();
+        let uri = format!("https://localhost{path}");
+        tokio::spawn(async move {
+            let req = Request::get(uri).body(Empty::<Bytes>::new()).unwrap();
+            if let Ok(res) = sender.send_request(req).await {
+                let retry = res
+                    .headers()
+                    .get("retry-after")
+                    .map(|v| v.to_str().unwrap().to_owned());
+                let _ = tx.send((res.status(), retry));
+                let _ = res.into_body().collect().await;
+            }
+        });
+    }
+    drop(tx);
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + within;
+    while let Ok(Some(r)) = tokio::time::timeout_at(deadline, rx.recv()).await {
+        out.push(r);
+        if out.len() == expected {
+            // Anything more would show within a moment.
+            let more = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
+            if let Ok(Some(r)) = more {
+                out.push(r);
+            }
+            break;
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pile_up_on_one_apiservice_leaves_the_others_answering() {
+    let pki = Pki::new();
+    let webhook = Webhook::start().await;
+    let (backend, _arrivals) = backend(&pki, H2_AND_HTTP11).await;
+    let limits = InFlightLayer::new(40, 20).per_api_service(10);
+    let addr = gateway(
+        &pki,
+        backend.addr,
+        &webhook,
+        Duration::from_secs(60),
+        limits.clone(),
+    )
+    .await;
+    let admin = pki.client_ca.client("admin", &[]);
+    let client = Client::new(&pki, addr, Some(&admin), Protocol::Http2);
+    let answered = pile_up(
+        &client,
+        &format!("{WIDGETS}/namespaces/a/widgets/w/hang"),
+        1000,
+        4,
+        Duration::from_secs(20),
+        990,
+    )
+    .await;
+    assert_eq!(
+        answered.len(),
+        990,
+        "10 hang at the backend, the rest are refused at once"
+    );
+    assert!(
+        answered
+            .iter()
+            .all(|(s, r)| *s == StatusCode::TOO_MANY_REQUESTS && r.as_deref() == Some("1"))
+    );
+    assert_eq!(limits.in_flight_for("v1alpha1.widgets.example.io"), 10);
+    assert_eq!(limits.in_flight().read_only, 10);
+    assert_eq!(backend.arrived.load(Ordering::SeqCst), 10);
+    // Another APIService and a local path answer.
+    for protocol in [Protocol::Http1, Protocol::Http2] {
+        let other = Client::new(&pki, addr, Some(&admin), protocol);
+        let reply = other.get(&format!("{GADGETS}/gadgets")).await;
+        assert_eq!((reply.status, reply.body.as_str()), (StatusCode::OK, "ok"));
+        let reply = other.get("/api/v1/nodes").await;
+        assert_eq!(
+            (reply.status, reply.body.as_str()),
+            (StatusCode::NOT_FOUND, "inner: GET /api/v1/nodes")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_global_limit_answers_429_with_retry_after_and_masters_are_exempt() {
+    let pki = Pki::new();
+    let webhook = Webhook::start().await;
+    let (backend, _arrivals) = backend(&pki, H2_AND_HTTP11).await;
+    let addr = gateway(
+        &pki,
+        backend.addr,
+        &webhook,
+        Duration::from_secs(60),
+        InFlightLayer::new(3, 1),
+    )
+    .await;
+    let admin = pki.client_ca.client("admin", &[]);
+    let client = Client::new(&pki, addr, Some(&admin), Protocol::Http2);
+    let answered = pile_up(
+        &client,
+        &format!("{WIDGETS}/namespaces/a/widgets/w/hang"),
+        3,
+        1,
+        Duration::from_millis(500),
+        usize::MAX,
+    )
+    .await;
+    assert!(answered.is_empty(), "{answered:?}");
+    let reply = Client::new(&pki, addr, Some(&admin), Protocol::Http1)
+        .get(&format!("{GADGETS}/gadgets"))
+        .await;
+    assert_eq!(reply.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(reply.body, "Too many requests, please try again later.\n");
+    assert_eq!(reply.headers["retry-after"], "1");
+    assert_eq!(reply.headers["content-type"], "text/plain; charset=utf-8");
+    assert!(reply.headers.contains_key("audit-id"));
+    // A watch is not counted; system:masters is served anyway.
+    let res = client
+        .open(&format!("{GADGETS}/gadgets?watch=true"), &[])
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let root = pki.client_ca.client("root", &["system:masters"]);
+    let reply = Client::new(&pki, addr, Some(&root), Protocol::Http1)
+        .get(&format!("{GADGETS}/gadgets"))
+        .await;
+    assert_eq!((reply.status, reply.body.as_str()), (StatusCode::OK, "ok"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stray_connection_upgrade_is_a_plain_request_and_selectors_reach_the_webhook() {
+    let pki = Pki::new();
+    let webhook = Webhook::start().await;
+    let (_backend, mut arrivals) = backend(&pki, H2_AND_HTTP11).await;
+    let addr = gateway(
+        &pki,
+        _backend.addr,
+        &webhook,
+        Duration::from_secs(60),
+        InFlightLayer::default(),
+    )
+    .await;
+    let bob = pki.client_ca.client("bob", &["dev"]);
+    let client = Client::new(&pki, addr, Some(&bob), Protocol::Http1);
+    let reply = client
+        .get_with(&format!("{WIDGETS}/widgets?labelSelector=app%3Dweb&fieldSelector=metadata.namespace!%3Dkube-system"), &[("Connection", "Upgrade")])
+        .await;
+    assert_eq!(
+        (reply.status, reply.body.as_str()),
+        (StatusCode::OK, "ok"),
+        "proxied as the plain GET it is"
+    );
+    let (path, seen) = arrivals.recv().await.unwrap();
+    assert!(path.starts_with("/apis/widgets.example.io/v1alpha1/widgets?"));
+    assert!(
+        !seen.contains_key("upgrade") && !seen.contains_key("connection"),
+        "{seen:?}"
+    );
+    let review = webhook.take().pop().unwrap();
+    assert_eq!(
+        review["resourceAttributes"],
+        json!({
+            "verb": "list", "group": "widgets.example.io", "version": "v1alpha1", "resource": "widgets",
+            "fieldSelector": {"requirements": [{"key": "metadata.namespace", "operator": "NotIn", "values": ["kube-system"]}]},
+            "labelSelector": {"requirements": [{"key": "app", "operator": "In", "values": ["web"]}]},
+        })
+    );
+}
