@@ -54,7 +54,7 @@ struct Shared {
     executor: Option<Executor>,
     /// The worker of a stack from [`Aggregator::builder`](crate::Aggregator::builder);
     /// `None` when assembled by hand (the host runs the controller itself).
-    worker: Option<Arc<crate::builder::WorkerState>>,
+    worker: Option<Arc<crate::worker::WorkerState>>,
     discovery: Option<DiscoveryManager>,
     host_cache: Arc<discovery::HostCache>,
     openapi: Option<OpenApiManager>,
@@ -109,7 +109,7 @@ impl AggregatorLayer {
     }
 
     /// Answers remote requests with a 503 naming the problem while `worker` is not running.
-    pub(crate) fn with_worker(self, worker: Arc<crate::builder::WorkerState>) -> AggregatorLayer {
+    pub(crate) fn with_worker(self, worker: Arc<crate::worker::WorkerState>) -> AggregatorLayer {
         let mut shared = (*self.shared).clone();
         shared.worker = Some(worker);
         AggregatorLayer {

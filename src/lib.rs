@@ -38,6 +38,7 @@ pub mod status;
 pub mod timeout;
 pub mod transport;
 pub mod webhook;
+mod worker;
 
 pub use aggregator::{AggregatorLayer, AggregatorService};
 pub use body::Body;

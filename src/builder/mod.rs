@@ -44,12 +44,8 @@
 //! 503 `the aggregator's worker is not running: ...` and an error is logged (at most once a
 //! minute).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use http::HeaderValue;
@@ -76,6 +72,7 @@ use crate::selfreview::{SelfReviewLayer, SelfReviewService};
 use crate::source::ApiServiceSource;
 use crate::timeout::{LongRunningCheck, TimeoutLayer, TimeoutService};
 use crate::transport::Transport;
+pub use crate::worker::Worker;
 
 /// The authorizer a built stack shares between impersonation, authorization and the self
 /// reviews.
@@ -340,7 +337,6 @@ impl AggregatorBuilder {
             .resolver
             .unwrap_or_else(|| Arc::new(StaticServiceResolver::new()));
         let metrics = self.metrics.unwrap_or_default();
-        let state = Arc::new(WorkerState::new(timer.now()));
         let controller = AvailabilityController::new(
             self.registry.clone(),
             resolver.clone(),
@@ -366,11 +362,12 @@ impl AggregatorBuilder {
                 }
             }
         });
+        let (worker, state) = Worker::new(work, timer.now());
         let aggregator = AggregatorLayer::new(self.registry.clone(), resolver, timer.clone())
             .executor(executor)
             .discovery(discovery.clone())
             .openapi(openapi)
-            .with_worker(state.clone());
+            .with_worker(state);
         let authenticator = self
             .authenticator
             .unwrap_or_else(|| Box::new(HostAuthenticated));
@@ -395,94 +392,8 @@ impl AggregatorBuilder {
                 metrics,
                 discovery,
             },
-            Worker { work, state },
+            worker,
         ))
-    }
-}
-
-/// The background work of an [`Aggregator`]: the APIService feed and the availability
-/// checks. A future that never ends; spawn it.
-#[must_use = "the aggregator marks no APIService Available until its worker runs: spawn it"]
-pub struct Worker {
-    work: BoxFuture<'static, ()>,
-    state: Arc<WorkerState>,
-}
-
-impl std::fmt::Debug for Worker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Worker").finish_non_exhaustive()
-    }
-}
-
-impl Future for Worker {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        self.state.phase.store(RUNNING, Ordering::Release);
-        let done = self.work.as_mut().poll(cx);
-        if done.is_ready() {
-            self.state.phase.store(STOPPED, Ordering::Release);
-        }
-        done
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        self.state.phase.store(STOPPED, Ordering::Release);
-    }
-}
-
-const CREATED: u8 = 0;
-const RUNNING: u8 = 1;
-const STOPPED: u8 = 2;
-
-/// How long a worker may go unpolled after [`AggregatorBuilder::build`] before the stack
-/// calls it missing (a spawned task is polled at once; this only covers start-up).
-const START_GRACE: Duration = Duration::from_secs(5);
-
-/// Whether the [`Worker`] of a stack runs, shared with its aggregator layer.
-#[derive(Debug)]
-pub(crate) struct WorkerState {
-    phase: AtomicU8,
-    built: Instant,
-    /// Seconds since `built` of the last "not running" log line, plus one (0: never).
-    logged: AtomicU64,
-}
-
-impl WorkerState {
-    fn new(now: Instant) -> WorkerState {
-        WorkerState {
-            phase: AtomicU8::new(CREATED),
-            built: now,
-            logged: AtomicU64::new(0),
-        }
-    }
-
-    /// `None` while the worker runs (or may still be about to); otherwise why not, logged
-    /// at most once a minute.
-    pub(crate) fn problem(&self, now: Instant) -> Option<&'static str> {
-        let problem = match self.phase.load(Ordering::Acquire) {
-            RUNNING => return None,
-            CREATED if now.saturating_duration_since(self.built) < START_GRACE => return None,
-            CREATED => {
-                "the aggregator's worker is not running: spawn the Worker that Aggregator::builder(..).build() returned"
-            }
-            _ => {
-                "the aggregator's worker has stopped: the Worker that Aggregator::builder(..).build() returned was dropped"
-            }
-        };
-        let secs = now.saturating_duration_since(self.built).as_secs() + 1;
-        let last = self.logged.load(Ordering::Acquire);
-        if (last == 0 || secs >= last + 60)
-            && self
-                .logged
-                .compare_exchange(last, secs, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        {
-            tracing::error!("{problem}");
-        }
-        Some(problem)
     }
 }
 
@@ -499,143 +410,4 @@ impl Authenticator for HostAuthenticated {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::Mutex;
-
-    use http::{Request, Response, StatusCode};
-    use http_body_util::BodyExt;
-    use tower::{Layer, ServiceExt};
-
-    use super::*;
-    use crate::apiservice::{ApiService, ServiceReference};
-    use crate::authz::AlwaysAllow;
-    use crate::body::Body;
-    use crate::source::ApiServiceEvent;
-    use crate::transport::InMemoryTransport;
-
-    /// A clock moved by hand whose sleeps never end, so a polled worker waits instead of
-    /// spinning.
-    #[derive(Clone)]
-    struct StoppedClock(Arc<Mutex<Instant>>);
-
-    struct Never;
-    impl Future for Never {
-        type Output = ();
-        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-            Poll::Pending
-        }
-    }
-    impl hyper::rt::Sleep for Never {}
-
-    impl hyper::rt::Timer for StoppedClock {
-        fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-            Box::pin(Never)
-        }
-        fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-            Box::pin(Never)
-        }
-        fn now(&self) -> Instant {
-            *self.0.lock().unwrap()
-        }
-    }
-
-    fn apiservice() -> ApiService {
-        let mut svc = ApiService::default();
-        svc.metadata.name = "v1.widgets.example.io".into();
-        svc.spec.group = "widgets.example.io".into();
-        svc.spec.version = "v1".into();
-        svc.spec.group_priority_minimum = 1000;
-        svc.spec.version_priority = 15;
-        svc.spec.insecure_skip_tls_verify = true;
-        svc.spec.service = Some(ServiceReference {
-            namespace: "ns".into(),
-            name: "widgets".into(),
-            port: None,
-        });
-        svc
-    }
-
-    async fn get(
-        service: &(
-             impl tower::Service<
-            Request<Body>,
-            Response = Response<Body>,
-            Error = std::convert::Infallible,
-            Future: Send,
-        > + Clone
-         ),
-    ) -> (StatusCode, String) {
-        let mut req = Request::get("/apis/widgets.example.io/v1/things")
-            .body(Body::empty())
-            .unwrap();
-        req.extensions_mut().insert(UserInfo::new("alice", ["dev"]));
-        let res = service.clone().oneshot(req).await.unwrap();
-        let status = res.status();
-        let body = res.into_body().collect().await.unwrap().to_bytes();
-        (status, String::from_utf8_lossy(&body).into_owned())
-    }
-
-    #[tokio::test]
-    async fn a_stack_whose_worker_does_not_run_says_so() {
-        let transport = InMemoryTransport::new();
-        transport.insert(
-            "widgets.ns.svc",
-            tower::service_fn(|_: Request<Body>| async {
-                Ok::<_, std::convert::Infallible>(Response::new(Body::full("from the backend")))
-            }),
-        );
-        let mut resolver = StaticServiceResolver::new();
-        resolver
-            .insert("ns", "widgets", 443, "10.0.0.1:443")
-            .unwrap();
-        let clock = StoppedClock(Arc::new(Mutex::new(Instant::now())));
-        let (aggregator, mut worker) = Aggregator::builder(transport)
-            .resolver(resolver)
-            .authorizer(AlwaysAllow)
-            .runtime(Executor::tokio(), Timer::new(clock.clone()))
-            .build()
-            .unwrap();
-        aggregator
-            .registry()
-            .apply(ApiServiceEvent::Applied(apiservice()))
-            .unwrap();
-        let host = tower::service_fn(|_: Request<Body>| async {
-            Ok::<_, std::convert::Infallible>(Response::new(String::from("host")))
-        });
-        let service = aggregator.layer(host);
-
-        // Never spawned: after the start-up grace every remote request says why it fails.
-        *clock.0.lock().unwrap() += Duration::from_secs(6);
-        let (status, body) = get(&service).await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-        assert!(
-            body.starts_with("the aggregator's worker is not running"),
-            "{body}"
-        );
-
-        // Once it runs, it checks the APIService and the backend answers.
-        assert!(futures_util::FutureExt::now_or_never(&mut worker).is_none());
-        let (status, body) = get(&service).await;
-        assert_eq!(
-            (status, body.as_str()),
-            (StatusCode::OK, "from the backend")
-        );
-
-        // Dropped: said too.
-        drop(worker);
-        let (status, body) = get(&service).await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-        assert!(
-            body.starts_with("the aggregator's worker has stopped"),
-            "{body}"
-        );
-    }
-
-    #[test]
-    fn an_authorizer_is_required() {
-        let err = Aggregator::builder(InMemoryTransport::new())
-            .build()
-            .unwrap_err();
-        assert_eq!(err, BuildError::NoAuthorizer);
-    }
-}
+mod tests;
