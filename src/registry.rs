@@ -584,10 +584,15 @@ impl Registry {
     /// their reasons (the last good version of each stays).
     pub async fn run<S: ApiServiceSource>(self, mut source: S) {
         while let Some(event) = source.next_event().await {
-            if let Err(e) = self.apply(event) {
-                for r in &e.rejected {
-                    tracing::warn!(error = %r, "APIService rejected");
-                }
+            self.apply_logged(event);
+        }
+    }
+
+    /// [`Registry::apply`], logging each rejected APIService with its reason.
+    pub(crate) fn apply_logged(&self, event: ApiServiceEvent) {
+        if let Err(e) = self.apply(event) {
+            for r in &e.rejected {
+                tracing::warn!(error = %r, "APIService rejected");
             }
         }
     }

@@ -66,10 +66,10 @@ use crate::discovery::{DiscoveryConfig, DiscoveryManager};
 use crate::impersonation::{ImpersonationLayer, ImpersonationService};
 use crate::inflight::{InFlightLayer, InFlightService};
 use crate::openapi::{OpenApiConfig, OpenApiManager};
-use crate::registry::Registry;
+use crate::registry::{Registry, StatusSink};
 use crate::rt::{Executor, Timer};
 use crate::selfreview::{SelfReviewLayer, SelfReviewService};
-use crate::source::ApiServiceSource;
+use crate::source::{ApiServiceEvent, ApiServiceSource};
 use crate::timeout::{LongRunningCheck, TimeoutLayer, TimeoutService};
 use crate::transport::Transport;
 pub use crate::worker::Worker;
@@ -159,6 +159,13 @@ impl Aggregator {
         &self.metrics
     }
 
+    /// The in-flight limits: [`InFlightLayer::in_flight`] and
+    /// [`InFlightLayer::in_flight_for`] read the current counts (upstream's
+    /// `apiserver_current_inflight_requests`).
+    pub fn inflight(&self) -> &InFlightLayer {
+        &self.inflight
+    }
+
     /// The aggregated discovery manager: [`DiscoveryManager::has_synced`] says whether
     /// every APIService known at start was tried once (kube-apiserver's
     /// `apiservice-discovery-controller` post-start hook, for `/readyz`).
@@ -185,7 +192,7 @@ impl<S> Layer<S> for Aggregator {
 pub struct AggregatorBuilder {
     registry: Registry,
     resolver: Option<Arc<dyn ServiceResolver>>,
-    source: Option<BoxFuture<'static, ()>>,
+    source: Option<Box<dyn BoxedSource>>,
     authenticator: Option<Box<dyn Authenticator>>,
     authorizer: Option<Box<dyn Authorizer>>,
     executor: Option<Executor>,
@@ -233,10 +240,21 @@ impl AggregatorBuilder {
     }
 
     /// Where APIServices come from (a [`ManifestDir`](crate::source::ManifestDir), a
-    /// watch, a database); the worker applies its events. Without one, the host pushes
-    /// updates with [`Registry::apply`].
+    /// watch, a database); the worker applies its events. Its first event (a directory's
+    /// first read, a watch's initial list) and whatever the host applied before are the
+    /// APIServices "known at start" that [`DiscoveryManager::has_synced`] waits for.
+    /// Without a source, the host pushes updates with [`Registry::apply`].
     pub fn source(mut self, source: impl ApiServiceSource) -> Self {
-        self.source = Some(Box::pin(self.registry.clone().run(source)));
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    /// Tells `sink` every change of an APIService's `Available` condition, so the host can
+    /// write status back to where its APIServices live (as kube-aggregator's
+    /// availability controller updates the APIService's status). May be given more than
+    /// once; same as [`Registry::add_status_sink`] on [`Aggregator::registry`].
+    pub fn status_sink(self, sink: impl StatusSink) -> Self {
+        self.registry.add_status_sink(sink);
         self
     }
 
@@ -345,22 +363,31 @@ impl AggregatorBuilder {
             metrics.clone(),
         );
         let discovery = DiscoveryManager::new(timer.clone(), self.discovery);
-        self.registry.feed(resolver.clone(), discovery.clone());
         let openapi = OpenApiManager::new(timer.clone(), self.openapi);
-        self.registry.feed(resolver.clone(), openapi.clone());
-        let source = self.source;
-        let (discovery_run, openapi_run) = (discovery.clone().run(), openapi.clone().run());
-        let work: BoxFuture<'static, ()> = Box::pin(async move {
-            let managers =
-                futures_util::future::join3(controller.run(), discovery_run, openapi_run);
-            match source {
-                Some(source) => {
-                    futures_util::future::join(source, managers).await;
-                }
-                None => {
-                    managers.await;
+        let (registry, mut source) = (self.registry.clone(), self.source);
+        let (feed_resolver, to_discovery, to_openapi) =
+            (resolver.clone(), discovery.clone(), openapi.clone());
+        let follow = async move {
+            // The APIServices known at start are what the host applied before the worker
+            // ran plus the source's first event (a directory's first read, a watch's
+            // initial list). The managers follow the registry only from then on, so
+            // `DiscoveryManager::has_synced` (the `/readyz` post-start hook) covers them.
+            if let Some(source) = &mut source {
+                if let Some(event) = source.next_boxed().await {
+                    registry.apply_logged(event);
                 }
             }
+            registry.feed(feed_resolver.clone(), to_discovery);
+            registry.feed(feed_resolver, to_openapi);
+            if let Some(mut source) = source {
+                while let Some(event) = source.next_boxed().await {
+                    registry.apply_logged(event);
+                }
+            }
+        };
+        let managers = (discovery.clone().run(), openapi.clone().run());
+        let work: BoxFuture<'static, ()> = Box::pin(async move {
+            futures_util::future::join4(controller.run(), managers.0, managers.1, follow).await;
         });
         let (worker, state) = Worker::new(work, timer.now());
         let aggregator = AggregatorLayer::new(self.registry.clone(), resolver, timer.clone())
@@ -394,6 +421,17 @@ impl AggregatorBuilder {
             },
             worker,
         ))
+    }
+}
+
+/// An [`ApiServiceSource`] behind a box (its `impl Future` method is not object safe).
+trait BoxedSource: Send {
+    fn next_boxed(&mut self) -> BoxFuture<'_, Option<ApiServiceEvent>>;
+}
+
+impl<S: ApiServiceSource> BoxedSource for S {
+    fn next_boxed(&mut self) -> BoxFuture<'_, Option<ApiServiceEvent>> {
+        Box::pin(self.next_event())
     }
 }
 
