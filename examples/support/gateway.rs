@@ -11,34 +11,25 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use http::{HeaderValue, Request, Response, header};
-use kube_aggregator::aggregator::AggregatorLayer;
-use kube_aggregator::audit::AuditIdLayer;
 use kube_aggregator::authn::{
-    Anonymous, AuthenticationLayer, BearerToken, CacheTtl, RequestHeaderAuthenticator,
-    RequestHeaderConfig, TokenFileAuthenticator, TokenReviewAuthenticator, Union,
-    X509Authenticator,
+    Anonymous, BearerToken, CacheTtl, RequestHeaderAuthenticator, RequestHeaderConfig,
+    TokenFileAuthenticator, TokenReviewAuthenticator, Union, X509Authenticator,
 };
 use kube_aggregator::authz::{
-    AlwaysAllow, AlwaysDeny, AuthorizationLayer, PrivilegedGroups, SubjectAccessReviewAuthorizer,
+    AlwaysAllow, AlwaysDeny, PrivilegedGroups, SubjectAccessReviewAuthorizer,
     Union as AuthorizerUnion, WebhookVersion,
 };
 use kube_aggregator::availability::{
-    AvailabilityConfig, AvailabilityController, AvailabilityMetrics, StaticServiceResolver,
+    AvailabilityConfig, AvailabilityMetrics, StaticServiceResolver,
 };
-use kube_aggregator::discovery::{DiscoveryConfig, DiscoveryManager};
-use kube_aggregator::impersonation::ImpersonationLayer;
-use kube_aggregator::inflight::InFlightLayer;
-use kube_aggregator::openapi::{OpenApiConfig, OpenApiManager};
+use kube_aggregator::discovery::DiscoveryManager;
 use kube_aggregator::registry::Registry;
 use kube_aggregator::rt::{Executor, Timer};
-use kube_aggregator::selfreview::SelfReviewLayer;
 use kube_aggregator::source::{ApiServiceEvent, ManifestDir};
-use kube_aggregator::timeout::TimeoutLayer;
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
-use kube_aggregator::{Body, server};
+use kube_aggregator::{Aggregator, Body, server};
 use tokio::net::TcpListener;
-use tower::ServiceBuilder;
-use tower_http::set_header::SetResponseHeaderLayer;
+use tower::Layer;
 
 use super::core_api;
 use super::flags::{FlagError, GatewayOptions, load_service_endpoints};
@@ -115,51 +106,6 @@ pub async fn start(
         }
     }
 
-    let registry = Registry::new(RustlsTransport::new(
-        proxy_cert,
-        executor.clone(),
-        timer.clone(),
-    ));
-    if let Some(dir) = &opts.apiservice_dir {
-        // Start-up is strict: a bad manifest or an invalid APIService refuses to start.
-        // Later edits are applied leniently: bad ones are logged and the last good state stays.
-        let initial =
-            ManifestDir::load(dir).map_err(|e| StartError(format!("--apiservice-dir: {e}")))?;
-        registry
-            .apply(ApiServiceEvent::Resynced(initial))
-            .map_err(|e| StartError(format!("--apiservice-dir: {}: {e}", dir.display())))?;
-        let source = ManifestDir::new(
-            dir.clone(),
-            timer.clone(),
-            opts.apiservice_dir_poll_interval,
-        );
-        tokio::spawn(registry.clone().run(source));
-    }
-
-    let metrics = Arc::new(AvailabilityMetrics::default());
-    let config = AvailabilityConfig {
-        resync_period: opts.availability_resync_period,
-        probe_timeout: opts.discovery_check_timeout,
-        ..AvailabilityConfig::default()
-    };
-    let controller = AvailabilityController::new(
-        registry.clone(),
-        resolver.clone(),
-        timer.clone(),
-        config,
-        metrics.clone(),
-    );
-    tokio::spawn(controller.run());
-
-    // Discovery and OpenAPI documents are fetched off the request path and follow the
-    // registry; requests read what they last published.
-    let discovery = DiscoveryManager::new(timer.clone(), DiscoveryConfig::default());
-    registry.feed(resolver.clone(), discovery.clone());
-    tokio::spawn(discovery.clone().run());
-    let openapi = OpenApiManager::new(timer.clone(), OpenApiConfig::default());
-    registry.feed(resolver.clone(), openapi.clone());
-    tokio::spawn(openapi.clone().run());
-
     // As kube-apiserver: system:masters is allowed before any configured mode is asked,
     // so a break-glass administrator never waits on a webhook that is down.
     let mut authorizer =
@@ -195,48 +141,65 @@ pub async fn start(
         };
     }
 
-    let inner_metrics = metrics.clone();
-    let inner_discovery = discovery.clone();
+    // kube-apiserver's filter chain around the aggregator, in its order
+    // (docs/upstream-behaviour.md §6; `Aggregator::builder` documents each step), and
+    // the worker that feeds it: the APIServices of --apiservice-dir, their availability
+    // checks, and the discovery and OpenAPI documents fetched off the request path.
+    let mut builder = Aggregator::builder(RustlsTransport::new(
+        proxy_cert,
+        executor.clone(),
+        timer.clone(),
+    ))
+    .resolver(resolver)
+    .authenticator(authenticator)
+    .authorizer(authorizer)
+    .runtime(executor, timer.clone())
+    .availability(AvailabilityConfig {
+        resync_period: opts.availability_resync_period,
+        probe_timeout: opts.discovery_check_timeout,
+        ..AvailabilityConfig::default()
+    })
+    .request_timeout(opts.request_timeout)
+    .max_requests_inflight(
+        opts.max_requests_inflight,
+        opts.max_mutating_requests_inflight,
+        opts.max_requests_inflight_per_apiservice,
+    );
+    let initial = match &opts.apiservice_dir {
+        Some(dir) => {
+            // Start-up is strict: a bad manifest or an invalid APIService refuses to start.
+            // Later edits are applied leniently: bad ones are logged and the last good
+            // state stays.
+            let initial =
+                ManifestDir::load(dir).map_err(|e| StartError(format!("--apiservice-dir: {e}")))?;
+            builder = builder.source(ManifestDir::new(
+                dir.clone(),
+                timer,
+                opts.apiservice_dir_poll_interval,
+            ));
+            Some((dir, initial))
+        }
+        None => None,
+    };
+    let (aggregator, worker) = builder.build().map_err(|e| StartError(e.to_string()))?;
+    if let Some((dir, initial)) = initial {
+        aggregator
+            .registry()
+            .apply(ApiServiceEvent::Resynced(initial))
+            .map_err(|e| StartError(format!("--apiservice-dir: {}: {e}", dir.display())))?;
+    }
+    tokio::spawn(worker);
+
+    let metrics = aggregator.metrics().clone();
+    let discovery = aggregator.discovery().clone();
+    let (inner_metrics, inner_discovery) = (metrics.clone(), discovery.clone());
     let inner = tower::service_fn(move |req: Request<Body>| {
         let metrics = inner_metrics.clone();
         let ready = inner_discovery.has_synced();
         async move { Ok::<_, Infallible>(local(req, &metrics, ready)) }
     });
-    // Outside in, as kube-apiserver's filter chain (docs/upstream-behaviour.md §6):
-    // - Audit-Id and Cache-Control outermost, so every answer has them, 504s and 401s too;
-    // - the request timeout around everything that can be slow (webhooks, backends);
-    // - authentication (401 stops here), then impersonation, which replaces the user, so
-    //   everything after sees only the impersonated one;
-    // - the in-flight limits after impersonation (system:masters is exempt by the user
-    //   the request runs as) and before authorization, whose webhook call holds a slot;
-    // - authorization (403/500 stop here), then the self reviews, answered by the same
-    //   authorizer, and only then the aggregator, so no request reaches an extension
-    //   server unauthorized.
-    let authorizer = Arc::new(authorizer);
-    let service = ServiceBuilder::new()
-        .layer(AuditIdLayer::new())
-        .layer(SetResponseHeaderLayer::if_not_present(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("no-cache, private"),
-        ))
-        .layer(TimeoutLayer::new(timer.clone()).request_timeout(opts.request_timeout))
-        .layer(AuthenticationLayer::new(authenticator))
-        .layer(ImpersonationLayer::new(authorizer.clone()))
-        .layer(
-            InFlightLayer::new(
-                opts.max_requests_inflight,
-                opts.max_mutating_requests_inflight,
-            )
-            .per_api_service(opts.max_requests_inflight_per_apiservice),
-        )
-        .layer(AuthorizationLayer::new(authorizer.clone()))
-        .layer(SelfReviewLayer::new(authorizer))
-        .layer(
-            AggregatorLayer::new(registry.clone(), resolver, timer)
-                .discovery(discovery.clone())
-                .openapi(openapi),
-        )
-        .service(inner);
+    let service = aggregator.layer(inner);
+    let registry = aggregator.registry().clone();
 
     let listener = match listener {
         Some(l) => l,
