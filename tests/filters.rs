@@ -1,7 +1,8 @@
-//! kube-apiserver's filters around the aggregator, over real TLS on 127.0.0.1: a gateway
-//! assembled in upstream's order (Audit-Id, request timeout, x509 authentication,
-//! impersonation, in-flight limits, authorization by a real HTTPS SubjectAccessReview
-//! webhook, self reviews, the aggregator) in front of an HTTPS extension server.
+//! kube-apiserver's filters around the aggregator, over real TLS on 127.0.0.1: the
+//! gateway `Aggregator::builder` assembles in upstream's order (Audit-Id, Cache-Control,
+//! request timeout, x509 authentication, impersonation, in-flight limits, authorization
+//! by a real HTTPS SubjectAccessReview webhook, self reviews, the aggregator) in front of
+//! an HTTPS extension server.
 //!
 //! The rows come from docs/upstream-behaviour.md §8.5 (selectors), §11 (impersonation),
 //! §12 (timeouts, long-running), §13 (max-in-flight), §16 (Audit-Id) and known failures
@@ -11,7 +12,6 @@ mod common;
 #[path = "../examples/support/policy.rs"]
 mod policy;
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -24,22 +24,17 @@ use common::{
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use kube_aggregator::audit::AuditIdLayer;
-use kube_aggregator::authn::{AuthenticationLayer, X509Authenticator};
+use kube_aggregator::Body;
+use kube_aggregator::authn::X509Authenticator;
 use kube_aggregator::authz::{
-    AuthorizationLayer, PrivilegedGroups, SubjectAccessReview, SubjectAccessReviewAuthorizer,
+    PrivilegedGroups, SubjectAccessReview, SubjectAccessReviewAuthorizer,
     SubjectAccessReviewStatus, Union,
 };
-use kube_aggregator::impersonation::ImpersonationLayer;
 use kube_aggregator::inflight::InFlightLayer;
 use kube_aggregator::rt::{Executor, Timer};
-use kube_aggregator::selfreview::SelfReviewLayer;
-use kube_aggregator::timeout::TimeoutLayer;
-use kube_aggregator::{AggregatorLayer, Body};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-use tower::ServiceBuilder;
 
 const WIDGETS: &str = "/apis/widgets.example.io/v1alpha1";
 const GADGETS: &str = "/apis/gadgets.example.io/v1";
@@ -125,51 +120,47 @@ impl Webhook {
     }
 }
 
-/// Starts the gateway in kube-apiserver's order; `timeout` is `--request-timeout`.
+/// `--max-requests-inflight`, `--max-mutating-requests-inflight` and the limit per
+/// APIService of a gateway.
+type Limits = (usize, usize, usize);
+
+/// kube-apiserver's defaults, no limit per APIService.
+const DEFAULT_LIMITS: Limits = (400, 200, 0);
+
+/// Starts the gateway `Aggregator::builder` assembles, in kube-apiserver's order;
+/// `timeout` is `--request-timeout`. Returns its address and its in-flight limits (to read
+/// their counts).
 async fn gateway(
     pki: &Pki,
     backend: SocketAddr,
     webhook: &Webhook,
     timeout: Duration,
-    inflight: InFlightLayer,
-) -> SocketAddr {
-    let (registry, resolver) = common::registry_and_resolver(pki, backend);
-    let timer = Timer::tokio();
+    (read, mutating, per_api_service): Limits,
+) -> (SocketAddr, InFlightLayer) {
     let x509 = X509Authenticator::from_pem(pki.client_ca.cert_pem.as_bytes()).expect("client CA");
     // No decision cache: every request asks the webhook, so the reviews show each check.
     let sar = SubjectAccessReviewAuthorizer::from_kubeconfig(
         &webhook.config_file,
         Executor::tokio(),
-        timer.clone(),
+        Timer::tokio(),
     )
     .expect("webhook kubeconfig")
     .authorized_ttl(Duration::ZERO)
     .unauthorized_ttl(Duration::ZERO);
-    let authorizer = Arc::new(
-        Union::new()
-            .push("privileged-groups", PrivilegedGroups::system_masters())
-            .push("Webhook", sar),
-    );
-    let inner = tower::service_fn(|req: Request<Body>| async move {
-        let mut res = Response::new(Body::full(format!(
-            "inner: {} {}",
-            req.method(),
-            req.uri().path()
-        )));
-        *res.status_mut() = StatusCode::NOT_FOUND;
-        Ok::<_, Infallible>(res)
-    });
-    let service = ServiceBuilder::new()
-        .layer(AuditIdLayer::new())
-        .layer(TimeoutLayer::new(timer.clone()).request_timeout(timeout))
-        .layer(AuthenticationLayer::new(x509))
-        .layer(ImpersonationLayer::new(authorizer.clone()))
-        .layer(inflight)
-        .layer(AuthorizationLayer::new(authorizer.clone()))
-        .layer(SelfReviewLayer::new(authorizer))
-        .layer(AggregatorLayer::new(registry, resolver, timer))
-        .service(inner);
-    common::serve_gateway(pki, service).await
+    let authorizer = Union::new()
+        .push("privileged-groups", PrivilegedGroups::system_masters())
+        .push("Webhook", sar);
+    let builder = common::builder(pki, backend)
+        .authenticator(x509)
+        .authorizer(authorizer)
+        .request_timeout(timeout)
+        .max_requests_inflight(read, mutating, per_api_service);
+    let apiservices = vec![
+        common::widgets_apiservice(pki),
+        common::gadgets_apiservice(pki),
+    ];
+    let (addr, aggregator) = common::start_gateway(pki, builder, apiservices, common::host()).await;
+    (addr, aggregator.inflight().clone())
 }
 
 /// What the backend received, as (path and query, headers).
@@ -218,9 +209,10 @@ async fn impersonation_is_checked_with_the_webhook_and_never_reaches_the_backend
         backend.addr,
         &webhook,
         Duration::from_secs(60),
-        InFlightLayer::default(),
+        DEFAULT_LIMITS,
     )
-    .await;
+    .await
+    .0;
     let admin = pki.client_ca.client("admin", &["ops"]);
     for protocol in [Protocol::Http1, Protocol::Http2] {
         let client = Client::new(&pki, addr, Some(&admin), protocol);
@@ -351,9 +343,10 @@ async fn a_slow_backend_gets_the_504_and_its_stream_is_released_while_a_watch_ou
             backend.addr,
             &webhook,
             Duration::from_secs(1),
-            InFlightLayer::default(),
+            DEFAULT_LIMITS,
         )
-        .await;
+        .await
+        .0;
         for protocol in [Protocol::Http1, Protocol::Http2] {
             let client = Client::new(&pki, addr, Some(&admin), protocol);
             let cancelled = backend.cancelled.load(Ordering::SeqCst);
@@ -482,13 +475,12 @@ async fn a_pile_up_on_one_apiservice_leaves_the_others_answering() {
     let pki = Pki::new();
     let webhook = Webhook::start().await;
     let (backend, _arrivals) = backend(&pki, H2_AND_HTTP11).await;
-    let limits = InFlightLayer::new(40, 20).per_api_service(10);
-    let addr = gateway(
+    let (addr, limits) = gateway(
         &pki,
         backend.addr,
         &webhook,
         Duration::from_secs(60),
-        limits.clone(),
+        (40, 20, 10),
     )
     .await;
     let admin = pki.client_ca.client("admin", &[]);
@@ -538,9 +530,10 @@ async fn the_global_limit_answers_429_with_retry_after_and_masters_are_exempt() 
         backend.addr,
         &webhook,
         Duration::from_secs(60),
-        InFlightLayer::new(3, 1),
+        (3, 1, 0),
     )
-    .await;
+    .await
+    .0;
     let admin = pki.client_ca.client("admin", &[]);
     let client = Client::new(&pki, addr, Some(&admin), Protocol::Http2);
     let answered = pile_up(
@@ -583,9 +576,10 @@ async fn stray_connection_upgrade_is_a_plain_request_and_selectors_reach_the_web
         _backend.addr,
         &webhook,
         Duration::from_secs(60),
-        InFlightLayer::default(),
+        DEFAULT_LIMITS,
     )
-    .await;
+    .await
+    .0;
     let bob = pki.client_ca.client("bob", &["dev"]);
     let client = Client::new(&pki, addr, Some(&bob), Protocol::Http1);
     let reply = client

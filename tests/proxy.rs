@@ -1,5 +1,5 @@
-//! The aggregator's proxy over real TLS on 127.0.0.1, with no mocks: a gateway assembled
-//! from the library's layers and `server::serve_tls`, an extension server that requires the
+//! The aggregator's proxy over real TLS on 127.0.0.1, with no mocks: a gateway built with
+//! `Aggregator::builder` behind `server::serve_tls`, an extension server that requires the
 //! front-proxy client certificate and reports every request it receives, and clients that
 //! speak HTTP/1.1 or HTTP/2.
 //!
@@ -82,8 +82,11 @@ async fn identity_and_forwarding_headers_arrive_exactly() {
         assert_eq!(seen.one("x-forwarded-host"), Some(backend.as_str()));
         assert_eq!(seen.one("user-agent"), Some("proxy-test/1.0"));
         assert_eq!(seen.one("accept"), Some("application/json"));
+        // Audit-Id: the stack's audit ID travels upstream, as kube-apiserver's proxy
+        // copies it (docs/upstream-behaviour.md §16).
         let mut expected = vec![
             "accept",
+            "audit-id",
             "user-agent",
             "x-forwarded-for",
             "x-forwarded-host",
@@ -341,6 +344,13 @@ async fn unreachable_backend_is_503() {
         l.local_addr().expect("address")
     };
     let gateway = Gateway::start(&pki, alice(), closed).await;
+    // The check at start failed; as if the backend went away after passing it.
+    gateway.registry.set_available_condition(
+        APISERVICE,
+        ConditionStatus::True,
+        "Passed",
+        "all checks passed",
+    );
     let reply = Client::new(&pki, gateway.addr, None, Protocol::Http1)
         .get(&format!("{BASE}/widgets"))
         .await;

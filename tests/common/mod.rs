@@ -1,8 +1,15 @@
 //! The fixture of the proxy tests: a throw-away PKI, an HTTPS extension server that
 //! requires the front-proxy client certificate and reports each request it receives, a
-//! gateway assembled from the library's layers behind `server::serve_tls`, and a client
-//! that speaks HTTP/1.1 or HTTP/2 over its own TLS connection per request. Everything
-//! listens on 127.0.0.1 and every network step is bounded by [`WAIT`].
+//! gateway built with `Aggregator::builder` behind `server::serve_tls`, and a client that
+//! speaks HTTP/1.1 or HTTP/2 over its own TLS connection per request. Everything listens
+//! on 127.0.0.1 and every network step is bounded by [`WAIT`].
+//!
+//! The gateway's worker runs, as in production: it checks the APIServices' availability
+//! and fetches their discovery and OpenAPI documents from the extension servers. Those
+//! requests carry the aggregator's own identities (`system:kube-aggregator`,
+//! `system:aggregator`); the extension servers here answer them themselves (a probe or a
+//! legacy discovery document passes, `/apis` and the OpenAPI paths are 404) and report
+//! only the callers' requests, which are what the tests look at.
 
 // Shared by several test crates, each of which uses a part of it.
 #![allow(dead_code)]
@@ -27,24 +34,21 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use kube_aggregator::apiservice::{
-    ApiService, ApiServiceSpec, ConditionStatus, ObjectMeta, ServiceReference,
-};
-use kube_aggregator::authn::{AuthenticateFuture, AuthenticationLayer, Authenticator, UserInfo};
-use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer, Authorizer};
-use kube_aggregator::availability::StaticServiceResolver;
-use kube_aggregator::impersonation::ImpersonationLayer;
+use kube_aggregator::apiservice::{ApiService, ApiServiceSpec, ObjectMeta, ServiceReference};
+use kube_aggregator::authn::{AuthenticateFuture, Authenticator, UserInfo};
+use kube_aggregator::authz::{AlwaysAllow, Authorizer};
+use kube_aggregator::availability::{AvailabilityConfig, ServiceResolver, StaticServiceResolver};
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
-use kube_aggregator::{AggregatorLayer, Body, Registry, server};
+use kube_aggregator::{Aggregator, AggregatorBuilder, Body, Registry, server};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
-use tower::ServiceBuilder;
+use tower::Layer;
 
 pub(crate) const GROUP: &str = "widgets.example.io";
 const VERSION: &str = "v1alpha1";
@@ -153,6 +157,21 @@ impl Seen {
         self.uri.path_and_query().map_or("", |pq| pq.as_str())
     }
 
+    /// A request of the aggregator itself (availability probe, discovery or OpenAPI
+    /// fetch), not of a caller.
+    pub(crate) fn is_background(&self) -> bool {
+        matches!(
+            self.one("x-remote-user"),
+            Some("system:kube-aggregator" | "system:aggregator")
+        )
+    }
+
+    /// An availability probe: the aggregator's `GET` of a group-version, sent with no
+    /// `Accept` (discovery's legacy fetch of the same path asks for JSON).
+    pub(crate) fn is_availability_probe(&self) -> bool {
+        self.is_background() && !self.headers.contains_key(header::ACCEPT)
+    }
+
     /// Header names (hyper lower-cases them), sorted, without duplicates.
     pub(crate) fn names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.headers.keys().map(|n| n.as_str()).collect();
@@ -167,8 +186,49 @@ type Handler = Arc<dyn Fn(&Seen) -> Response<Body> + Send + Sync>;
 pub(crate) const H2_AND_HTTP11: &[&[u8]] = &[b"h2", b"http/1.1"];
 pub(crate) const HTTP11_ONLY: &[&[u8]] = &[b"http/1.1"];
 
+/// What an extension server answers itself instead of reporting: every request of the
+/// aggregator ([`Seen::is_background`]), or only its availability probes (for the
+/// discovery tests, which look at the fetches).
+#[derive(Clone, Copy)]
+pub(crate) enum Answers {
+    Background,
+    Probes,
+}
+
+impl Answers {
+    /// The answer to `seen` when it is one of these, as an extension server answers:
+    /// its group-versions pass the probe and serve an empty legacy document; it has no
+    /// aggregated `/apis` and no OpenAPI.
+    fn answer(self, seen: &Seen) -> Option<Response<Body>> {
+        let ours = match self {
+            Answers::Background => seen.is_background(),
+            Answers::Probes => seen.is_availability_probe(),
+        };
+        if !ours {
+            return None;
+        }
+        let path = seen.uri.path();
+        Some(if path == "/apis" || path.starts_with("/openapi/") {
+            respond(404, "404 page not found\n")
+        } else {
+            let group_version = path
+                .trim_start_matches("/apis/")
+                .trim_start_matches("/api/");
+            let mut res = Response::new(Body::full(format!(
+                r#"{{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"{group_version}","resources":[]}}"#
+            )));
+            res.headers_mut().insert(
+                header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+            res
+        })
+    }
+}
+
 /// An HTTPS extension server on 127.0.0.1 that requires a client certificate from the
-/// front-proxy CA, counts accepted TCP connections and reports each request.
+/// front-proxy CA, reports each request of a caller and counts the TCP connections that
+/// carried one (the aggregator's own requests are answered, not reported: [`Answers`]).
 pub(crate) struct Backend {
     pub(crate) addr: SocketAddr,
     seen: mpsc::UnboundedReceiver<Seen>,
@@ -181,7 +241,17 @@ impl Backend {
         alpn: &[&[u8]],
         handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
     ) -> Backend {
-        Backend::start_with(pki, alpn, handler, false).await
+        Backend::start_with(pki, alpn, handler, false, Answers::Background).await
+    }
+
+    /// As [`Backend::start`], reporting the aggregator's discovery and OpenAPI fetches too
+    /// (and passing them to `handler`); only its availability probes are answered here.
+    pub(crate) async fn start_seeing_fetches(
+        pki: &Pki,
+        alpn: &[&[u8]],
+        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
+    ) -> Backend {
+        Backend::start_with(pki, alpn, handler, false, Answers::Probes).await
     }
 
     /// As [`Backend::start`], reading each request body to its end before answering (the
@@ -191,7 +261,7 @@ impl Backend {
         alpn: &[&[u8]],
         handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
     ) -> Backend {
-        Backend::start_with(pki, alpn, handler, true).await
+        Backend::start_with(pki, alpn, handler, true, Answers::Background).await
     }
 
     async fn start_with(
@@ -199,6 +269,7 @@ impl Backend {
         alpn: &[&[u8]],
         handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
         read_bodies: bool,
+        answers: Answers,
     ) -> Backend {
         let leaf = pki.serving_ca.server("backend", &["backend.test-ns.svc"]);
         let verifier = WebPkiClientVerifier::builder_with_provider(
@@ -227,6 +298,7 @@ impl Backend {
             tx,
             connections.clone(),
             read_bodies,
+            answers,
         ));
         Backend {
             addr,
@@ -245,9 +317,13 @@ impl Backend {
         self.connections.load(Ordering::SeqCst)
     }
 
-    /// Nothing reached the backend: not a request, not even a TCP connection.
+    /// No request of a caller reached the backend, and no connection carried one.
     pub(crate) fn assert_untouched(&mut self) {
-        assert_eq!(self.connections(), 0, "the backend accepted a connection");
+        assert_eq!(
+            self.connections(),
+            0,
+            "the backend accepted a connection for a caller"
+        );
         if let Ok(seen) = self.seen.try_recv() {
             panic!("the backend received {} {}", seen.method, seen.uri);
         }
@@ -261,16 +337,20 @@ async fn backend_accept_loop(
     tx: mpsc::UnboundedSender<Seen>,
     connections: Arc<AtomicUsize>,
     read_bodies: bool,
+    answers: Answers,
 ) {
     while let Ok((tcp, _)) = listener.accept().await {
-        connections.fetch_add(1, Ordering::SeqCst);
         let (acceptor, handler, tx) = (acceptor.clone(), handler.clone(), tx.clone());
+        let connections = connections.clone();
         tokio::spawn(async move {
             let Ok(tls) = acceptor.accept(tcp).await else {
                 return;
             };
+            // Counted when it carries its first request of a caller.
+            let counted = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let (handler, tx) = (handler.clone(), tx.clone());
+                let (connections, counted) = (connections.clone(), counted.clone());
                 async move {
                     let (parts, body) = req.into_parts();
                     let seen = Seen {
@@ -279,6 +359,12 @@ async fn backend_accept_loop(
                         version: parts.version,
                         headers: parts.headers,
                     };
+                    if let Some(res) = answers.answer(&seen) {
+                        return Ok::<_, Infallible>(res);
+                    }
+                    if !counted.swap(true, Ordering::SeqCst) {
+                        connections.fetch_add(1, Ordering::SeqCst);
+                    }
                     let whole = !read_bodies || body.collect().await.is_ok();
                     let res = if whole {
                         handler(&seen)
@@ -301,8 +387,9 @@ pub(crate) type AsyncHandler =
     Arc<dyn Fn(Seen) -> Pin<Box<dyn Future<Output = Response<Body>> + Send>> + Send + Sync>;
 
 /// An HTTPS extension server like [`Backend`] whose handler is async (it may never
-/// answer); reports each request as it arrives and counts handler futures dropped
-/// before they finished (a cancelled stream or closed connection).
+/// answer); counts each request of a caller as it arrives and the handler futures
+/// dropped before they finished (a cancelled stream or closed connection). The
+/// aggregator's own requests are answered as [`Answers::Background`] says.
 pub(crate) struct AsyncBackend {
     pub(crate) addr: SocketAddr,
     pub(crate) arrived: Arc<AtomicUsize>,
@@ -343,7 +430,6 @@ impl AsyncBackend {
                     let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                         let (handler, a, c) = (handler.clone(), a.clone(), c.clone());
                         async move {
-                            a.fetch_add(1, Ordering::SeqCst);
                             let (parts, _body) = req.into_parts();
                             let seen = Seen {
                                 method: parts.method,
@@ -351,6 +437,10 @@ impl AsyncBackend {
                                 version: parts.version,
                                 headers: parts.headers,
                             };
+                            if let Some(res) = Answers::Background.answer(&seen) {
+                                return Ok::<_, Infallible>(res);
+                            }
+                            a.fetch_add(1, Ordering::SeqCst);
                             // Counts a drop before the answer: the gateway let go.
                             struct Guard(Option<Arc<AtomicUsize>>);
                             impl Drop for Guard {
@@ -389,40 +479,114 @@ pub(crate) fn gadgets_apiservice(pki: &Pki) -> ApiService {
     svc
 }
 
-/// A registry with the widgets and gadgets APIServices, both Available, whose
-/// `test-ns/backend:443` Service resolves to `service_addr`.
-pub(crate) fn registry_and_resolver(
-    pki: &Pki,
-    service_addr: SocketAddr,
-) -> (Registry, StaticServiceResolver) {
+/// The proxy client certificate the gateway presents to extension servers.
+pub(crate) fn proxy_identity(pki: &Pki) -> ClientCertificate {
     let proxy_leaf = pki.front_proxy_ca.client("front-proxy-client", &[]);
-    let proxy_cert = ClientCertificate::from_pem(
+    ClientCertificate::from_pem(
         proxy_leaf.cert_pem.as_bytes(),
         proxy_leaf.key_pem.as_bytes(),
     )
-    .expect("proxy client certificate");
-    let registry = Registry::new(RustlsTransport::new(
-        proxy_cert,
+    .expect("proxy client certificate")
+}
+
+/// A gateway's builder: extension servers reached over rustls with the front-proxy
+/// identity, Services resolved by `resolver`, and a worker that checks each APIService
+/// once at start and then not again within a test's lifetime (every period is an hour),
+/// so a condition a test sets stays as set.
+pub(crate) fn builder_with(pki: &Pki, resolver: impl ServiceResolver) -> AggregatorBuilder {
+    let hour = Duration::from_secs(3600);
+    Aggregator::builder(RustlsTransport::new(
+        proxy_identity(pki),
         Executor::tokio(),
         Timer::tokio(),
-    ));
+    ))
+    .resolver(resolver)
+    .availability(AvailabilityConfig {
+        resync_period: hour,
+        backoff_base: hour,
+        backoff_max: hour,
+        ..AvailabilityConfig::default()
+    })
+}
+
+/// [`builder_with`] a resolver that sends `test-ns/backend:443` to `service_addr`.
+pub(crate) fn builder(pki: &Pki, service_addr: SocketAddr) -> AggregatorBuilder {
     let mut resolver = StaticServiceResolver::new();
     resolver
         .insert("test-ns", "backend", 443, &service_addr.to_string())
         .expect("resolver entry");
-    for svc in [widgets_apiservice(pki), gadgets_apiservice(pki)] {
-        let name = svc.metadata.name.clone();
-        registry
-            .apply(ApiServiceEvent::Applied(svc))
-            .expect("valid APIService");
-        registry.set_available_condition(
-            &name,
-            ConditionStatus::True,
-            "Passed",
-            "all checks passed",
-        );
-    }
-    (registry, resolver)
+    builder_with(pki, resolver)
+}
+
+/// Builds the gateway, registers `apiservices`, runs its worker, serves it in front of
+/// `host` over TLS ([`serve_gateway`]) and waits until each APIService's first
+/// availability check is done (`Available=True` when its backend answers the probe).
+pub(crate) async fn start_gateway<S, RB>(
+    pki: &Pki,
+    builder: AggregatorBuilder,
+    apiservices: Vec<ApiService>,
+    host: S,
+) -> (SocketAddr, Aggregator)
+where
+    S: tower::Service<Request<Body>, Response = Response<RB>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+    RB: http_body::Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (aggregator, worker) = builder.build().expect("the gateway's stack");
+    let names: Vec<String> = apiservices
+        .iter()
+        .map(|s| s.metadata.name.clone())
+        .collect();
+    aggregator
+        .registry()
+        .apply(ApiServiceEvent::Resynced(apiservices))
+        .expect("valid APIServices");
+    tokio::spawn(worker);
+    let addr = serve_gateway(pki, aggregator.layer(host)).await;
+    let registry = aggregator.registry();
+    within("the first availability checks", async {
+        loop {
+            let seen = registry.snapshot().generation();
+            let checked = names.iter().all(|name| {
+                registry
+                    .snapshot()
+                    .get(name)
+                    .is_some_and(|r| r.apiservice.available_condition().is_some())
+            });
+            if checked {
+                break;
+            }
+            registry.changed(seen).await;
+        }
+    })
+    .await;
+    (addr, aggregator)
+}
+
+/// The host's own handlers: 404 naming the request, so a test can tell they answered.
+pub(crate) fn host() -> impl tower::Service<
+    Request<Body>,
+    Response = Response<Body>,
+    Error = Infallible,
+    Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
+> + Clone
++ Send
++ Sync
++ 'static {
+    tower::service_fn(|req: Request<Body>| async move {
+        let mut res = Response::new(Body::full(format!(
+            "inner: {} {}",
+            req.method(),
+            req.uri().path()
+        )));
+        *res.status_mut() = StatusCode::NOT_FOUND;
+        Ok::<_, Infallible>(res)
+    })
 }
 
 /// Serves `service` over TLS on 127.0.0.1 with the gateway's certificate; client
@@ -483,9 +647,8 @@ impl http_body::Body for ChannelBody {
 // The gateway
 // ---------------------------------------------------------------------------------------
 
-/// The stack of a kube-apiserver-like host, outside in: authentication, authorization,
-/// the aggregator, and the host's own handlers (which answer 404 naming the request, so a
-/// test can tell they answered).
+/// A kube-apiserver-like host: the stack of `Aggregator::builder` (kube-apiserver's
+/// filter chain, then the aggregator) in front of the host's own handlers ([`host`]).
 pub(crate) struct Gateway {
     pub(crate) addr: SocketAddr,
     pub(crate) registry: Registry,
@@ -493,10 +656,10 @@ pub(crate) struct Gateway {
 
 impl Gateway {
     /// Starts a gateway whose `test-ns/backend:443` Service resolves to `service_addr`,
-    /// with the widgets APIService registered and `Available=True`.
+    /// with the widgets APIService registered and checked once.
     pub(crate) async fn start(
         pki: &Pki,
-        authenticator: impl Authenticator + Clone,
+        authenticator: impl Authenticator,
         service_addr: SocketAddr,
     ) -> Gateway {
         Gateway::start_with_authorizer(pki, authenticator, AlwaysAllow, service_addr).await
@@ -505,75 +668,19 @@ impl Gateway {
     /// As [`Gateway::start`], with `authorizer` deciding requests.
     pub(crate) async fn start_with_authorizer(
         pki: &Pki,
-        authenticator: impl Authenticator + Clone,
+        authenticator: impl Authenticator,
         authorizer: impl Authorizer,
         service_addr: SocketAddr,
     ) -> Gateway {
-        let proxy_leaf = pki.front_proxy_ca.client("front-proxy-client", &[]);
-        let proxy_cert = ClientCertificate::from_pem(
-            proxy_leaf.cert_pem.as_bytes(),
-            proxy_leaf.key_pem.as_bytes(),
-        )
-        .expect("proxy client certificate");
-        let timer = Timer::tokio();
-        let registry = Registry::new(RustlsTransport::new(
-            proxy_cert,
-            Executor::tokio(),
-            timer.clone(),
-        ));
-        let mut resolver = StaticServiceResolver::new();
-        resolver
-            .insert("test-ns", "backend", 443, &service_addr.to_string())
-            .expect("resolver entry");
-        registry
-            .apply(ApiServiceEvent::Applied(widgets_apiservice(pki)))
-            .expect("the widgets APIService is valid");
-        registry.set_available_condition(
-            APISERVICE,
-            ConditionStatus::True,
-            "Passed",
-            "all checks passed",
-        );
-
-        let inner = tower::service_fn(|req: Request<Body>| async move {
-            let mut res = Response::new(Body::full(format!(
-                "inner: {} {}",
-                req.method(),
-                req.uri().path()
-            )));
-            *res.status_mut() = StatusCode::NOT_FOUND;
-            Ok::<_, Infallible>(res)
-        });
-        // kube-apiserver's order: authentication (401 stops here), impersonation and
-        // authorization (403 stops here) run before the aggregator, so no unauthenticated
-        // request reaches a backend, and the aggregator finds the user in the extensions.
-        let authorizer = Arc::new(authorizer);
-        let service = ServiceBuilder::new()
-            .layer(AuthenticationLayer::new(authenticator))
-            .layer(ImpersonationLayer::new(authorizer.clone()))
-            .layer(AuthorizationLayer::new(authorizer))
-            .layer(AggregatorLayer::new(registry.clone(), resolver, timer))
-            .service(inner);
-
-        let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
-        let tls = server::server_config(
-            leaf.cert_pem.as_bytes(),
-            leaf.key_pem.as_bytes(),
-            pki.client_ca.cert_pem.as_bytes(),
-            true,
-        )
-        .expect("gateway TLS config");
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind gateway");
-        let addr = listener.local_addr().expect("gateway address");
-        tokio::spawn(server::serve_tls(
-            listener,
-            tls,
-            service,
-            std::future::pending(),
-        ));
-        Gateway { addr, registry }
+        let builder = builder(pki, service_addr)
+            .authenticator(authenticator)
+            .authorizer(authorizer);
+        let (addr, aggregator) =
+            start_gateway(pki, builder, vec![widgets_apiservice(pki)], host()).await;
+        Gateway {
+            addr,
+            registry: aggregator.registry().clone(),
+        }
     }
 }
 
