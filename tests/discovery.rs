@@ -1,7 +1,9 @@
 //! Aggregated discovery v2 and OpenAPI over real TLS on 127.0.0.1
-//! (docs/upstream-behaviour.md §5.3, §5.4; known failures B12, B17, B18): a gateway with
-//! the discovery and OpenAPI managers in front of extension servers that speak v2, only
-//! legacy discovery, or fail.
+//! (docs/upstream-behaviour.md §5.3, §5.4; known failures B12, B17, B18): a gateway from
+//! `Aggregator::builder`, whose worker runs the discovery and OpenAPI managers, in front
+//! of extension servers that speak v2, only legacy discovery, or fail. The extension
+//! servers report the aggregator's discovery and OpenAPI fetches; its availability
+//! probes they answer themselves.
 
 mod common;
 
@@ -14,18 +16,14 @@ use std::time::Duration;
 use common::{Backend, Client, H2_AND_HTTP11, Pki, Protocol, Seen, alice, respond};
 use http::{Request, Response, StatusCode, header};
 use kube_aggregator::apiservice::{ApiService, ConditionStatus, ServiceReference};
-use kube_aggregator::authn::AuthenticationLayer;
-use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer};
+use kube_aggregator::authz::AlwaysAllow;
 use kube_aggregator::availability::{ResolveFuture, ServiceResolver, StaticServiceResolver};
 use kube_aggregator::discovery::{DiscoveryConfig, DiscoveryManager, V2_JSON, V2BETA1_JSON};
-use kube_aggregator::openapi::{OpenApiConfig, OpenApiManager};
-use kube_aggregator::rt::{Executor, Timer};
+use kube_aggregator::openapi::OpenApiConfig;
 use kube_aggregator::source::ApiServiceEvent;
-use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
-use kube_aggregator::{AggregatorLayer, Body, Registry, server};
+use kube_aggregator::{Body, Registry};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tower::ServiceBuilder;
+use tower::Layer;
 
 const KUBECTL_ACCEPT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
 
@@ -83,7 +81,7 @@ fn apiservice(
     svc
 }
 
-/// A gateway with the discovery and OpenAPI managers running; `backend` (Service
+/// A gateway with its worker running; `backend` (Service
 /// `test-ns/<name>`, verified as `backend.test-ns.svc`) serves every APIService given.
 struct Gateway {
     addr: SocketAddr,
@@ -136,18 +134,6 @@ async fn gateway_gated(
     gate: tokio::sync::watch::Receiver<bool>,
     initial: Vec<ApiService>,
 ) -> Gateway {
-    let proxy_leaf = pki.front_proxy_ca.client("front-proxy-client", &[]);
-    let proxy_cert = ClientCertificate::from_pem(
-        proxy_leaf.cert_pem.as_bytes(),
-        proxy_leaf.key_pem.as_bytes(),
-    )
-    .unwrap();
-    let timer = Timer::tokio();
-    let registry = Registry::new(RustlsTransport::new(
-        proxy_cert,
-        Executor::tokio(),
-        timer.clone(),
-    ));
     let mut resolver = StaticServiceResolver::new();
     for (name, addr) in services {
         resolver
@@ -158,52 +144,29 @@ async fn gateway_gated(
         inner: resolver,
         gate,
     };
-    registry.apply(ApiServiceEvent::Resynced(initial)).unwrap();
-    let discovery = DiscoveryManager::new(timer.clone(), config);
-    registry.feed(resolver.clone(), discovery.clone());
-    tokio::spawn(discovery.clone().run());
-    let openapi = OpenApiManager::new(
-        timer.clone(),
-        OpenApiConfig {
+    let builder = common::builder_with(pki, resolver)
+        .authenticator(alice())
+        .authorizer(AlwaysAllow)
+        .discovery(config)
+        .openapi(OpenApiConfig {
             backoff_base: Duration::from_millis(50),
             ..OpenApiConfig::default()
-        },
-    );
-    registry.feed(resolver.clone(), openapi.clone());
-    tokio::spawn(openapi.clone().run());
+        });
+    let (aggregator, worker) = builder.build().unwrap();
+    aggregator
+        .registry()
+        .apply(ApiServiceEvent::Resynced(initial))
+        .unwrap();
+    tokio::spawn(worker);
     // The host serves no discovery of its own: 404 for everything.
     let inner = tower::service_fn(|_req: Request<Body>| async move {
         Ok::<_, Infallible>(respond(404, "404 page not found\n"))
     });
-    let service = ServiceBuilder::new()
-        .layer(AuthenticationLayer::new(alice()))
-        .layer(AuthorizationLayer::new(AlwaysAllow))
-        .layer(
-            AggregatorLayer::new(registry.clone(), resolver, timer)
-                .discovery(discovery.clone())
-                .openapi(openapi),
-        )
-        .service(inner);
-    let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
-    let tls = server::server_config(
-        leaf.cert_pem.as_bytes(),
-        leaf.key_pem.as_bytes(),
-        pki.client_ca.cert_pem.as_bytes(),
-        true,
-    )
-    .unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(server::serve_tls(
-        listener,
-        tls,
-        service,
-        std::future::pending(),
-    ));
+    let addr = common::serve_gateway(pki, aggregator.layer(inner)).await;
     Gateway {
         addr,
-        registry,
-        discovery,
+        registry: aggregator.registry().clone(),
+        discovery: aggregator.discovery().clone(),
     }
 }
 
@@ -281,7 +244,7 @@ async fn negotiation_etag_and_one_fetch_per_service() {
     let pki = Pki::new();
     let fetches = Arc::new(AtomicUsize::new(0));
     let seen = fetches.clone();
-    let mut backend = Backend::start(&pki, H2_AND_HTTP11, move |s: &Seen| match s.uri.path() {
+    let mut backend = Backend::start_seeing_fetches(&pki, H2_AND_HTTP11, move |s: &Seen| match s.uri.path() {
         "/apis" => {
             seen.fetch_add(1, Ordering::SeqCst);
             v2_list(json!([
@@ -405,28 +368,30 @@ async fn ordering_stale_before_sync_and_legacy_fallback() {
     let pki = Pki::new();
     let (release, gate) = tokio::sync::watch::channel(false);
     // widgets: three versions on a Service that resolves only once released.
-    let slow = Backend::start(&pki, H2_AND_HTTP11, move |s: &Seen| match s.uri.path() {
-        "/apis" => respond(404, "404 page not found\n"),
-        p => {
-            let v = p.rsplit('/').next().unwrap();
-            resource_list(
-                &format!("widgets.example.io/{v}"),
-                &format!("widgets-{v}"),
-                "Widget",
-            )
-        }
-    })
-    .await;
+    let slow =
+        Backend::start_seeing_fetches(&pki, H2_AND_HTTP11, move |s: &Seen| match s.uri.path() {
+            "/apis" => respond(404, "404 page not found\n"),
+            p => {
+                let v = p.rsplit('/').next().unwrap();
+                resource_list(
+                    &format!("widgets.example.io/{v}"),
+                    &format!("widgets-{v}"),
+                    "Widget",
+                )
+            }
+        })
+        .await;
     // gadgets: 406 to the v2 Accept, legacy documents work.
-    let legacy = Backend::start(&pki, H2_AND_HTTP11, |s: &Seen| match s.uri.path() {
-        "/apis" => respond(406, "not acceptable"),
-        "/apis/gadgets.example.io/v1" => {
-            resource_list("gadgets.example.io/v1", "gadgets", "Gadget")
-        }
-        "/apis/tools.example.io/v1" => resource_list("tools.example.io/v1", "tools", "Tool"),
-        _ => respond(404, ""),
-    })
-    .await;
+    let legacy =
+        Backend::start_seeing_fetches(&pki, H2_AND_HTTP11, |s: &Seen| match s.uri.path() {
+            "/apis" => respond(406, "not acceptable"),
+            "/apis/gadgets.example.io/v1" => {
+                resource_list("gadgets.example.io/v1", "gadgets", "Gadget")
+            }
+            "/apis/tools.example.io/v1" => resource_list("tools.example.io/v1", "tools", "Tool"),
+            _ => respond(404, ""),
+        })
+        .await;
     let initial = vec![
         apiservice(&pki, "widgets.example.io", "v1", "slow", 1000, 10),
         apiservice(&pki, "widgets.example.io", "v2beta1", "slow", 1000, 20),
@@ -526,7 +491,7 @@ async fn stale_on_failure_current_after_recovery_and_deletion_at_once() {
     let pki = Pki::new();
     let down = Arc::new(AtomicBool::new(false));
     let flag = down.clone();
-    let backend = Backend::start(&pki, H2_AND_HTTP11, move |s: &Seen| {
+    let backend = Backend::start_seeing_fetches(&pki, H2_AND_HTTP11, move |s: &Seen| {
         if flag.load(Ordering::SeqCst) {
             return respond(503, "service unavailable");
         }
@@ -601,7 +566,7 @@ async fn openapi_merge_conflicts_and_v3_routing() {
                          "/version": {"get": {"responses": {"200": {"schema": {"$ref": "#/definitions/Info"}}}}}},
                "definitions": {"Thing": {"type": ty}, "Info": {"type": "object"}}})
     };
-    let a = Backend::start(&pki, H2_AND_HTTP11, move |s: &Seen| match s.uri.path() {
+    let a = Backend::start_seeing_fetches(&pki, H2_AND_HTTP11, move |s: &Seen| match s.uri.path() {
         "/openapi/v2" => json(200, "application/json", spec("a.example.io", "object")),
         "/openapi/v3" => json(200, "application/json", json!({"paths": {
             "apis/a.example.io/v1": {"serverRelativeURL": "/openapi/v3/apis/a.example.io/v1?hash=ABC"},
@@ -610,12 +575,13 @@ async fn openapi_merge_conflicts_and_v3_routing() {
         _ => respond(200, "{}"),
     })
     .await;
-    let b = Backend::start(&pki, H2_AND_HTTP11, move |s: &Seen| match s.uri.path() {
-        "/openapi/v2" => json(200, "application/json", spec("b.example.io", "string")),
-        "/openapi/v3" => respond(404, "404 page not found\n"),
-        _ => respond(200, "{}"),
-    })
-    .await;
+    let b =
+        Backend::start_seeing_fetches(&pki, H2_AND_HTTP11, move |s: &Seen| match s.uri.path() {
+            "/openapi/v2" => json(200, "application/json", spec("b.example.io", "string")),
+            "/openapi/v3" => respond(404, "404 page not found\n"),
+            _ => respond(200, "{}"),
+        })
+        .await;
     let initial = vec![
         apiservice(&pki, "a.example.io", "v1", "a", 200, 15),
         apiservice(&pki, "b.example.io", "v1", "b", 100, 15),
