@@ -16,22 +16,20 @@ use criterion::{
     BatchSize, BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main,
 };
 use http::{HeaderValue, Method, Request, Response, StatusCode, Uri};
-use kube_aggregator::apiservice::{ApiService, ConditionStatus, ServiceReference};
-use kube_aggregator::authn::{
-    AuthenticationLayer, BearerToken, ConnectionInfo, Union, UserInfo, X509Authenticator,
-};
-use kube_aggregator::authz::{AuthorizationLayer, RequestInfo};
+use kube_aggregator::apiservice::{ApiService, ServiceReference};
+use kube_aggregator::authn::{BearerToken, ConnectionInfo, Union, UserInfo, X509Authenticator};
+use kube_aggregator::authz::RequestInfo;
 use kube_aggregator::availability::StaticServiceResolver;
 use kube_aggregator::body::BoxError;
 use kube_aggregator::proxy::upstream_request;
 use kube_aggregator::rt::Timer;
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::{BackendClient, InMemoryTransport};
-use kube_aggregator::{AggregatorLayer, Body, Registry};
+use kube_aggregator::{Aggregator, Body, Registry};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use tower::util::BoxCloneSyncService;
-use tower::{ServiceBuilder, ServiceExt};
+use tower::{Layer, ServiceExt};
 
 /// The Service every benched APIService points at, and where the resolver sends it.
 const SERVICE_NAMESPACE: &str = "kube-system";
@@ -62,18 +60,27 @@ fn remote_apiservice(group: &str, version: &str) -> ApiService {
     svc
 }
 
-/// A registry of `count` available remote APIServices `v1.group<i>.example.com`.
-fn registry_with(count: usize) -> Registry {
+/// The benched Service's backend, in memory.
+fn transport() -> InMemoryTransport {
     let transport = InMemoryTransport::new();
     transport.insert(
         format!("{SERVICE_NAME}.{SERVICE_NAMESPACE}.svc"),
         in_memory_backend(),
     );
-    let registry = Registry::new(transport);
-    let services = (0..count)
+    transport
+}
+
+/// `count` remote APIServices `v1.group<i>.example.com`.
+fn apiservices(count: usize) -> Vec<ApiService> {
+    (0..count)
         .map(|i| remote_apiservice(&format!("group{i}.example.com"), "v1"))
-        .collect();
-    if let Err(e) = registry.apply(ApiServiceEvent::Resynced(services)) {
+        .collect()
+}
+
+/// A registry of `count` remote APIServices `v1.group<i>.example.com`.
+fn registry_with(count: usize) -> Registry {
+    let registry = Registry::new(transport());
+    if let Err(e) = registry.apply(ApiServiceEvent::Resynced(apiservices(count))) {
         panic!("bench APIServices rejected: {e}");
     }
     registry
@@ -271,10 +278,12 @@ fn first_der(pem: &str) -> CertificateDer<'static> {
         .unwrap_or_else(|| panic!("no certificate in generated PEM"))
 }
 
-/// A whole request as the gateway runs it: `AuthenticationLayer` (x509 client
-/// certificates, then bearer tokens by TokenReview), `AuthorizationLayer`
-/// (SubjectAccessReview), `AggregatorLayer` routing among 11 APIServices and proxying over
-/// [`InMemoryTransport`] to an extension server in memory. The chain verdict, the token
+/// A whole request as the gateway runs it, through the stack of `Aggregator::builder`:
+/// kube-apiserver's filter chain (Audit-Id, Cache-Control, request timeout,
+/// authentication by x509 client certificates then bearer tokens by TokenReview,
+/// impersonation, in-flight limits, SubjectAccessReview authorization, self reviews) and
+/// the aggregator routing among 11 APIServices and proxying over [`InMemoryTransport`] to
+/// an extension server in memory; its worker runs beside it. The chain verdict, the token
 /// and the review are cached after the first request, as in a steady stream of requests.
 fn stack(c: &mut Criterion) {
     // Criterion's async support needs a feature the crate does not enable; blocking on a
@@ -286,20 +295,6 @@ fn stack(c: &mut Criterion) {
     let _guard = rt.enter();
     let timer = Timer::tokio();
 
-    let registry = registry_with(10);
-    let group_name = "metrics.k8s.io";
-    if let Err(e) = registry.apply(ApiServiceEvent::Applied(remote_apiservice(
-        group_name, "v1beta1",
-    ))) {
-        panic!("metrics APIService rejected: {e}");
-    }
-    // The gate answers 503 until the availability controller would have said True.
-    registry.set_available_condition(
-        "v1beta1.metrics.k8s.io",
-        ConditionStatus::True,
-        "Passed",
-        "all checks passed",
-    );
     let mut resolver = StaticServiceResolver::new();
     if let Err(e) = resolver.insert(SERVICE_NAMESPACE, SERVICE_NAME, 443, BACKEND_ADDRESS) {
         panic!("{e}");
@@ -320,13 +315,27 @@ fn stack(c: &mut Criterion) {
     let authn = Union::new()
         .push(x509)
         .push(BearerToken::new(support::token_review(timer.clone())));
-    let stack = ServiceBuilder::new()
-        .layer(AuthenticationLayer::new(authn))
-        .layer(AuthorizationLayer::new(support::allowing_sar(
-            timer.clone(),
-        )))
-        .layer(AggregatorLayer::new(registry, resolver, timer))
-        .service(host);
+    let (aggregator, worker) = Aggregator::builder(transport())
+        .resolver(resolver)
+        .authenticator(authn)
+        .authorizer(support::allowing_sar(timer))
+        .build()
+        .unwrap_or_else(|e| panic!("the stack: {e}"));
+    let mut services = apiservices(10);
+    services.push(remote_apiservice("metrics.k8s.io", "v1beta1"));
+    if let Err(e) = aggregator
+        .registry()
+        .apply(ApiServiceEvent::Resynced(services))
+    {
+        panic!("bench APIServices rejected: {e}");
+    }
+    // The gate answers 503 until the worker's availability check said True.
+    rt.spawn(worker);
+    rt.block_on(support::available(
+        aggregator.registry(),
+        "v1beta1.metrics.k8s.io",
+    ));
+    let stack = aggregator.layer(host);
     let backend = in_memory_backend();
 
     let remote_addr = Some(SocketAddr::from(([192, 0, 2, 20], 51234)));

@@ -1,5 +1,6 @@
 //! Criterion benches of discovery: `GET /apis` as aggregated discovery v2 against the
-//! legacy `APIGroupList` in the same group (200 APIServices, one of them black-holed),
+//! legacy `APIGroupList` in the same group, both through the stack of
+//! `Aggregator::builder` (200 APIServices, one of them black-holed),
 //! and one APIService update rebuilding the document against a rebuild from scratch
 //! (see `benches/README.md`).
 
@@ -9,18 +10,16 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use http::{Request, Response};
-use kube_aggregator::apiservice::{ApiService, ConditionStatus, ServiceReference};
+use kube_aggregator::apiservice::{ApiService, ServiceReference};
 use kube_aggregator::authn::UserInfo;
+use kube_aggregator::authz::AlwaysAllow;
 use kube_aggregator::availability::StaticServiceResolver;
 use kube_aggregator::body::BoxError;
 use kube_aggregator::discovery::v2::{ApiVersionDiscovery, Freshness};
-use kube_aggregator::discovery::{
-    DiscoveryConfig, DiscoveryManager, DocumentBuilder, V2_JSON, VersionEntry,
-};
-use kube_aggregator::rt::Timer;
+use kube_aggregator::discovery::{DocumentBuilder, V2_JSON, VersionEntry};
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::InMemoryTransport;
-use kube_aggregator::{AggregatorLayer, Body, Registry};
+use kube_aggregator::{Aggregator, Body};
 use tower::{Layer, ServiceExt};
 
 const COUNT: usize = 200;
@@ -87,14 +86,6 @@ fn get_apis(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let registry = Registry::new(transport());
-    let mut services = vec![apiservice(0, "hole")];
-    services.extend((1..COUNT).map(|i| apiservice(i, &format!("svc{i}"))));
-    registry.apply(ApiServiceEvent::Resynced(services)).unwrap();
-    for i in 0..COUNT {
-        let name = format!("v1.group{i}.example.com");
-        registry.set_available_condition(&name, ConditionStatus::True, "Passed", "ok");
-    }
     let mut resolver = StaticServiceResolver::new();
     resolver
         .insert("bench", "hole", 443, "10.0.0.1:443")
@@ -104,9 +95,20 @@ fn get_apis(c: &mut Criterion) {
             .insert("bench", &format!("svc{i}"), 443, "10.0.0.2:443")
             .unwrap();
     }
-    let manager = DiscoveryManager::new(Timer::tokio(), DiscoveryConfig::default());
-    registry.feed(resolver.clone(), manager.clone());
-    let runner = rt.spawn(manager.clone().run());
+    // The host put the caller into the request (no authenticator); AlwaysAllow.
+    let (aggregator, worker) = Aggregator::builder(transport())
+        .resolver(resolver)
+        .authorizer(AlwaysAllow)
+        .build()
+        .unwrap();
+    let mut services = vec![apiservice(0, "hole")];
+    services.extend((1..COUNT).map(|i| apiservice(i, &format!("svc{i}"))));
+    aggregator
+        .registry()
+        .apply(ApiServiceEvent::Resynced(services))
+        .unwrap();
+    let runner = rt.spawn(worker);
+    let manager = aggregator.discovery().clone();
     // Every healthy Service fetched; the black hole stays Stale (its fetch hangs).
     rt.block_on(async {
         loop {
@@ -127,9 +129,7 @@ fn get_apis(c: &mut Criterion) {
         *res.status_mut() = http::StatusCode::NOT_FOUND;
         Ok::<_, Infallible>(res)
     });
-    let svc = AggregatorLayer::new(registry, resolver, Timer::tokio())
-        .discovery(manager)
-        .layer(inner);
+    let svc = aggregator.layer(inner);
     let call = |accept: &'static str| {
         let svc = svc.clone();
         async move {

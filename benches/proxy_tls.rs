@@ -1,7 +1,8 @@
 //! Criterion bench of one aggregated request over real loopback mTLS (tokio, rustls):
-//! a client with a user certificate -> the whole stack behind `server::serve_tls`
-//! (x509 authentication, a cached SubjectAccessReview, routing, the proxy over
-//! `RustlsTransport` with the front-proxy client certificate) -> an HTTPS extension server
+//! a client with a user certificate -> the stack of `Aggregator::builder` behind
+//! `server::serve_tls` (kube-apiserver's filter chain with x509 authentication and a
+//! cached SubjectAccessReview, routing, the proxy over `RustlsTransport` with the
+//! front-proxy client certificate) -> an HTTPS extension server
 //! that requires that certificate. The baseline in the same group is the same request
 //! sent straight to the extension server with the front-proxy certificate and
 //! `X-Remote-*` headers, as the aggregator would send it. HTTP/1.1 and HTTP/2, each over
@@ -24,21 +25,20 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use kube_aggregator::apiservice::{ApiService, ConditionStatus, ServiceReference};
-use kube_aggregator::authn::{AuthenticationLayer, X509Authenticator};
-use kube_aggregator::authz::AuthorizationLayer;
+use kube_aggregator::apiservice::{ApiService, ServiceReference};
+use kube_aggregator::authn::X509Authenticator;
 use kube_aggregator::availability::StaticServiceResolver;
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
-use kube_aggregator::{AggregatorLayer, Body, Registry, server};
+use kube_aggregator::{Aggregator, Body, server};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
-use tower::ServiceBuilder;
+use tower::Layer;
 
 const PATH: &str = "/apis/metrics.k8s.io/v1beta1/nodes";
 const ANSWER: &str =
@@ -118,8 +118,9 @@ async fn start_backend(serving: &pki::Leaf, front_proxy_ca: &pki::Ca) -> SocketA
     addr
 }
 
-/// The aggregator: x509 authentication, SubjectAccessReview authorization, the
-/// `v1beta1.metrics.k8s.io` APIService on `kube-system/metrics-server` at `backend`.
+/// The aggregator from `Aggregator::builder`: x509 authentication, SubjectAccessReview
+/// authorization, the `v1beta1.metrics.k8s.io` APIService on `kube-system/metrics-server`
+/// at `backend`, its worker running (the APIService is Available once checked).
 async fn start_gateway(
     serving: &pki::Leaf,
     client_ca: &pki::Ca,
@@ -133,11 +134,22 @@ async fn start_gateway(
         front_proxy.key_pem.as_bytes(),
     )
     .unwrap_or_else(|e| panic!("front-proxy client certificate: {e}"));
-    let registry = Registry::new(RustlsTransport::new(
+    let mut resolver = StaticServiceResolver::new();
+    if let Err(e) = resolver.insert("kube-system", "metrics-server", 443, &backend.to_string()) {
+        panic!("resolver: {e}");
+    }
+    let x509 = X509Authenticator::new(certs(&client_ca.cert_pem))
+        .unwrap_or_else(|e| panic!("client CA: {e}"));
+    let (aggregator, worker) = Aggregator::builder(RustlsTransport::new(
         proxy_cert,
         Executor::tokio(),
         timer.clone(),
-    ));
+    ))
+    .resolver(resolver)
+    .authenticator(x509)
+    .authorizer(support::allowing_sar(timer))
+    .build()
+    .unwrap_or_else(|e| panic!("the stack: {e}"));
     let mut apiservice = ApiService::default();
     apiservice.metadata.name = "v1beta1.metrics.k8s.io".to_owned();
     apiservice.spec.group = "metrics.k8s.io".to_owned();
@@ -150,33 +162,18 @@ async fn start_gateway(
         name: "metrics-server".to_owned(),
         port: Some(443),
     });
+    let registry = aggregator.registry().clone();
     if let Err(e) = registry.apply(ApiServiceEvent::Applied(apiservice)) {
         panic!("the metrics APIService: {e}");
     }
-    registry.set_available_condition(
-        "v1beta1.metrics.k8s.io",
-        ConditionStatus::True,
-        "Passed",
-        "all checks passed",
-    );
-    let mut resolver = StaticServiceResolver::new();
-    if let Err(e) = resolver.insert("kube-system", "metrics-server", 443, &backend.to_string()) {
-        panic!("resolver: {e}");
-    }
-    let x509 = X509Authenticator::new(certs(&client_ca.cert_pem))
-        .unwrap_or_else(|e| panic!("client CA: {e}"));
+    tokio::spawn(worker);
+    support::available(&registry, "v1beta1.metrics.k8s.io").await;
     let host = tower::service_fn(|_req: Request<Body>| async {
         let mut res = Response::new(Body::empty());
         *res.status_mut() = StatusCode::NOT_FOUND;
         Ok::<_, Infallible>(res)
     });
-    let service = ServiceBuilder::new()
-        .layer(AuthenticationLayer::new(x509))
-        .layer(AuthorizationLayer::new(support::allowing_sar(
-            timer.clone(),
-        )))
-        .layer(AggregatorLayer::new(registry, resolver, timer))
-        .service(host);
+    let service = aggregator.layer(host);
     let tls = server::server_config(
         serving.cert_pem.as_bytes(),
         serving.key_pem.as_bytes(),

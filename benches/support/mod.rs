@@ -1,6 +1,7 @@
 //! In-memory webhooks shared by the benches: a TokenReview server that authenticates
 //! every token and a SubjectAccessReview server that allows everything, each behind the
-//! library's `WebhookClient` so the benched code is the real client and cache.
+//! library's `WebhookClient` so the benched code is the real client and cache; and a wait
+//! for a built stack's worker to mark an APIService Available.
 
 // Each bench file uses a part of it.
 #![allow(dead_code)]
@@ -8,12 +9,12 @@
 use std::time::Duration;
 
 use http::{Request, Response, Uri};
-use kube_aggregator::Body;
 use kube_aggregator::authn::{CacheTtl, TokenReviewAuthenticator};
 use kube_aggregator::authz::SubjectAccessReviewAuthorizer;
 use kube_aggregator::body::BoxError;
 use kube_aggregator::rt::Timer;
 use kube_aggregator::webhook::WebhookClient;
+use kube_aggregator::{Body, Registry};
 use tower::util::BoxCloneSyncService;
 
 /// A webhook client whose server answers every call with `answer` (JSON).
@@ -39,4 +40,28 @@ pub(crate) fn allowing_sar(timer: Timer) -> SubjectAccessReviewAuthorizer {
     let answer = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":true}}"#;
     let client = in_memory_webhook("https://authz.bench/authorize", answer, timer.clone());
     SubjectAccessReviewAuthorizer::new(client, timer)
+}
+
+/// Waits until the worker's availability check has marked APIService `name` Available
+/// (the benches measure the proxied path, not the gate's 503).
+pub(crate) async fn available(registry: &Registry, name: &str) {
+    let wait = async {
+        loop {
+            let seen = registry.snapshot().generation();
+            if registry
+                .snapshot()
+                .get(name)
+                .is_some_and(|r| r.is_available())
+            {
+                return;
+            }
+            registry.changed(seen).await;
+        }
+    };
+    if tokio::time::timeout(Duration::from_secs(30), wait)
+        .await
+        .is_err()
+    {
+        panic!("{name} did not become Available within 30 s");
+    }
 }
