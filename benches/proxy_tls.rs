@@ -250,6 +250,10 @@ impl Connection {
     /// Sends `GET PATH` (with `headers`) and reads the whole answer; returns its status.
     async fn get(&mut self, authority: &str, headers: &[(&str, &str)]) -> StatusCode {
         let mut req = Request::get(format!("https://{authority}{PATH}"));
+        if let Connection::Http1(_) = self {
+            // HTTP/1.1 needs exactly one Host (the gateway answers 400 without it).
+            req = req.header(http::header::HOST, authority);
+        }
         for (name, value) in headers {
             req = req.header(*name, *value);
         }
