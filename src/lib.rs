@@ -35,6 +35,8 @@ pub mod server;
 mod sharded;
 pub mod source;
 pub mod status;
+#[cfg(any(test, fuzzing))]
+mod testing;
 pub mod timeout;
 pub mod transport;
 pub mod webhook;

@@ -746,14 +746,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct NoTransport;
-
-    impl Transport for NoTransport {
-        fn client(&self, _: &BackendTarget) -> Result<BackendClient, TransportError> {
-            Err(TransportError("no transport in this test".into()))
-        }
-    }
+    use crate::testing::NoTransport;
 
     fn local(group: &str, version: &str, group_priority: i32) -> ApiService {
         serde_json::from_value(serde_json::json!({

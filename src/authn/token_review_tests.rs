@@ -9,7 +9,7 @@ use tower::util::BoxCloneSyncService;
 use super::*;
 use crate::body::Body;
 
-use crate::rt::ManualClock;
+use crate::testing::ManualClock;
 
 /// A webhook answering `status` and recording the request bodies.
 fn webhook(status: Value) -> (WebhookClient, Arc<Mutex<Vec<Value>>>, Arc<AtomicUsize>) {
@@ -51,7 +51,7 @@ fn authn(
 ) {
     let (client, seen, calls) = webhook(status);
     let clock = ManualClock::new();
-    let a = TokenReviewAuthenticator::new(client, Timer::new(clock.clone()), CacheTtl::default())
+    let a = TokenReviewAuthenticator::new(client, clock.timer(), CacheTtl::default())
         .unwrap()
         .with_implicit_audiences(implicit.iter().copied());
     (a, seen, calls, clock)
@@ -185,13 +185,13 @@ async fn errors_are_not_cached_and_failures_use_their_ttl() {
         failure: Duration::from_secs(5),
     };
     let clock = ManualClock::new();
-    let a = TokenReviewAuthenticator::new(client, Timer::new(clock.clone()), ttl).unwrap();
+    let a = TokenReviewAuthenticator::new(client, clock.timer(), ttl).unwrap();
     a.authenticate_token("t", &[]).await.unwrap_err();
     a.authenticate_token("t", &[]).await.unwrap_err();
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     let (client, _, calls) = webhook(json!({"authenticated": false}));
     let clock = ManualClock::new();
-    let a = TokenReviewAuthenticator::new(client, Timer::new(clock.clone()), ttl).unwrap();
+    let a = TokenReviewAuthenticator::new(client, clock.timer(), ttl).unwrap();
     assert_eq!(a.authenticate_token("t", &[]).await, Ok(None));
     assert_eq!(a.authenticate_token("t", &[]).await, Ok(None));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -217,7 +217,7 @@ async fn a_dropped_leader_hands_over() {
 
 #[test]
 fn hmac_key_separates_fields() {
-    let cache = TokenCache::new(CacheTtl::default(), Timer::new(ManualClock::new())).unwrap();
+    let cache = TokenCache::new(CacheTtl::default(), ManualClock::new().timer()).unwrap();
     assert_ne!(
         cache.key("ab", &auds(&["c"])),
         cache.key("a", &auds(&["bc"]))

@@ -361,15 +361,7 @@ mod tests {
     use crate::apiservice::ApiService;
     use crate::availability::ResolveFuture;
     use crate::source::ApiServiceEvent;
-    use crate::transport::{BackendTarget, Transport, TransportError};
-
-    struct NoTransport;
-
-    impl Transport for NoTransport {
-        fn client(&self, _: &BackendTarget) -> Result<BackendClient, TransportError> {
-            Err(TransportError("unused".into()))
-        }
-    }
+    use crate::testing::NoTransport;
 
     /// Answers "no such Service" after a short delay, counting how many lookups overlap.
     #[derive(Default)]

@@ -1,9 +1,3 @@
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Mutex;
-use std::task::{Context, Poll};
-use std::time::Instant;
-
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use tower::{Layer, ServiceExt};
@@ -13,33 +7,8 @@ use crate::apiservice::{ApiService, ServiceReference};
 use crate::authz::AlwaysAllow;
 use crate::body::Body;
 use crate::source::ApiServiceEvent;
+use crate::testing::{NoExecutor, StoppedClock};
 use crate::transport::InMemoryTransport;
-
-/// A clock moved by hand whose sleeps never end, so a polled worker waits instead of
-/// spinning.
-#[derive(Clone)]
-struct StoppedClock(Arc<Mutex<Instant>>);
-
-struct Never;
-impl Future for Never {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        Poll::Pending
-    }
-}
-impl hyper::rt::Sleep for Never {}
-
-impl hyper::rt::Timer for StoppedClock {
-    fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Never)
-    }
-    fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Never)
-    }
-    fn now(&self) -> Instant {
-        *self.0.lock().unwrap()
-    }
-}
 
 fn apiservice() -> ApiService {
     let mut svc = ApiService::default();
@@ -90,11 +59,11 @@ async fn a_stack_whose_worker_does_not_run_says_so() {
     resolver
         .insert("ns", "widgets", 443, "10.0.0.1:443")
         .unwrap();
-    let clock = StoppedClock(Arc::new(Mutex::new(Instant::now())));
+    let clock = StoppedClock::new();
     let (aggregator, mut worker) = Aggregator::builder(transport)
         .resolver(resolver)
         .authorizer(AlwaysAllow)
-        .runtime(Executor::tokio(), Timer::new(clock.clone()))
+        .runtime(NoExecutor::executor(), clock.timer())
         .build()
         .unwrap();
     aggregator
@@ -107,7 +76,7 @@ async fn a_stack_whose_worker_does_not_run_says_so() {
     let service = aggregator.layer(host);
 
     // Never spawned: after the start-up grace every remote request says why it fails.
-    *clock.0.lock().unwrap() += Duration::from_secs(6);
+    clock.advance(Duration::from_secs(6));
     let (status, body) = get(&service).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(

@@ -13,7 +13,7 @@ use tower::{Layer, Service, ServiceExt};
 
 use super::*;
 use crate::body::Body;
-use crate::rt::VirtualClock;
+use crate::testing::VirtualClock;
 
 fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
     let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());

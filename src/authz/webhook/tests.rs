@@ -11,7 +11,7 @@ use crate::authz::RequestInfo;
 use crate::body::{Body, BoxError};
 use crate::webhook::{Backoff, WebhookTransport};
 
-use crate::rt::ManualClock;
+use crate::testing::ManualClock;
 
 /// A webhook in memory: records each body it receives and answers with `answer(body)`.
 struct Stub {
@@ -49,7 +49,7 @@ fn status(s: Value) -> (u16, Value) {
 
 fn authorizer(transport: WebhookTransport) -> (SubjectAccessReviewAuthorizer, ManualClock) {
     let clock = ManualClock::new();
-    let timer = Timer::new(clock.clone());
+    let timer = clock.timer();
     let client = WebhookClient::new(
         transport,
         "https://authz.test/authorize".parse().unwrap(),

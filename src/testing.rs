@@ -1,0 +1,208 @@
+//! Test doubles shared by the unit tests and the fuzz logic: a transport that builds no
+//! client, an executor that runs nothing, and three clocks (one whose sleeps end at once,
+//! one whose sleeps end when it is stepped past them, one whose sleeps never end).
+//!
+//! Compiled for `cfg(test)` and `cfg(fuzzing)` only. Each clock's `now` is what the test
+//! sets, never the wall clock, so a test decides how much time passes.
+// The fuzz logic uses a part of it.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use crate::rt::{BoxTask, Executor, Timer};
+use crate::transport::{BackendClient, BackendTarget, Transport, TransportError};
+
+/// A transport that builds no client: the registry records the error for every remote
+/// APIService, and no connection is ever attempted.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NoTransport;
+
+impl Transport for NoTransport {
+    fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
+        Err(TransportError(format!(
+            "no transport here ({})",
+            target.server_name
+        )))
+    }
+}
+
+/// An executor that drops what it is given: for stacks whose transport never upgrades a
+/// connection (nothing is spliced, so nothing needs spawning).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NoExecutor;
+
+impl hyper::rt::Executor<BoxTask> for NoExecutor {
+    fn execute(&self, _task: BoxTask) {}
+}
+
+impl NoExecutor {
+    /// As the type-erased [`Executor`].
+    pub(crate) fn executor() -> Executor {
+        Executor::new(NoExecutor)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A sleep that is over at once.
+struct Over;
+
+impl Future for Over {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
+}
+
+impl hyper::rt::Sleep for Over {}
+
+/// A sleep that never ends.
+struct Never;
+
+impl Future for Never {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        Poll::Pending
+    }
+}
+
+impl hyper::rt::Sleep for Never {}
+
+/// A clock moved by hand whose sleeps are over at once: retries cost nothing while TTLs
+/// follow [`ManualClock::advance`].
+#[derive(Clone)]
+pub(crate) struct ManualClock(Arc<Mutex<Instant>>);
+
+impl ManualClock {
+    pub(crate) fn new() -> ManualClock {
+        ManualClock(Arc::new(Mutex::new(Instant::now())))
+    }
+
+    pub(crate) fn advance(&self, by: Duration) {
+        *lock(&self.0) += by;
+    }
+
+    pub(crate) fn timer(&self) -> Timer {
+        Timer::new(self.clone())
+    }
+}
+
+impl hyper::rt::Timer for ManualClock {
+    fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(Over)
+    }
+    fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(Over)
+    }
+    fn now(&self) -> Instant {
+        *lock(&self.0)
+    }
+}
+
+/// A clock moved by hand whose sleeps never end: a polled task waits instead of
+/// spinning, and deadlines never pass (the fuzz targets' frozen clock).
+#[derive(Clone)]
+pub(crate) struct StoppedClock(Arc<Mutex<Instant>>);
+
+impl StoppedClock {
+    pub(crate) fn new() -> StoppedClock {
+        StoppedClock(Arc::new(Mutex::new(Instant::now())))
+    }
+
+    pub(crate) fn advance(&self, by: Duration) {
+        *lock(&self.0) += by;
+    }
+
+    pub(crate) fn timer(&self) -> Timer {
+        Timer::new(self.clone())
+    }
+}
+
+impl hyper::rt::Timer for StoppedClock {
+    fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(Never)
+    }
+    fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(Never)
+    }
+    fn now(&self) -> Instant {
+        *lock(&self.0)
+    }
+}
+
+/// A clock stepped by hand whose sleeps end when [`VirtualClock::advance`] passes their
+/// deadline, so timeouts can be tested without real waiting.
+#[derive(Clone)]
+pub(crate) struct VirtualClock(Arc<Mutex<VirtualState>>);
+
+struct VirtualState {
+    now: Instant,
+    wakers: Vec<Waker>,
+}
+
+impl VirtualClock {
+    pub(crate) fn new() -> VirtualClock {
+        VirtualClock(Arc::new(Mutex::new(VirtualState {
+            now: Instant::now(),
+            wakers: Vec::new(),
+        })))
+    }
+
+    /// Moves the clock on and wakes every sleep, which completes if its deadline passed.
+    pub(crate) fn advance(&self, by: Duration) {
+        let wakers = {
+            let mut s = lock(&self.0);
+            s.now += by;
+            std::mem::take(&mut s.wakers)
+        };
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    pub(crate) fn timer(&self) -> Timer {
+        Timer::new(self.clone())
+    }
+}
+
+struct VirtualSleep {
+    clock: VirtualClock,
+    deadline: Instant,
+}
+
+impl Future for VirtualSleep {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut s = lock(&self.clock.0);
+        if s.now >= self.deadline {
+            Poll::Ready(())
+        } else {
+            s.wakers.push(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+}
+
+impl hyper::rt::Sleep for VirtualSleep {}
+
+impl hyper::rt::Timer for VirtualClock {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        let deadline = self.now() + duration;
+        self.sleep_until(deadline)
+    }
+    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(VirtualSleep {
+            clock: self.clone(),
+            deadline,
+        })
+    }
+    fn now(&self) -> Instant {
+        lock(&self.0).now
+    }
+}
