@@ -10,9 +10,8 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
-use std::pin::{Pin, pin};
+use std::pin::pin;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::uri::Authority;
@@ -33,9 +32,8 @@ use crate::authz::{
 use crate::body::{Body, BoxError};
 use crate::proxy::{encode_query, escape_extra_key, upstream_request, upstream_uri};
 use crate::registry::Registry;
-use crate::rt::Timer;
 use crate::source::ApiServiceEvent;
-use crate::transport::{BackendClient, BackendTarget, Transport, TransportError};
+use crate::testing::{ManualClock, NoExecutor, NoTransport, StoppedClock};
 use crate::webhook::WebhookClient;
 
 /// Methods a request may carry: the ones with a Kubernetes verb, the ones without, and
@@ -96,19 +94,6 @@ pub fn fuzz_request_info(method: u8, uri: &str) {
     let attrs = Attributes::new(UserInfo::new("alice", ["dev"]), &info);
     let _ = attrs.is_read_only();
     let _ = forbidden_message(&attrs, "no RBAC policy matched");
-}
-
-/// A transport that never builds a client, so the registry records the error and no
-/// connection is attempted.
-struct NoTransport;
-
-impl Transport for NoTransport {
-    fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
-        Err(TransportError(format!(
-            "no transport while fuzzing ({})",
-            target.server_name
-        )))
-    }
 }
 
 /// `data` is a manifest file (multi-document YAML or JSON). Checks that parsing,
@@ -424,34 +409,6 @@ pub fn fuzz_bearer(authorization: &str) {
     }
 }
 
-/// A clock whose sleeps are over at once: webhook retries run back to back, and a
-/// per-attempt timeout fires only if the call itself is still pending.
-#[derive(Clone, Copy)]
-struct InstantClock;
-
-struct Elapsed;
-
-impl Future for Elapsed {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        Poll::Ready(())
-    }
-}
-
-impl hyper::rt::Sleep for Elapsed {}
-
-impl hyper::rt::Timer for InstantClock {
-    fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Elapsed)
-    }
-    fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Elapsed)
-    }
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-}
-
 /// Status codes a webhook may answer with: success, client errors, and the transient
 /// ones the client retries.
 const WEBHOOK_STATUSES: [u16; 8] = [200, 200, 201, 204, 400, 429, 500, 503];
@@ -469,7 +426,7 @@ fn canned_webhook(status: StatusCode, body: Bytes) -> WebhookClient {
     WebhookClient::new(
         BoxCloneSyncService::new(svc),
         Uri::from_static("https://webhook.example/review"),
-        Timer::new(InstantClock),
+        ManualClock::new().timer(),
     )
 }
 
@@ -543,7 +500,7 @@ pub fn fuzz_webhook_responses(status: u8, body: &[u8]) {
     let attrs = Attributes::new(UserInfo::new("alice", ["dev"]), &info);
     let authorizer = SubjectAccessReviewAuthorizer::new(
         canned_webhook(code, body.clone()),
-        Timer::new(InstantClock),
+        ManualClock::new().timer(),
     );
     let decided = run_ready(
         authorizer.authorize(&attrs),
@@ -588,7 +545,7 @@ pub fn fuzz_webhook_responses(status: u8, body: &[u8]) {
     for wanted in [Vec::new(), vec!["api".to_owned()]] {
         let Ok(authn) = TokenReviewAuthenticator::new(
             canned_webhook(code, body.clone()),
-            Timer::new(InstantClock),
+            ManualClock::new().timer(),
             CacheTtl::default(),
         ) else {
             return;
@@ -611,34 +568,6 @@ pub fn fuzz_webhook_responses(status: u8, body: &[u8]) {
                 .unwrap_or_default();
             assert!(listed.contains("api"), "audiences {listed:?} for {user:?}");
         }
-    }
-}
-
-/// A clock whose sleeps never end: the stack's timeouts never fire, so a request that
-/// does not complete against ready in-memory parts is a finding.
-#[derive(Clone, Copy)]
-struct FrozenClock;
-
-struct Never;
-
-impl Future for Never {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        Poll::Pending
-    }
-}
-
-impl hyper::rt::Sleep for Never {}
-
-impl hyper::rt::Timer for FrozenClock {
-    fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Never)
-    }
-    fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Never)
-    }
-    fn now(&self) -> Instant {
-        Instant::now()
     }
 }
 
@@ -886,8 +815,9 @@ async fn stack_host(req: Request<Body>) -> Result<http::Response<Body>, std::con
     Ok(res)
 }
 
-/// Sends one arbitrary request through `AuthenticationLayer` (token file, anonymous),
-/// `AuthorizationLayer` (a recording policy) and `AggregatorLayer` (four APIServices:
+/// Sends one arbitrary request through the stack of `Aggregator::builder`:
+/// kube-apiserver's chain with authentication by a token file then anonymous, a recording
+/// policy for impersonation, authorization and the self reviews, and the aggregator (four APIServices:
 /// `metrics.k8s.io` on an in-memory backend, `down.example.com` whose backend exists but
 /// whose `Available` is False, `missing.example.com` with no backend, `local.example.com`
 /// served by the host) over [`crate::transport::InMemoryTransport`].
@@ -905,13 +835,12 @@ async fn stack_host(req: Request<Body>) -> Result<http::Response<Body>, std::con
 pub fn fuzz_stack(input: &StackInput<'_>) {
     use std::sync::{Arc, Mutex, PoisonError};
 
-    use tower::{ServiceBuilder, ServiceExt};
+    use tower::{Layer, ServiceExt};
 
-    use crate::authn::{Anonymous, AuthenticationLayer, BearerToken, ConnectionInfo, Union};
-    use crate::authz::AuthorizationLayer;
+    use crate::authn::{Anonymous, BearerToken, ConnectionInfo, Union};
     use crate::availability::StaticServiceResolver;
     use crate::transport::InMemoryTransport;
-    use crate::{AggregatorLayer, apiservice::ConditionStatus};
+    use crate::{Aggregator, apiservice::ConditionStatus};
 
     let prefix =
         STACK_TARGET_PREFIXES[usize::from(input.target_prefix) % STACK_TARGET_PREFIXES.len()];
@@ -930,7 +859,6 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
         recording_backend(metrics_seen.clone()),
     );
     transport.insert("down.default.svc", recording_backend(down_seen.clone()));
-    let registry = Registry::new(transport);
     let services = vec![
         {
             let mut s = stack_apiservice("metrics.k8s.io", Some(("kube-system", "metrics-server")));
@@ -942,23 +870,6 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
         stack_apiservice("missing.example.com", Some(("default", "missing"))),
         stack_apiservice("local.example.com", None),
     ];
-    if let Err(e) = registry.apply(ApiServiceEvent::Resynced(services)) {
-        panic!("the target's APIServices were rejected: {e}");
-    }
-    for name in ["v1beta1.metrics.k8s.io", "v1.missing.example.com"] {
-        registry.set_available_condition(
-            name,
-            crate::apiservice::ConditionStatus::True,
-            "Passed",
-            "all checks passed",
-        );
-    }
-    registry.set_available_condition(
-        "v1.down.example.com",
-        ConditionStatus::False,
-        "FailedDiscoveryCheck",
-        "failing or missing response from https://10.0.0.9:443/apis/down.example.com/v1",
-    );
     let mut resolver = StaticServiceResolver::new();
     for (ns, name, addr) in [
         ("kube-system", "metrics-server", "10.0.0.5:4443"),
@@ -979,25 +890,41 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
         .push(BearerToken::new(tokens))
         .with_anonymous(Anonymous::new());
     let decisions: DecisionLog = Arc::new(Mutex::new(Vec::new()));
-    let policy = Arc::new(RecordingPolicy(decisions.clone()));
-    // kube-apiserver's chain: the frozen clock never ends a deadline, so the timeout
-    // layer is on the path without deciding anything.
-    let stack = ServiceBuilder::new()
-        .layer(crate::audit::AuditIdLayer::new())
-        .layer(crate::timeout::TimeoutLayer::new(Timer::new(FrozenClock)))
-        .layer(AuthenticationLayer::new(authn))
-        .layer(crate::impersonation::ImpersonationLayer::new(
-            policy.clone(),
-        ))
-        .layer(crate::inflight::InFlightLayer::default().per_api_service(100))
-        .layer(AuthorizationLayer::new(policy.clone()))
-        .layer(crate::selfreview::SelfReviewLayer::new(policy))
-        .layer(AggregatorLayer::new(
-            registry,
-            resolver,
-            Timer::new(FrozenClock),
-        ))
-        .service(tower::service_fn(stack_host));
+    let policy = RecordingPolicy(decisions.clone());
+    // kube-apiserver's chain, as `Aggregator::builder` assembles it. The stopped clock
+    // never ends a deadline, so the timeout layer is on the path without deciding
+    // anything; its time never passes the worker's start-up grace either, so the worker
+    // is kept (not run: the conditions are set by hand below, and its probes would call
+    // the backends) and the stack routes as with a running one.
+    let (aggregator, _worker) = Aggregator::builder(transport)
+        .resolver(resolver)
+        .authenticator(authn)
+        .authorizer(policy)
+        .runtime(NoExecutor::executor(), StoppedClock::new().timer())
+        .max_requests_inflight(400, 200, 100)
+        .build()
+        .unwrap_or_else(|e| panic!("the target's stack: {e}"));
+    if let Err(e) = aggregator
+        .registry()
+        .apply(ApiServiceEvent::Resynced(services))
+    {
+        panic!("the target's APIServices were rejected: {e}");
+    }
+    for name in ["v1beta1.metrics.k8s.io", "v1.missing.example.com"] {
+        aggregator.registry().set_available_condition(
+            name,
+            crate::apiservice::ConditionStatus::True,
+            "Passed",
+            "all checks passed",
+        );
+    }
+    aggregator.registry().set_available_condition(
+        "v1.down.example.com",
+        ConditionStatus::False,
+        "FailedDiscoveryCheck",
+        "failing or missing response from https://10.0.0.9:443/apis/down.example.com/v1",
+    );
+    let stack = aggregator.layer(tower::service_fn(stack_host));
 
     // The request.
     let mut req = Request::new(if input.body.is_empty() {
