@@ -4,6 +4,11 @@
 //! Every test builds a throw-away PKI, an extension server that demands the front-proxy
 //! client certificate, and a controller with short intervals, so a whole life cycle
 //! (available, down, gated, back) takes a few seconds of wall time.
+//!
+//! The one stack assembled by hand, as a host that composes the layers itself does: a
+//! `Registry`, an `AvailabilityController` it runs, and `AuthenticationLayer`,
+//! `AuthorizationLayer` and `AggregatorLayer` in a `tower::ServiceBuilder` (every other
+//! test uses `Aggregator::builder`).
 
 #[path = "../examples/support/pki.rs"]
 mod pki;
