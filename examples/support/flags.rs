@@ -1,21 +1,27 @@
-//! Command-line flags for the example gateway, parsed the way kube-apiserver parses its own
-//! (spf13/pflag under cobra), plus the `--service-endpoints` file loader.
+//! Command-line flags for the example gateway, with kube-apiserver's names and
+//! spf13/pflag's syntax and wording, on `clap` (derive), plus the `--service-endpoints`
+//! file loader.
 //!
-//! The parser is table-driven. A [`FlagSet`] is a static list of [`FlagSpec`]s. Parsing
-//! checks each value as it is read and records every occurrence. Typed reads then go
-//! through [`ParsedFlags::get`]. To add a flag, add a row to `GATEWAY_FLAGS`, a field to
-//! [`GatewayOptions`], and one `get` line in [`GatewayOptions::parse`].
+//! [`GatewayFlags`] declares the flags (to add one: a field there, a field in
+//! [`GatewayOptions`], one line in [`GatewayOptions::parse`]). Accepted syntax, as in pflag:
+//! `--name=value` and `--name value`; `--flag` and `--flag=true|false` for booleans (a bool
+//! never takes the next argument); shorthands such as `-v 2`, `-v=2` and `-v2`; `_`
+//! written for `-` in names; `--` ends the flags; the last use of a flag wins. List flags
+//! accept comma lists and repeats: the first use replaces the default and later uses
+//! append. Durations are Go's (`1m30s`). `--help` and `-h` give [`FlagError::Help`].
 //!
-//! Accepted syntax, as in pflag: `--name=value` and `--name value`; `--flag` and
-//! `--flag=true|false` for booleans (a bool never takes the next argument); shorthands such
-//! as `-v 2`, `-v=2` and `-v2`; `_` written for `-` in names; `--` ends the flags. List flags
-//! accept comma lists and repeats: the first use replaces the default and later uses append.
-//! `--help` and `-h` give [`FlagError::Help`].
+//! clap parses; [`FlagError`] words its failures as pflag does (`unknown flag: --foo`,
+//! `invalid argument "5x" for "--secure-port" flag: ...`), and [`usage`] lays the flags
+//! out as pflag's usage does, from the same declarations.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
 
 /// A flag parsing failure. Its `Display` is one line that names the flag and the problem,
 /// in pflag's wording where pflag has one (`unknown flag: --foo`,
@@ -37,13 +43,6 @@ impl FlagError {
             FlagError::Invalid(_) => 2,
         }
     }
-
-    fn bad_value(spec: &FlagSpec, value: &str, reason: &str) -> Self {
-        FlagError::Invalid(format!(
-            "invalid argument {value:?} for {:?} flag: {reason}",
-            spec.display_name()
-        ))
-    }
 }
 
 impl fmt::Display for FlagError {
@@ -57,408 +56,446 @@ impl fmt::Display for FlagError {
 
 impl std::error::Error for FlagError {}
 
-/// How a flag takes its value from the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arity {
-    /// `--x` means true; a value must be attached with `=`.
-    Bool,
-    /// One value, attached or in the next argument. The last use wins.
-    Value,
-    /// Comma-separated values; repeats append.
-    List,
-}
-
-/// A type a flag can hold.
-pub trait FlagValue: Sized {
-    /// The type name shown in usage, as pflag shows it (`duration`, `ip`, `strings`...).
-    const TYPE_NAME: &'static str;
-    /// How the flag consumes arguments.
-    const ARITY: Arity;
-    /// Parses one occurrence. The error is the reason shown after `flag: `.
-    fn parse_value(s: &str) -> Result<Self, String>;
-    /// Combines all occurrences, or the default when none was given. Scalars keep the last.
-    fn from_occurrences(values: &[String]) -> Result<Self, String> {
-        Self::parse_value(values.last().map_or("", String::as_str))
-    }
-}
+// ---- Value parsers: Go's parsing and its error wording --------------------------------
 
 /// Go's strconv wording for an integer that failed to parse.
-fn int_error(func: &str, s: &str) -> String {
+fn int_error(s: &str) -> String {
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
     let kind = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
         "value out of range"
     } else {
         "invalid syntax"
     };
-    format!("strconv.{func}: parsing {s:?}: {kind}")
+    format!("strconv.ParseInt: parsing {s:?}: {kind}")
 }
 
-impl FlagValue for bool {
-    const TYPE_NAME: &'static str = "bool";
-    const ARITY: Arity = Arity::Bool;
-    fn parse_value(s: &str) -> Result<Self, String> {
-        // The spellings Go's strconv.ParseBool accepts.
-        match s {
-            "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
-            "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
-            _ => Err(format!("strconv.ParseBool: parsing {s:?}: invalid syntax")),
-        }
+fn int<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.parse().map_err(|_| int_error(s))
+}
+
+/// The spellings Go's `strconv.ParseBool` accepts.
+fn go_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
+        _ => Err(format!("strconv.ParseBool: parsing {s:?}: invalid syntax")),
     }
 }
 
-impl FlagValue for u16 {
-    const TYPE_NAME: &'static str = "int";
-    const ARITY: Arity = Arity::Value;
-    fn parse_value(s: &str) -> Result<Self, String> {
-        s.parse().map_err(|_| int_error("ParseInt", s))
-    }
-}
-
-impl FlagValue for u32 {
-    const TYPE_NAME: &'static str = "int";
-    const ARITY: Arity = Arity::Value;
-    fn parse_value(s: &str) -> Result<Self, String> {
-        s.parse().map_err(|_| int_error("ParseInt", s))
-    }
-}
-
-impl FlagValue for u8 {
-    const TYPE_NAME: &'static str = "int";
-    const ARITY: Arity = Arity::Value;
-    fn parse_value(s: &str) -> Result<Self, String> {
-        s.parse().map_err(|_| int_error("ParseInt", s))
-    }
-}
-
-impl FlagValue for IpAddr {
-    const TYPE_NAME: &'static str = "ip";
-    const ARITY: Arity = Arity::Value;
-    fn parse_value(s: &str) -> Result<Self, String> {
-        s.trim()
-            .parse()
-            .map_err(|_| format!("failed to parse IP: {s:?}"))
-    }
-}
-
-impl FlagValue for Duration {
-    const TYPE_NAME: &'static str = "duration";
-    const ARITY: Arity = Arity::Value;
-    fn parse_value(s: &str) -> Result<Self, String> {
-        parse_duration(s)
-    }
-}
-
-impl FlagValue for String {
-    const TYPE_NAME: &'static str = "string";
-    const ARITY: Arity = Arity::Value;
-    fn parse_value(s: &str) -> Result<Self, String> {
-        Ok(s.to_owned())
-    }
+fn ip(s: &str) -> Result<IpAddr, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("failed to parse IP: {s:?}"))
 }
 
 /// A required file or directory: empty is rejected.
-impl FlagValue for PathBuf {
-    const TYPE_NAME: &'static str = "string";
-    const ARITY: Arity = Arity::Value;
-    fn parse_value(s: &str) -> Result<Self, String> {
-        if s.is_empty() {
-            return Err("must not be empty".to_owned());
-        }
-        Ok(PathBuf::from(s))
+fn path(s: &str) -> Result<PathBuf, String> {
+    if s.is_empty() {
+        return Err("must not be empty".to_owned());
     }
+    Ok(PathBuf::from(s))
 }
 
 /// An optional file or directory: empty means unset.
-impl FlagValue for Option<PathBuf> {
-    const TYPE_NAME: &'static str = "string";
-    const ARITY: Arity = Arity::Value;
-    fn parse_value(s: &str) -> Result<Self, String> {
-        Ok((!s.is_empty()).then(|| PathBuf::from(s)))
-    }
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionalPath(pub Option<PathBuf>);
+
+fn optional_path(s: &str) -> Result<OptionalPath, String> {
+    Ok(OptionalPath((!s.is_empty()).then(|| PathBuf::from(s))))
 }
 
-impl FlagValue for Vec<String> {
-    const TYPE_NAME: &'static str = "strings";
-    const ARITY: Arity = Arity::List;
-    fn parse_value(s: &str) -> Result<Self, String> {
-        // pflag's CSV reading turns an empty value into an empty list.
-        Ok(if s.is_empty() {
-            Vec::new()
-        } else {
-            s.split(',').map(str::to_owned).collect()
-        })
-    }
-    fn from_occurrences(values: &[String]) -> Result<Self, String> {
-        let mut all = Vec::new();
-        for value in values {
-            all.extend(Self::parse_value(value)?);
-        }
-        Ok(all)
-    }
+/// One occurrence of a list flag: pflag's CSV reading, where an empty value is an empty
+/// list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Csv(pub Vec<String>);
+
+fn csv(s: &str) -> Result<Csv, String> {
+    Ok(Csv(if s.is_empty() {
+        Vec::new()
+    } else {
+        s.split(',').map(str::to_owned).collect()
+    }))
 }
 
-/// One row of a flag table.
-#[derive(Debug, Clone, Copy)]
-pub struct FlagSpec {
-    /// Long name without dashes, e.g. `secure-port`.
-    pub name: &'static str,
-    /// One-letter alias used as `-x`.
-    pub shorthand: Option<char>,
-    /// Type name for usage.
-    pub type_name: &'static str,
-    /// How the flag takes its value.
-    pub arity: Arity,
-    /// The default, written as it would be on the command line (`30s`, `0.0.0.0`).
-    pub default: &'static str,
-    /// One-line help text.
-    pub usage: &'static str,
-    /// Whether parsing fails when the flag is absent.
-    pub required: bool,
-    check: fn(&str) -> Result<(), String>,
+fn flatten(occurrences: &[Csv]) -> Vec<String> {
+    occurrences
+        .iter()
+        .flat_map(|c| c.0.iter().cloned())
+        .collect()
 }
 
-fn check_value<T: FlagValue>(s: &str) -> Result<(), String> {
-    T::parse_value(s).map(|_| ())
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
 }
 
-impl FlagSpec {
-    /// A flag holding a `T`.
-    pub const fn of<T: FlagValue>(
-        name: &'static str,
-        default: &'static str,
-        usage: &'static str,
-    ) -> Self {
-        FlagSpec {
-            name,
-            shorthand: None,
-            type_name: T::TYPE_NAME,
-            arity: T::ARITY,
-            default,
-            usage,
-            required: false,
-            check: check_value::<T>,
-        }
-    }
-
-    /// Adds a one-letter alias.
-    pub const fn shorthand(mut self, c: char) -> Self {
-        self.shorthand = Some(c);
-        self
-    }
-
-    /// Makes the flag mandatory.
-    pub const fn required(mut self) -> Self {
-        self.required = true;
-        self
-    }
-
-    /// The name as pflag prints it in errors: `--name` or `-v, --v`.
-    fn display_name(&self) -> String {
-        match self.shorthand {
-            Some(c) => format!("-{c}, --{}", self.name),
-            None => format!("--{}", self.name),
-        }
-    }
+fn go_duration(s: &str) -> Result<GoDuration, String> {
+    let n = parse_signed_duration(s)?;
+    i64::try_from(n)
+        .map(GoDuration)
+        .map_err(|_| format!("time: invalid duration {s:?}"))
 }
 
-/// A program name and its flag table.
-#[derive(Debug, Clone, Copy)]
-pub struct FlagSet {
-    /// The program name used in usage and errors.
-    pub program: &'static str,
-    /// The flags, in the order usage lists them.
-    pub flags: &'static [FlagSpec],
+// ---- The flags ------------------------------------------------------------------------
+
+/// The gateway's flags as clap declares them, in the order usage lists them. Each
+/// `value_name` is the type pflag shows (`int`, `string`, `duration`, `ip`, `strings`;
+/// `bool` is not shown); the defaults are written as on the command line.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "gateway",
+    no_binary_name = true,
+    disable_help_flag = true,
+    disable_version_flag = true,
+    args_override_self = true
+)]
+#[rustfmt::skip]
+pub struct GatewayFlags {
+    /// The IP address on which to listen for the --secure-port port.
+    #[arg(verbatim_doc_comment, long, value_name = "ip", default_value = "0.0.0.0", value_parser = ip)]
+    bind_address: IpAddr,
+    /// The port on which to serve HTTPS with authentication and authorization; 0 picks a free port.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "6443", value_parser = int::<u16>)]
+    secure_port: u16,
+    /// File containing the PEM serving certificate, followed by any intermediates.
+    #[arg(verbatim_doc_comment, long, value_name = "string", value_parser = path)]
+    tls_cert_file: Option<PathBuf>,
+    /// File containing the PEM private key matching --tls-cert-file.
+    #[arg(verbatim_doc_comment, long, value_name = "string", value_parser = path)]
+    tls_private_key_file: Option<PathBuf>,
+    /// PEM bundle of CAs whose client certificates authenticate users (CN = user, O = groups).
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    client_ca_file: OptionalPath,
+    /// If set, the file that will be used to secure the secure port of the API server via token authentication.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    token_auth_file: OptionalPath,
+    /// Enables anonymous requests to the secure port. Requests that are not rejected by another authentication method are treated as anonymous requests (system:anonymous, group system:unauthenticated).
+    #[arg(verbatim_doc_comment, long, value_name = "bool", default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    anonymous_auth: bool,
+    /// Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers specified by --requestheader-username-headers.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    requestheader_client_ca_file: OptionalPath,
+    /// List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed.
+    #[arg(verbatim_doc_comment, long, value_name = "strings", default_value = "", value_parser = csv)]
+    requestheader_allowed_names: Vec<Csv>,
+    /// List of request headers to inspect for usernames. X-Remote-User is common.
+    #[arg(verbatim_doc_comment, long, value_name = "strings", default_value = "", value_parser = csv)]
+    requestheader_username_headers: Vec<Csv>,
+    /// List of request headers to inspect for UIDs. X-Remote-Uid is suggested.
+    #[arg(verbatim_doc_comment, long, value_name = "strings", default_value = "", value_parser = csv)]
+    requestheader_uid_headers: Vec<Csv>,
+    /// List of request headers to inspect for groups. X-Remote-Group is suggested.
+    #[arg(verbatim_doc_comment, long, value_name = "strings", default_value = "", value_parser = csv)]
+    requestheader_group_headers: Vec<Csv>,
+    /// List of request header prefixes to inspect. X-Remote-Extra- is suggested.
+    #[arg(verbatim_doc_comment, long, value_name = "strings", default_value = "", value_parser = csv)]
+    requestheader_extra_headers_prefix: Vec<Csv>,
+    /// File with webhook configuration for token authentication in kubeconfig format.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    authentication_token_webhook_config_file: OptionalPath,
+    /// The duration to cache responses from the webhook token authenticator.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "2m", value_parser = duration)]
+    authentication_token_webhook_cache_ttl: Duration,
+    /// PEM client certificate the gateway presents to extension API servers.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    proxy_client_cert_file: OptionalPath,
+    /// PEM private key for --proxy-client-cert-file.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    proxy_client_key_file: OptionalPath,
+    /// Directory of APIService manifests (YAML or JSON) to serve, re-read every --apiservice-dir-poll-interval.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    apiservice_dir: OptionalPath,
+    /// YAML or JSON list mapping each Service (namespace, name, port) to the host:port to dial.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    service_endpoints: OptionalPath,
+    /// Ordered list of plug-ins to authorize requests: AlwaysAllow, AlwaysDeny, Webhook.
+    #[arg(verbatim_doc_comment, long, value_name = "strings", default_value = "AlwaysAllow", value_parser = csv)]
+    authorization_mode: Vec<Csv>,
+    /// File with webhook configuration in kubeconfig format, used with --authorization-mode=Webhook.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    authorization_webhook_config_file: OptionalPath,
+    /// The duration to cache 'authorized' responses from the webhook authorizer.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "5m", value_parser = duration)]
+    authorization_webhook_cache_authorized_ttl: Duration,
+    /// The duration to cache 'unauthorized' responses from the webhook authorizer.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "30s", value_parser = duration)]
+    authorization_webhook_cache_unauthorized_ttl: Duration,
+    /// The API version of the authorization.k8s.io SubjectAccessReview to send to and expect from the webhook.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "v1beta1")]
+    authorization_webhook_version: String,
+    /// How often every APIService's availability is re-checked.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "30s", value_parser = duration)]
+    availability_resync_period: Duration,
+    /// Timeout of one availability (discovery) check.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "5s", value_parser = duration)]
+    discovery_check_timeout: Duration,
+    /// How often --apiservice-dir is scanned for changes.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "2s", value_parser = duration)]
+    apiservice_dir_poll_interval: Duration,
+    /// Number for the log level verbosity.
+    #[arg(verbatim_doc_comment, short = 'v', long = "v", value_name = "int", default_value = "0", value_parser = int::<u8>)]
+    v: u8,
+    /// Offer HTTP/2 to clients and extension API servers.
+    #[arg(verbatim_doc_comment, long, value_name = "bool", default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    enable_http2: bool,
+    /// An optional field indicating the duration a handler must keep a request open before timing it out. This is the default request timeout for requests but may be overridden by the ?timeout= query parameter.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "1m0s", value_parser = go_duration)]
+    request_timeout: GoDuration,
+    /// An optional field indicating the minimum number of seconds a handler must keep a request open before timing it out. Currently only honored by the watch request handler, which picks a randomized value above this number as the connection timeout, to spread out load.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "1800", value_parser = int::<i64>)]
+    min_request_timeout: i64,
+    /// This and --max-mutating-requests-inflight are summed to determine the server's total concurrency limit. This flag is the maximum number of non-mutating requests in flight at a given time. 0 means no limit.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "400", value_parser = int::<i64>)]
+    max_requests_inflight: i64,
+    /// The maximum number of mutating requests in flight at a given time. 0 means no limit.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "200", value_parser = int::<i64>)]
+    max_mutating_requests_inflight: i64,
+    /// The maximum number of requests in flight for any one APIService (group/version), so one slow extension server cannot take every slot. 0 means no limit. Not a kube-apiserver flag.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "0", value_parser = int::<i64>)]
+    max_requests_inflight_per_apiservice: i64,
+    /// The limit that the server gives to clients for the maximum number of streams in an HTTP/2 connection. Zero means to use the default (250).
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "0", value_parser = int::<u32>)]
+    http2_max_streams_per_connection: u32,
+    /// help for gateway
+    #[arg(verbatim_doc_comment, short = 'h', long, hide = true)]
+    help: bool,
+    /// Arguments that are not flags: the gateway takes none.
+    #[arg(verbatim_doc_comment, hide = true)]
+    args: Vec<String>,
 }
 
-/// What [`FlagSet::parse`] read: every occurrence of every flag, already type-checked.
+/// Flags that must be given.
+const REQUIRED: &[&str] = &["tls-cert-file", "tls-private-key-file"];
+
+/// What [`parse_flags`] read, and which flags the command line set.
 #[derive(Debug, Clone)]
 pub struct ParsedFlags {
-    set: FlagSet,
-    given: Vec<Vec<String>>,
-}
-
-impl FlagSet {
-    /// Parses `args`, which must not include the program name (pass
-    /// `std::env::args().skip(1)`).
-    ///
-    /// # Errors
-    /// [`FlagError::Help`] for `--help`/`-h`. Otherwise [`FlagError::Invalid`] for an unknown
-    /// flag, a missing or invalid value, a positional argument, or a missing required flag.
-    pub fn parse(&self, args: impl IntoIterator<Item = String>) -> Result<ParsedFlags, FlagError> {
-        let mut given = vec![Vec::new(); self.flags.len()];
-        let mut positional = Vec::new();
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            if arg == "--" {
-                positional.extend(args.by_ref());
-            } else if let Some(long) = arg.strip_prefix("--") {
-                self.parse_long(&arg, long, &mut args, &mut given)?;
-            } else if arg.len() > 1 && arg.starts_with('-') {
-                self.parse_shorthands(&arg[1..], &mut args, &mut given)?;
-            } else {
-                positional.push(arg);
-            }
-        }
-        if !positional.is_empty() {
-            let quoted: Vec<String> = positional.iter().map(|a| format!("{a:?}")).collect();
-            return Err(FlagError::Invalid(format!(
-                "{:?} does not take any arguments, got [{}]",
-                self.program,
-                quoted.join(" ")
-            )));
-        }
-        let missing: Vec<&str> = self
-            .flags
-            .iter()
-            .zip(&given)
-            .filter(|(spec, values)| spec.required && values.is_empty())
-            .map(|(spec, _)| spec.name)
-            .collect();
-        if !missing.is_empty() {
-            return Err(FlagError::Invalid(format!(
-                "required flag(s) \"{}\" not set",
-                missing.join("\", \"")
-            )));
-        }
-        Ok(ParsedFlags { set: *self, given })
-    }
-
-    fn parse_long(
-        &self,
-        arg: &str,
-        long: &str,
-        rest: &mut impl Iterator<Item = String>,
-        given: &mut [Vec<String>],
-    ) -> Result<(), FlagError> {
-        if long.starts_with(['-', '=']) {
-            return Err(FlagError::Invalid(format!("bad flag syntax: {arg}")));
-        }
-        let (name, inline) = match long.split_once('=') {
-            Some((name, value)) => (name, Some(value.to_owned())),
-            None => (long, None),
-        };
-        let normalized = name.replace('_', "-");
-        let Some(index) = self.flags.iter().position(|f| f.name == normalized) else {
-            if name == "help" {
-                return Err(FlagError::Help);
-            }
-            return Err(FlagError::Invalid(format!("unknown flag: --{name}")));
-        };
-        let spec = &self.flags[index];
-        let value = match inline {
-            Some(value) => value,
-            None if spec.arity == Arity::Bool => "true".to_owned(),
-            None => rest
-                .next()
-                .ok_or_else(|| FlagError::Invalid(format!("flag needs an argument: {arg}")))?,
-        };
-        record(spec, value, &mut given[index])
-    }
-
-    fn parse_shorthands(
-        &self,
-        cluster: &str,
-        rest: &mut impl Iterator<Item = String>,
-        given: &mut [Vec<String>],
-    ) -> Result<(), FlagError> {
-        let mut remaining = cluster;
-        while let Some(c) = remaining.chars().next() {
-            let after = &remaining[c.len_utf8()..];
-            let Some(index) = self.flags.iter().position(|f| f.shorthand == Some(c)) else {
-                if c == 'h' {
-                    return Err(FlagError::Help);
-                }
-                return Err(FlagError::Invalid(format!(
-                    "unknown shorthand flag: '{c}' in -{cluster}"
-                )));
-            };
-            let spec = &self.flags[index];
-            let value = if let Some(attached) = after.strip_prefix('=') {
-                remaining = "";
-                attached.to_owned()
-            } else if spec.arity == Arity::Bool {
-                remaining = after;
-                "true".to_owned()
-            } else if !after.is_empty() {
-                remaining = "";
-                after.to_owned()
-            } else {
-                remaining = "";
-                rest.next().ok_or_else(|| {
-                    FlagError::Invalid(format!("flag needs an argument: '{c}' in -{cluster}"))
-                })?
-            };
-            record(spec, value, &mut given[index])?;
-        }
-        Ok(())
-    }
-
-    /// Usage text in pflag's layout: one line per flag with its type and non-empty default.
-    pub fn usage(&self) -> String {
-        let lefts: Vec<String> = self
-            .flags
-            .iter()
-            .map(|f| {
-                let short = f.shorthand.map_or("    ".to_owned(), |c| format!("-{c}, "));
-                let ty = if f.arity == Arity::Bool {
-                    String::new()
-                } else {
-                    format!(" {}", f.type_name)
-                };
-                format!("  {short}--{}{ty}", f.name)
-            })
-            .collect();
-        let width = lefts.iter().map(String::len).max().unwrap_or(0) + 3;
-        let mut out = format!("Usage:\n  {} [flags]\n\nFlags:\n", self.program);
-        for (spec, left) in self.flags.iter().zip(lefts) {
-            let default = match (spec.default, spec.type_name) {
-                // pflag leaves zero-value defaults out.
-                ("", _) | ("false", "bool") | ("0", "int") | ("0s", "duration") => String::new(),
-                (d, "string") => format!(" (default {d:?})"),
-                (d, "strings") => format!(" (default [{d}])"),
-                (d, _) => format!(" (default {d})"),
-            };
-            let required = if spec.required { " (required)" } else { "" };
-            out.push_str(&format!("{left:width$}{}{default}{required}\n", spec.usage));
-        }
-        out
-    }
-}
-
-fn record(spec: &FlagSpec, value: String, into: &mut Vec<String>) -> Result<(), FlagError> {
-    (spec.check)(&value).map_err(|reason| FlagError::bad_value(spec, &value, &reason))?;
-    into.push(value);
-    Ok(())
+    /// The values, defaults filled in.
+    pub flags: GatewayFlags,
+    matches: ArgMatches,
 }
 
 impl ParsedFlags {
-    /// The typed value of flag `name`: the command-line occurrences, or the default.
-    ///
-    /// # Errors
-    /// [`FlagError::Invalid`] when `name` is not in the table or the default does not parse
-    /// as `T` (both mistakes in the table, not in the command line).
-    pub fn get<T: FlagValue>(&self, name: &str) -> Result<T, FlagError> {
-        let Some(index) = self.set.flags.iter().position(|f| f.name == name) else {
-            return Err(FlagError::Invalid(format!("flag --{name} is not declared")));
-        };
-        let spec = &self.set.flags[index];
-        let defaulted;
-        let values = if self.given[index].is_empty() {
-            defaulted = [spec.default.to_owned()];
-            &defaulted[..]
-        } else {
-            &self.given[index][..]
-        };
-        T::from_occurrences(values).map_err(|reason| {
-            FlagError::bad_value(spec, values.last().map_or("", String::as_str), &reason)
-        })
-    }
-
-    /// Whether `name` appeared on the command line.
+    /// Whether flag `name` (its long name, `authorization-mode`) appeared on the command
+    /// line.
     pub fn changed(&self, name: &str) -> bool {
-        let index = self.set.flags.iter().position(|f| f.name == name);
-        index.is_some_and(|i| !self.given[i].is_empty())
+        let id = name.replace('-', "_");
+        self.matches.try_get_raw(&id).is_ok_and(|v| v.is_some())
+            && self.matches.value_source(&id) == Some(ValueSource::CommandLine)
     }
+}
+
+impl GatewayFlags {
+    /// `--authorization-mode`, every occurrence's list in order.
+    pub fn authorization_mode(&self) -> Vec<String> {
+        flatten(&self.authorization_mode)
+    }
+}
+
+/// Parses `args` (without the program name: pass `std::env::args().skip(1)`).
+///
+/// # Errors
+/// [`FlagError::Help`] for `--help`/`-h`. Otherwise [`FlagError::Invalid`], in pflag's
+/// words, for an unknown flag, a missing or invalid value, a positional argument, or a
+/// missing required flag.
+pub fn parse_flags(args: impl IntoIterator<Item = String>) -> Result<ParsedFlags, FlagError> {
+    let args = normalize(args.into_iter().collect());
+    let mut command = GatewayFlags::command();
+    let matches = command
+        .try_get_matches_from_mut(&args)
+        .map_err(|e| pflag_error(&command, &e, &args))?;
+    let flags =
+        GatewayFlags::from_arg_matches(&matches).map_err(|e| pflag_error(&command, &e, &args))?;
+    if flags.help {
+        return Err(FlagError::Help);
+    }
+    if !flags.args.is_empty() {
+        let quoted: Vec<String> = flags.args.iter().map(|a| format!("{a:?}")).collect();
+        return Err(FlagError::Invalid(format!(
+            "\"gateway\" does not take any arguments, got [{}]",
+            quoted.join(" ")
+        )));
+    }
+    let parsed = ParsedFlags { flags, matches };
+    let missing: Vec<&str> = REQUIRED
+        .iter()
+        .copied()
+        .filter(|name| !parsed.changed(name))
+        .collect();
+    if !missing.is_empty() {
+        return Err(FlagError::Invalid(format!(
+            "required flag(s) \"{}\" not set",
+            missing.join("\", \"")
+        )));
+    }
+    Ok(parsed)
+}
+
+/// pflag's normalization: `_` in a long flag's name reads as `-`.
+fn normalize(args: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut flags_ended = false;
+    for arg in args {
+        if flags_ended || arg == "--" {
+            flags_ended = true;
+            out.push(arg);
+            continue;
+        }
+        match arg
+            .strip_prefix("--")
+            .filter(|l| !l.starts_with(['-', '=']))
+        {
+            Some(long) => {
+                let (name, value) = long
+                    .split_once('=')
+                    .map_or((long, None), |(n, v)| (n, Some(v)));
+                let name = name.replace('_', "-");
+                out.push(match value {
+                    Some(v) => format!("--{name}={v}"),
+                    None => format!("--{name}"),
+                });
+            }
+            None => out.push(arg),
+        }
+    }
+    out
+}
+
+/// The flag an error's context names (`--secure-port <int>`, `-v <int>`): its long name
+/// and shorthand.
+fn flag_of(command: &clap::Command, rendered: &str) -> Option<(String, Option<char>)> {
+    let token = rendered.split([' ', '=', '[']).next()?;
+    let arg = if let Some(long) = token.strip_prefix("--") {
+        command
+            .get_arguments()
+            .find(|a| a.get_long() == Some(long))?
+    } else {
+        let c = token.strip_prefix('-')?.chars().next()?;
+        command.get_arguments().find(|a| a.get_short() == Some(c))?
+    };
+    Some((arg.get_long()?.to_owned(), arg.get_short()))
+}
+
+/// The name as pflag prints it in errors: `--name` or `-v, --v`.
+fn display_name(long: &str, short: Option<char>) -> String {
+    match short {
+        Some(c) => format!("-{c}, --{long}"),
+        None => format!("--{long}"),
+    }
+}
+
+/// A clap error in pflag's words.
+fn pflag_error(command: &clap::Command, e: &clap::Error, args: &[String]) -> FlagError {
+    let context = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(v)) => v.first().cloned(),
+        _ => None,
+    };
+    let arg = context(ContextKind::InvalidArg).unwrap_or_default();
+    let message = match e.kind() {
+        ErrorKind::UnknownArgument if arg.starts_with("---") || arg.starts_with("--=") => {
+            format!("bad flag syntax: {arg}")
+        }
+        ErrorKind::UnknownArgument if arg.starts_with("--") => {
+            let name = arg.split('=').next().unwrap_or(&arg);
+            format!("unknown flag: {name}")
+        }
+        ErrorKind::UnknownArgument if arg.starts_with('-') => {
+            // The cluster as typed: the last argument holding the unknown letter.
+            let c = arg.chars().nth(1).unwrap_or('-');
+            let cluster = args
+                .iter()
+                .rev()
+                .find(|a| !a.starts_with("--") && a.starts_with('-') && a.contains(c))
+                .cloned()
+                .unwrap_or_else(|| arg.clone());
+            format!("unknown shorthand flag: '{c}' in {cluster}")
+        }
+        ErrorKind::ValueValidation => {
+            let value = context(ContextKind::InvalidValue).unwrap_or_default();
+            let reason = std::error::Error::source(e).map_or_else(String::new, |s| s.to_string());
+            match flag_of(command, &arg) {
+                Some((long, short)) => format!(
+                    "invalid argument {value:?} for {:?} flag: {reason}",
+                    display_name(&long, short)
+                ),
+                None => format!("invalid argument {value:?}: {reason}"),
+            }
+        }
+        ErrorKind::InvalidValue | ErrorKind::NoEquals => match flag_of(command, &arg) {
+            // A value-taking flag at the end, as typed.
+            Some((long, short)) => match args.last() {
+                Some(last)
+                    if !last.starts_with("--") && short.is_some_and(|c| last.contains(c)) =>
+                {
+                    format!(
+                        "flag needs an argument: '{}' in {last}",
+                        short.unwrap_or('-')
+                    )
+                }
+                _ => format!("flag needs an argument: --{long}"),
+            },
+            None => format!("flag needs an argument: {arg}"),
+        },
+        _ => {
+            // Anything else: clap's own first line, without its `error: ` prefix.
+            let text = e.render().to_string();
+            let line = text.lines().next().unwrap_or_default();
+            line.strip_prefix("error: ").unwrap_or(line).to_owned()
+        }
+    };
+    FlagError::Invalid(message)
+}
+
+/// The gateway's usage text, for `--help`, in pflag's layout: one line per flag with its
+/// type and non-empty default.
+pub fn usage() -> String {
+    let command = GatewayFlags::command();
+    let flags: Vec<&clap::Arg> = command
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && a.get_long().is_some())
+        .collect();
+    let type_of = |a: &clap::Arg| -> String {
+        a.get_value_names()
+            .and_then(|n| n.first())
+            .map_or_else(String::new, |n| n.to_string())
+    };
+    let lefts: Vec<String> = flags
+        .iter()
+        .map(|a| {
+            let short = a
+                .get_short()
+                .map_or("    ".to_owned(), |c| format!("-{c}, "));
+            let ty = match type_of(a).as_str() {
+                "bool" | "" => String::new(),
+                t => format!(" {t}"),
+            };
+            format!("  {short}--{}{ty}", a.get_long().unwrap_or_default())
+        })
+        .collect();
+    let width = lefts.iter().map(String::len).max().unwrap_or(0) + 3;
+    let mut out = "Usage:\n  gateway [flags]\n\nFlags:\n".to_owned();
+    for (arg, left) in flags.iter().zip(lefts) {
+        let default = arg
+            .get_default_values()
+            .first()
+            .map_or_else(String::new, |d| d.to_string_lossy().into_owned());
+        let default = match (default.as_str(), type_of(arg).as_str()) {
+            // pflag leaves zero-value defaults out.
+            ("", _) | ("false", "bool") | ("0", "int") | ("0s", "duration") => String::new(),
+            (d, "string") => format!(" (default {d:?})"),
+            (d, "strings") => format!(" (default [{d}])"),
+            (d, _) => format!(" (default {d})"),
+        };
+        let long = arg.get_long().unwrap_or_default();
+        let required = if REQUIRED.contains(&long) {
+            " (required)"
+        } else {
+            ""
+        };
+        let help = arg.get_help().map_or_else(String::new, |h| h.to_string());
+        out.push_str(&format!("{left:width$}{help}{default}{required}\n"));
+    }
+    out
 }
 
 /// Parses a Go `time.ParseDuration` string: decimal numbers with optional fraction, each
@@ -489,25 +526,6 @@ impl GoDuration {
     /// The duration, or `None` when negative.
     pub fn non_negative(self) -> Option<Duration> {
         u64::try_from(self.0).ok().map(Duration::from_nanos)
-    }
-}
-
-impl FlagValue for GoDuration {
-    const TYPE_NAME: &'static str = "duration";
-    const ARITY: Arity = Arity::Value;
-    fn parse_value(s: &str) -> Result<Self, String> {
-        let n = parse_signed_duration(s)?;
-        i64::try_from(n)
-            .map(GoDuration)
-            .map_err(|_| format!("time: invalid duration {s:?}"))
-    }
-}
-
-impl FlagValue for i64 {
-    const TYPE_NAME: &'static str = "int";
-    const ARITY: Arity = Arity::Value;
-    fn parse_value(s: &str) -> Result<Self, String> {
-        s.parse().map_err(|_| int_error("ParseInt", s))
     }
 }
 
@@ -581,91 +599,6 @@ pub const SUPPORTED_AUTHORIZATION_MODES: &[&str] = &["AlwaysAllow", "AlwaysDeny"
 
 /// kube-apiserver modes that are valid upstream but not implemented here yet.
 const KNOWN_AUTHORIZATION_MODES: &[&str] = &["ABAC", "RBAC", "Node"];
-
-#[rustfmt::skip]
-const GATEWAY_FLAGS: &[FlagSpec] = &[
-    FlagSpec::of::<IpAddr>("bind-address", "0.0.0.0",
-        "The IP address on which to listen for the --secure-port port."),
-    FlagSpec::of::<u16>("secure-port", "6443",
-        "The port on which to serve HTTPS with authentication and authorization; 0 picks a free port."),
-    FlagSpec::of::<PathBuf>("tls-cert-file", "",
-        "File containing the PEM serving certificate, followed by any intermediates.").required(),
-    FlagSpec::of::<PathBuf>("tls-private-key-file", "",
-        "File containing the PEM private key matching --tls-cert-file.").required(),
-    FlagSpec::of::<Option<PathBuf>>("client-ca-file", "",
-        "PEM bundle of CAs whose client certificates authenticate users (CN = user, O = groups)."),
-    FlagSpec::of::<Option<PathBuf>>("token-auth-file", "",
-        "If set, the file that will be used to secure the secure port of the API server via token authentication."),
-    FlagSpec::of::<bool>("anonymous-auth", "true",
-        "Enables anonymous requests to the secure port. Requests that are not rejected by another authentication method are treated as anonymous requests (system:anonymous, group system:unauthenticated)."),
-    FlagSpec::of::<Option<PathBuf>>("requestheader-client-ca-file", "",
-        "Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers specified by --requestheader-username-headers."),
-    FlagSpec::of::<Vec<String>>("requestheader-allowed-names", "",
-        "List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed."),
-    FlagSpec::of::<Vec<String>>("requestheader-username-headers", "",
-        "List of request headers to inspect for usernames. X-Remote-User is common."),
-    FlagSpec::of::<Vec<String>>("requestheader-uid-headers", "",
-        "List of request headers to inspect for UIDs. X-Remote-Uid is suggested."),
-    FlagSpec::of::<Vec<String>>("requestheader-group-headers", "",
-        "List of request headers to inspect for groups. X-Remote-Group is suggested."),
-    FlagSpec::of::<Vec<String>>("requestheader-extra-headers-prefix", "",
-        "List of request header prefixes to inspect. X-Remote-Extra- is suggested."),
-    FlagSpec::of::<Option<PathBuf>>("authentication-token-webhook-config-file", "",
-        "File with webhook configuration for token authentication in kubeconfig format."),
-    FlagSpec::of::<Duration>("authentication-token-webhook-cache-ttl", "2m",
-        "The duration to cache responses from the webhook token authenticator."),
-    FlagSpec::of::<Option<PathBuf>>("proxy-client-cert-file", "",
-        "PEM client certificate the gateway presents to extension API servers."),
-    FlagSpec::of::<Option<PathBuf>>("proxy-client-key-file", "",
-        "PEM private key for --proxy-client-cert-file."),
-    FlagSpec::of::<Option<PathBuf>>("apiservice-dir", "",
-        "Directory of APIService manifests (YAML or JSON) to serve, re-read every --apiservice-dir-poll-interval."),
-    FlagSpec::of::<Option<PathBuf>>("service-endpoints", "",
-        "YAML or JSON list mapping each Service (namespace, name, port) to the host:port to dial."),
-    FlagSpec::of::<Vec<String>>("authorization-mode", "AlwaysAllow",
-        "Ordered list of plug-ins to authorize requests: AlwaysAllow, AlwaysDeny, Webhook."),
-    FlagSpec::of::<Option<PathBuf>>("authorization-webhook-config-file", "",
-        "File with webhook configuration in kubeconfig format, used with --authorization-mode=Webhook."),
-    FlagSpec::of::<Duration>("authorization-webhook-cache-authorized-ttl", "5m",
-        "The duration to cache 'authorized' responses from the webhook authorizer."),
-    FlagSpec::of::<Duration>("authorization-webhook-cache-unauthorized-ttl", "30s",
-        "The duration to cache 'unauthorized' responses from the webhook authorizer."),
-    FlagSpec::of::<String>("authorization-webhook-version", "v1beta1",
-        "The API version of the authorization.k8s.io SubjectAccessReview to send to and expect from the webhook."),
-    FlagSpec::of::<Duration>("availability-resync-period", "30s",
-        "How often every APIService's availability is re-checked."),
-    FlagSpec::of::<Duration>("discovery-check-timeout", "5s",
-        "Timeout of one availability (discovery) check."),
-    FlagSpec::of::<Duration>("apiservice-dir-poll-interval", "2s",
-        "How often --apiservice-dir is scanned for changes."),
-    FlagSpec::of::<u8>("v", "0",
-        "Number for the log level verbosity.").shorthand('v'),
-    FlagSpec::of::<bool>("enable-http2", "true",
-        "Offer HTTP/2 to clients and extension API servers."),
-    FlagSpec::of::<GoDuration>("request-timeout", "1m0s",
-        "An optional field indicating the duration a handler must keep a request open before timing it out. This is the default request timeout for requests but may be overridden by the ?timeout= query parameter."),
-    FlagSpec::of::<i64>("min-request-timeout", "1800",
-        "An optional field indicating the minimum number of seconds a handler must keep a request open before timing it out. Currently only honored by the watch request handler, which picks a randomized value above this number as the connection timeout, to spread out load."),
-    FlagSpec::of::<i64>("max-requests-inflight", "400",
-        "This and --max-mutating-requests-inflight are summed to determine the server's total concurrency limit. This flag is the maximum number of non-mutating requests in flight at a given time. 0 means no limit."),
-    FlagSpec::of::<i64>("max-mutating-requests-inflight", "200",
-        "The maximum number of mutating requests in flight at a given time. 0 means no limit."),
-    FlagSpec::of::<i64>("max-requests-inflight-per-apiservice", "0",
-        "The maximum number of requests in flight for any one APIService (group/version), so one slow extension server cannot take every slot. 0 means no limit. Not a kube-apiserver flag."),
-    FlagSpec::of::<u32>("http2-max-streams-per-connection", "0",
-        "The limit that the server gives to clients for the maximum number of streams in an HTTP/2 connection. Zero means to use the default (250)."),
-];
-
-/// The gateway's flag table.
-pub const GATEWAY_FLAG_SET: FlagSet = FlagSet {
-    program: "gateway",
-    flags: GATEWAY_FLAGS,
-};
-
-/// The gateway's usage text, for `--help`.
-pub fn usage() -> String {
-    GATEWAY_FLAG_SET.usage()
-}
 
 /// The example gateway's options; field docs name the flag and the default.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -749,70 +682,67 @@ impl GatewayOptions {
     /// Parses the gateway's arguments (without the program name) and validates them.
     ///
     /// # Errors
-    /// See [`FlagSet::parse`]. Also fails for an unknown, unsupported or repeated
+    /// See [`parse_flags`]. Also fails for an unknown, unsupported or repeated
     /// authorization mode, a proxy client certificate without its key (or the reverse), and a
     /// zero period or timeout.
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<GatewayOptions, FlagError> {
-        let f = GATEWAY_FLAG_SET.parse(args)?;
-        let options = GatewayOptions {
-            bind_address: f.get("bind-address")?,
-            secure_port: f.get("secure-port")?,
-            tls_cert_file: f.get("tls-cert-file")?,
-            tls_private_key_file: f.get("tls-private-key-file")?,
-            client_ca_file: f.get("client-ca-file")?,
-            token_auth_file: f.get("token-auth-file")?,
-            anonymous_auth: f.get("anonymous-auth")?,
-            requestheader_client_ca_file: f.get("requestheader-client-ca-file")?,
-            requestheader_allowed_names: f.get("requestheader-allowed-names")?,
-            requestheader_username_headers: f.get("requestheader-username-headers")?,
-            requestheader_uid_headers: f.get("requestheader-uid-headers")?,
-            requestheader_group_headers: f.get("requestheader-group-headers")?,
-            requestheader_extra_headers_prefix: f.get("requestheader-extra-headers-prefix")?,
-            authentication_token_webhook_config_file: f
-                .get("authentication-token-webhook-config-file")?,
-            authentication_token_webhook_cache_ttl: f
-                .get("authentication-token-webhook-cache-ttl")?,
-            proxy_client_cert_file: f.get("proxy-client-cert-file")?,
-            proxy_client_key_file: f.get("proxy-client-key-file")?,
-            apiservice_dir: f.get("apiservice-dir")?,
-            service_endpoints: f.get("service-endpoints")?,
-            authorization_mode: f.get("authorization-mode")?,
-            authorization_webhook_config_file: f.get("authorization-webhook-config-file")?,
-            authorization_webhook_cache_authorized_ttl: f
-                .get("authorization-webhook-cache-authorized-ttl")?,
-            authorization_webhook_cache_unauthorized_ttl: f
-                .get("authorization-webhook-cache-unauthorized-ttl")?,
-            authorization_webhook_version: f.get("authorization-webhook-version")?,
-            availability_resync_period: f.get("availability-resync-period")?,
-            discovery_check_timeout: f.get("discovery-check-timeout")?,
-            apiservice_dir_poll_interval: f.get("apiservice-dir-poll-interval")?,
-            v: f.get("v")?,
-            enable_http2: f.get("enable-http2")?,
-            http2_max_streams_per_connection: f.get("http2-max-streams-per-connection")?,
-            request_timeout: Duration::ZERO,
-            min_request_timeout: Duration::ZERO,
-            max_requests_inflight: 0,
-            max_mutating_requests_inflight: 0,
-            max_requests_inflight_per_apiservice: 0,
-        };
+        let f = parse_flags(args)?.flags;
         // kube-apiserver's ServerRunOptions.Validate, with its messages.
-        let invalid = |m: &str| FlagError::Invalid(m.to_owned());
-        let mut options = options;
-        options.request_timeout = f
-            .get::<GoDuration>("request-timeout")?
-            .non_negative()
-            .ok_or_else(|| invalid("--request-timeout can not be negative value"))?;
-        let non_negative = |name: &str| -> Result<usize, FlagError> {
-            let v: i64 = f.get(name)?;
+        let non_negative = |name: &str, v: i64| -> Result<usize, FlagError> {
             usize::try_from(v)
                 .map_err(|_| FlagError::Invalid(format!("--{name} can not be negative value")))
         };
-        options.min_request_timeout =
-            Duration::from_secs(non_negative("min-request-timeout")? as u64);
-        options.max_requests_inflight = non_negative("max-requests-inflight")?;
-        options.max_mutating_requests_inflight = non_negative("max-mutating-requests-inflight")?;
-        options.max_requests_inflight_per_apiservice =
-            non_negative("max-requests-inflight-per-apiservice")?;
+        let request_timeout = f.request_timeout.non_negative().ok_or_else(|| {
+            FlagError::Invalid("--request-timeout can not be negative value".to_owned())
+        })?;
+        let options = GatewayOptions {
+            bind_address: f.bind_address,
+            secure_port: f.secure_port,
+            tls_cert_file: f.tls_cert_file.unwrap_or_default(),
+            tls_private_key_file: f.tls_private_key_file.unwrap_or_default(),
+            client_ca_file: f.client_ca_file.0,
+            token_auth_file: f.token_auth_file.0,
+            anonymous_auth: f.anonymous_auth,
+            requestheader_client_ca_file: f.requestheader_client_ca_file.0,
+            requestheader_allowed_names: flatten(&f.requestheader_allowed_names),
+            requestheader_username_headers: flatten(&f.requestheader_username_headers),
+            requestheader_uid_headers: flatten(&f.requestheader_uid_headers),
+            requestheader_group_headers: flatten(&f.requestheader_group_headers),
+            requestheader_extra_headers_prefix: flatten(&f.requestheader_extra_headers_prefix),
+            authentication_token_webhook_config_file: f.authentication_token_webhook_config_file.0,
+            authentication_token_webhook_cache_ttl: f.authentication_token_webhook_cache_ttl,
+            proxy_client_cert_file: f.proxy_client_cert_file.0,
+            proxy_client_key_file: f.proxy_client_key_file.0,
+            apiservice_dir: f.apiservice_dir.0,
+            service_endpoints: f.service_endpoints.0,
+            authorization_mode: flatten(&f.authorization_mode),
+            authorization_webhook_config_file: f.authorization_webhook_config_file.0,
+            authorization_webhook_cache_authorized_ttl: f
+                .authorization_webhook_cache_authorized_ttl,
+            authorization_webhook_cache_unauthorized_ttl: f
+                .authorization_webhook_cache_unauthorized_ttl,
+            authorization_webhook_version: f.authorization_webhook_version,
+            availability_resync_period: f.availability_resync_period,
+            discovery_check_timeout: f.discovery_check_timeout,
+            apiservice_dir_poll_interval: f.apiservice_dir_poll_interval,
+            v: f.v,
+            enable_http2: f.enable_http2,
+            http2_max_streams_per_connection: f.http2_max_streams_per_connection,
+            request_timeout,
+            min_request_timeout: Duration::from_secs(non_negative(
+                "min-request-timeout",
+                f.min_request_timeout,
+            )? as u64),
+            max_requests_inflight: non_negative("max-requests-inflight", f.max_requests_inflight)?,
+            max_mutating_requests_inflight: non_negative(
+                "max-mutating-requests-inflight",
+                f.max_mutating_requests_inflight,
+            )?,
+            max_requests_inflight_per_apiservice: non_negative(
+                "max-requests-inflight-per-apiservice",
+                f.max_requests_inflight_per_apiservice,
+            )?,
+        };
         options.validate()?;
         Ok(options)
     }
@@ -928,7 +858,6 @@ impl Default for GatewayOptions {
         }
     }
 }
-
 /// Where to dial one Service port: the gateway's stand-in for Service + Endpoints lookups.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceEndpoint {
@@ -1164,17 +1093,13 @@ mod tests {
     fn list_flags_replace_the_default_then_append() {
         let o = parse(&["--authorization-mode", "AlwaysDeny,AlwaysAllow"]).expect("parse");
         assert_eq!(o.authorization_mode, ["AlwaysDeny", "AlwaysAllow"]);
-        let f = GATEWAY_FLAG_SET
-            .parse(args(CERTS).into_iter().chain(args(&[
-                "--authorization-mode=a,b",
-                "--authorization-mode",
-                "c",
-            ])))
-            .expect("parse");
-        assert_eq!(
-            f.get::<Vec<String>>("authorization-mode").expect("get"),
-            ["a", "b", "c"]
-        );
+        let f = parse_flags(args(CERTS).into_iter().chain(args(&[
+            "--authorization-mode=a,b",
+            "--authorization-mode",
+            "c",
+        ])))
+        .expect("parse");
+        assert_eq!(f.flags.authorization_mode(), ["a", "b", "c"]);
         assert!(f.changed("authorization-mode") && !f.changed("v"));
     }
 
@@ -1356,16 +1281,22 @@ mod tests {
 
     #[test]
     fn every_default_in_the_table_parses() {
-        let f = GATEWAY_FLAG_SET.parse(args(CERTS)).expect("parse");
-        for spec in GATEWAY_FLAGS.iter().filter(|s| !s.required) {
-            assert!(
-                (spec.check)(spec.default).is_ok(),
-                "--{} default {:?}",
-                spec.name,
-                spec.default
-            );
+        // clap's own consistency checks of the declarations.
+        GatewayFlags::command().debug_assert();
+        let f = parse_flags(args(CERTS)).expect("parse");
+        // Each default, given on the command line, goes through the flag's parser.
+        let command = GatewayFlags::command();
+        for arg in command.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            for default in arg.get_default_values() {
+                let given = format!("--{long}={}", default.to_string_lossy());
+                assert!(
+                    parse_flags(args(CERTS).into_iter().chain([given.clone()])).is_ok(),
+                    "{given}"
+                );
+            }
         }
-        assert!(f.get::<u16>("nope").is_err());
+        assert!(!f.changed("nope"));
     }
 
     #[test]
