@@ -23,6 +23,7 @@ pub mod discovery;
 #[doc(hidden)]
 pub mod fuzz_logic;
 mod gocompat;
+mod identity;
 pub mod impersonation;
 pub mod inflight;
 pub mod openapi;

@@ -7,9 +7,8 @@
 //! and the error rendering of apimachinery `pkg/util/validation/field/errors.go` and
 //! `pkg/api/errors/errors.go` (`NewInvalid`).
 
-use std::fmt::Write as _;
-
 use super::types::{API_GROUP, ApiService, ObjectMeta};
+use crate::gocompat::names;
 
 /// Kind name used in the aggregate message (`APIService.apiregistration.k8s.io "<name>" ...`).
 const KIND: &str = "APIService";
@@ -19,20 +18,6 @@ const MAX_GROUP_PRIORITY_MINIMUM: i32 = 20000;
 const MAX_VERSION_PRIORITY: i32 = 1000;
 /// apimachinery `TotalAnnotationSizeLimitB`: keys plus values, in bytes.
 const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
-const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
-const DNS1035_LABEL_MAX_LEN: usize = 63;
-const QUALIFIED_NAME_MAX_LEN: usize = 63;
-const LABEL_VALUE_MAX_LEN: usize = 63;
-
-const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
-const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
-const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 
 /// What kind of problem a [`FieldError`] reports (apimachinery `field.ErrorType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -126,7 +111,7 @@ impl FieldError {
         Self::new(
             field,
             FieldErrorKind::Invalid,
-            Some(go_quote(value)),
+            Some(crate::gocompat::quote(value)),
             detail,
         )
     }
@@ -192,7 +177,10 @@ impl ValidationError {
                 seen.push(text);
             }
         }
-        let mut out = format!("{KIND}.{API_GROUP} {} is invalid", go_quote(&self.name));
+        let mut out = format!(
+            "{KIND}.{API_GROUP} {} is invalid",
+            crate::gocompat::quote(&self.name)
+        );
         match seen.as_slice() {
             [] => {}
             [only] => {
@@ -304,7 +292,7 @@ fn apiservice_name_problems(name: &str, required: &str) -> Vec<String> {
     if name != required {
         return vec![format!(
             "must be `spec.version+\".\"+spec.group`: {}",
-            go_quote(required)
+            crate::gocompat::quote(required)
         )];
     }
     Vec::new()
@@ -312,10 +300,10 @@ fn apiservice_name_problems(name: &str, required: &str) -> Vec<String> {
 
 fn validate_labels(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
     for (key, value) in &meta.labels {
-        for msg in qualified_name_problems(key) {
+        for msg in names::qualified_name_problems(key) {
             errors.push(FieldError::invalid_str("metadata.labels", key, msg));
         }
-        for msg in label_value_problems(value) {
+        for msg in names::label_value_problems(value) {
             errors.push(FieldError::invalid_str("metadata.labels", value, msg));
         }
     }
@@ -325,7 +313,7 @@ fn validate_annotations(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
     let mut total = 0usize;
     for (key, value) in &meta.annotations {
         // Annotation keys are qualified names compared case-insensitively.
-        for msg in qualified_name_problems(&key.to_lowercase()) {
+        for msg in names::qualified_name_problems(&key.to_lowercase()) {
             errors.push(FieldError::invalid_str("metadata.annotations", key, msg));
         }
         total = total.saturating_add(key.len()).saturating_add(value.len());
@@ -349,11 +337,11 @@ fn validate_spec(svc: &ApiService, errors: &mut Vec<FieldError>) {
         ));
     }
     if !spec.group.is_empty() {
-        for msg in dns1123_subdomain_problems(&spec.group) {
+        for msg in names::dns1123_subdomain_problems(&spec.group) {
             errors.push(FieldError::invalid_str("spec.group", &spec.group, msg));
         }
     }
-    for msg in dns1035_label_problems(&spec.version) {
+    for msg in names::dns1035_label_problems(&spec.version) {
         errors.push(FieldError::invalid_str("spec.version", &spec.version, msg));
     }
     if !(1..=MAX_GROUP_PRIORITY_MINIMUM).contains(&spec.group_priority_minimum) {
@@ -418,226 +406,11 @@ fn validate_status(svc: &ApiService, errors: &mut Vec<FieldError>) {
             errors.push(FieldError::new(
                 format!("status.conditions[{i}].status"),
                 FieldErrorKind::NotSupported,
-                Some(go_quote(&cond.status)),
+                Some(crate::gocompat::quote(&cond.status)),
                 "supported values: \"True\", \"False\", \"Unknown\"",
             ));
         }
     }
-}
-
-/// apimachinery `RegexError`: the doubled space before ` or ` is upstream's.
-fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
-    if examples.is_empty() {
-        return format!("{msg} (regex used for validation is '{fmt}')");
-    }
-    let mut out = format!("{msg} (e.g. ");
-    for (i, example) in examples.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" or ");
-        }
-        let _ = write!(out, "'{example}', ");
-    }
-    let _ = write!(out, "regex used for validation is '{fmt}')");
-    out
-}
-
-fn max_len_error(len: usize) -> String {
-    format!("must be no more than {len} characters")
-}
-
-/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`
-fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    let edge = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    match (b.first(), b.last()) {
-        (Some(&first), Some(&last)) => {
-            edge(first) && edge(last) && b.iter().all(|&c| edge(c) || c == b'-')
-        }
-        _ => false,
-    }
-}
-
-/// `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`, the qualified-name part (also a non-empty label value).
-fn is_qualified_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    match (b.first(), b.last()) {
-        (Some(first), Some(last)) => {
-            first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && b.iter()
-                    .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-/// apimachinery `IsDNS1123Subdomain`.
-fn dns1123_subdomain_problems(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > DNS1123_SUBDOMAIN_MAX_LEN {
-        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LEN));
-    }
-    if !s.split('.').all(is_dns1123_label) {
-        errs.push(regex_error(
-            DNS1123_SUBDOMAIN_MSG,
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
-    }
-    errs
-}
-
-/// apimachinery `IsDNS1035Label`.
-fn dns1035_label_problems(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > DNS1035_LABEL_MAX_LEN {
-        errs.push(max_len_error(DNS1035_LABEL_MAX_LEN));
-    }
-    let starts_alpha = s.as_bytes().first().is_some_and(u8::is_ascii_lowercase);
-    if !(starts_alpha && is_dns1123_label(s)) {
-        errs.push(regex_error(
-            DNS1035_LABEL_MSG,
-            DNS1035_LABEL_FMT,
-            &["my-name", "abc-123"],
-        ));
-    }
-    errs
-}
-
-/// apimachinery `IsQualifiedName`: `[prefix/]name`, prefix a DNS-1123 subdomain.
-fn qualified_name_problems(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let parts: Vec<&str> = s.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_owned());
-            } else {
-                errs.extend(
-                    dns1123_subdomain_problems(prefix)
-                        .into_iter()
-                        .map(|m| format!("prefix part {m}")),
-                );
-            }
-            *name
-        }
-        _ => {
-            let regex = regex_error(
-                QUALIFIED_NAME_MSG,
-                QUALIFIED_NAME_FMT,
-                &["MyName", "my.name", "123-abc"],
-            );
-            errs.push(format!(
-                "a qualified name {regex} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-            ));
-            return errs;
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_owned());
-    } else if name.len() > QUALIFIED_NAME_MAX_LEN {
-        errs.push(format!(
-            "name part {}",
-            max_len_error(QUALIFIED_NAME_MAX_LEN)
-        ));
-    }
-    if !is_qualified_name_part(name) {
-        let regex = regex_error(
-            QUALIFIED_NAME_MSG,
-            QUALIFIED_NAME_FMT,
-            &["MyName", "my.name", "123-abc"],
-        );
-        errs.push(format!("name part {regex}"));
-    }
-    errs
-}
-
-/// apimachinery `IsValidLabelValue`.
-fn label_value_problems(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > LABEL_VALUE_MAX_LEN {
-        errs.push(max_len_error(LABEL_VALUE_MAX_LEN));
-    }
-    if !(s.is_empty() || is_qualified_name_part(s)) {
-        errs.push(regex_error(
-            LABEL_VALUE_MSG,
-            LABEL_VALUE_FMT,
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errs
-}
-
-/// Go's `%q` for a string (`strconv.Quote`): printable characters kept, the usual
-/// backslash escapes, other characters as `\xNN`, `\uNNNN` or `\UNNNNNNNN`.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if is_go_printable(c) => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if (c as u32) < 0x1_0000 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => {
-                let _ = write!(out, "\\U{:08x}", c as u32);
-            }
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Approximates Go's `unicode.IsPrint` without Unicode category tables: controls, spaces
-/// other than U+0020, format characters, private-use characters and noncharacters are
-/// escaped. Unassigned code points are kept, which Go would escape.
-fn is_go_printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
-    let u = c as u32;
-    let format = matches!(
-        u,
-        0xAD | 0x600..=0x605
-            | 0x61C
-            | 0x6DD
-            | 0x70F
-            | 0x890..=0x891
-            | 0x8E2
-            | 0x180E
-            | 0x200B..=0x200F
-            | 0x202A..=0x202E
-            | 0x2060..=0x2064
-            | 0x2066..=0x206F
-            | 0xFEFF
-            | 0xFFF9..=0xFFFB
-            | 0x110BD
-            | 0x110CD
-            | 0x13430..=0x1343F
-            | 0x1BCA0..=0x1BCA3
-            | 0x1D173..=0x1D17A
-            | 0xE0001
-            | 0xE0020..=0xE007F
-    );
-    let private_use = matches!(u, 0xE000..=0xF8FF | 0xF_0000..=0xF_FFFD | 0x10_0000..=0x10_FFFD);
-    let noncharacter = (0xFDD0..=0xFDEF).contains(&u) || (u & 0xFFFE) == 0xFFFE;
-    !(format || private_use || noncharacter)
 }
 
 #[cfg(test)]
@@ -678,7 +451,7 @@ mod tests {
             err.to_string(),
             format!(
                 "{PREFIX} {} is invalid: {field_error}",
-                go_quote(&svc.metadata.name)
+                crate::gocompat::quote(&svc.metadata.name)
             )
         );
     }
@@ -1129,25 +902,5 @@ mod tests {
             cause.body(),
             "Invalid value: 0: must be positive and less than 20000"
         );
-    }
-
-    #[test]
-    fn go_quote_matches_strconv_quote() {
-        assert_eq!(go_quote("plain"), "\"plain\"");
-        assert_eq!(go_quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
-        assert_eq!(
-            go_quote("\n\t\r\u{7}\u{8}\u{b}\u{c}"),
-            "\"\\n\\t\\r\\a\\b\\v\\f\""
-        );
-        assert_eq!(go_quote("\u{1}\u{7f}"), "\"\\x01\\x7f\"");
-        assert_eq!(
-            go_quote("\u{85}\u{a0}\u{200b}\u{feff}"),
-            "\"\\u0085\\u00a0\\u200b\\ufeff\""
-        );
-        assert_eq!(
-            go_quote("\u{10ffff}\u{e0001}"),
-            "\"\\U0010ffff\\U000e0001\""
-        );
-        assert_eq!(go_quote("héllo 世界 🎉"), "\"héllo 世界 🎉\"");
     }
 }

@@ -7,10 +7,7 @@ use http::{Request, Response};
 use tower::{Layer, Service};
 
 use super::bearer::strip_websocket_bearer;
-use super::{
-    Authenticator, CredentialHeaders, SYSTEM_ANONYMOUS, SYSTEM_UNAUTHENTICATED, UserInfo,
-    strip_identity_headers,
-};
+use super::{Authenticator, CredentialHeaders, SYSTEM_ANONYMOUS, SYSTEM_UNAUTHENTICATED, UserInfo};
 use crate::body::Body;
 use crate::status::Status;
 
@@ -149,7 +146,7 @@ where
                     // Upstream deletes credentials and front-proxy headers after every
                     // successful authentication so nothing behind can be fooled by them
                     // (docs/upstream-behaviour.md §7.9; known failures B05, B07).
-                    strip_identity_headers(&mut parts.headers);
+                    crate::identity::strip(&mut parts.headers);
                     strip.strip(&mut parts.headers);
                     strip_websocket_bearer(&mut parts.headers);
                     let close = http2 && is_anonymous(&user);

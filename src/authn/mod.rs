@@ -268,50 +268,6 @@ impl CredentialHeaders {
     }
 }
 
-/// Request headers that carry identity or credentials and must never travel past the
-/// authentication filter (docs/upstream-behaviour.md §3.4, §7.9): the standard front-proxy headers are
-/// matched here; `X-Remote-Extra-*` by prefix. `Impersonate-*` is not among them: the
-/// [`ImpersonationLayer`](crate::impersonation::ImpersonationLayer) checks and removes it,
-/// and the proxy never forwards it.
-pub(crate) fn is_identity_header(name: &http::HeaderName) -> bool {
-    let n = name.as_str();
-    n == "authorization"
-        || n == "proxy-authorization"
-        || n == "x-remote-user"
-        || n == "x-remote-uid"
-        || n == "x-remote-group"
-        || n.starts_with("x-remote-extra-")
-}
-
-/// Removes every [`is_identity_header`] header and every `Impersonate-*` header in place:
-/// what a request sent on to a backend must never carry (known failure B07).
-pub(crate) fn strip_identity_and_impersonation_headers(headers: &mut http::HeaderMap) {
-    let doomed =
-        |n: &http::HeaderName| is_identity_header(n) || n.as_str().starts_with("impersonate-");
-    if !headers.keys().any(doomed) {
-        return;
-    }
-    let names: Vec<http::HeaderName> = headers.keys().filter(|n| doomed(n)).cloned().collect();
-    for name in names {
-        headers.remove(&name);
-    }
-}
-
-/// Removes every [`is_identity_header`] header in place.
-pub(crate) fn strip_identity_headers(headers: &mut http::HeaderMap) {
-    if !headers.keys().any(is_identity_header) {
-        return;
-    }
-    let doomed: Vec<http::HeaderName> = headers
-        .keys()
-        .filter(|n| is_identity_header(n))
-        .cloned()
-        .collect();
-    for name in doomed {
-        headers.remove(&name);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,27 +283,5 @@ mod tests {
         let mut already = UserInfo::new("bob", [SYSTEM_AUTHENTICATED]);
         already.add_authenticated_group();
         assert_eq!(already.groups, [SYSTEM_AUTHENTICATED]);
-    }
-
-    #[test]
-    fn strips_credentials_and_identity_headers() {
-        let mut h = http::HeaderMap::new();
-        for (k, v) in [
-            ("authorization", "Bearer t"),
-            ("x-remote-user", "system:admin"),
-            ("x-remote-group", "system:masters"),
-            ("x-remote-extra-scopes", "x"),
-            ("impersonate-user", "root"),
-            ("accept", "application/json"),
-        ] {
-            h.append(k, v.parse().unwrap());
-        }
-        strip_identity_headers(&mut h);
-        assert_eq!(h.len(), 2);
-        assert!(h.contains_key("accept"));
-        assert!(
-            h.contains_key("impersonate-user"),
-            "the ImpersonationLayer's to check"
-        );
     }
 }

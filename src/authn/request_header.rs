@@ -150,7 +150,7 @@ impl Headers {
             for (header, value) in headers {
                 if let Some(rest) = header.as_str().strip_prefix(prefix.as_str()) {
                     extra
-                        .entry(unescape_extra_key(rest))
+                        .entry(crate::identity::unescape_extra_key(rest))
                         .or_default()
                         .push(text(value).to_owned());
                 }
@@ -172,22 +172,6 @@ impl Headers {
             names,
             prefixes: self.extra.clone(),
         }
-    }
-}
-
-/// Percent-decodes an extra key (already lower-case) like Go's `url.PathUnescape`; a
-/// malformed escape, or bytes that are not UTF-8, keep the raw key.
-pub(crate) fn unescape_extra_key(key: &str) -> String {
-    let bytes = key.as_bytes();
-    let well_formed = bytes.iter().enumerate().all(|(i, b)| {
-        *b != b'%'
-            || bytes
-                .get(i + 1..i + 3)
-                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
-    });
-    match percent_encoding::percent_decode_str(key).decode_utf8() {
-        Ok(decoded) if well_formed => decoded.into_owned(),
-        _ => key.to_owned(),
     }
 }
 

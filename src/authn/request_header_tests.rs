@@ -270,7 +270,7 @@ fn vectors_2_1_escaped_extra_keys() {
 
 #[test]
 fn vectors_2_2_custom_config_strips_only_its_names_plus_standard() {
-    use crate::authn::strip_identity_headers;
+    use crate::identity::strip as strip_identity_headers;
     let run = |c: &RequestHeaderConfig, h: &[(&str, &str)]| {
         let mut h = headers(h);
         strip_identity_headers(&mut h);

@@ -5,6 +5,7 @@ use http::Response;
 
 use super::Attributes;
 use crate::body::Body;
+use crate::gocompat::quote;
 use crate::status::{Status, StatusDetails, html_escape};
 
 /// The message of the 403 for `attrs` with the authorizer's `reason` (may be empty).
@@ -13,12 +14,12 @@ use crate::status::{Status, StatusDetails, html_escape};
 /// `nodes.metrics.k8s.io "n1" is forbidden: User "alice" cannot get resource "nodes" in
 /// API group "metrics.k8s.io" at the cluster scope`. `&`, `<`, `>` are HTML-escaped.
 pub fn forbidden_message(attrs: &Attributes, reason: &str) -> String {
-    let user = go_quote(&attrs.user.name);
+    let user = quote(&attrs.user.name);
     let mut msg = if !attrs.is_resource_request {
         format!(
             "forbidden: User {user} cannot {} path {}",
             attrs.verb,
-            go_quote(&attrs.path)
+            quote(&attrs.path)
         )
     } else {
         let resource = if attrs.subresource.is_empty() {
@@ -29,13 +30,13 @@ pub fn forbidden_message(attrs: &Attributes, reason: &str) -> String {
         let scope = if attrs.namespace.is_empty() {
             "at the cluster scope".to_owned()
         } else {
-            format!("in the namespace {}", go_quote(&attrs.namespace))
+            format!("in the namespace {}", quote(&attrs.namespace))
         };
         let what = format!(
             "User {user} cannot {} resource {} in API group {} {scope}",
             attrs.verb,
-            go_quote(&resource),
-            go_quote(&attrs.api_group)
+            quote(&resource),
+            quote(&attrs.api_group)
         );
         let qualified = if attrs.api_group.is_empty() {
             attrs.resource.clone()
@@ -45,7 +46,7 @@ pub fn forbidden_message(attrs: &Attributes, reason: &str) -> String {
         if attrs.name.is_empty() {
             format!("{qualified} is forbidden: {what}")
         } else {
-            format!("{qualified} {} is forbidden: {what}", go_quote(&attrs.name))
+            format!("{qualified} {} is forbidden: {what}", quote(&attrs.name))
         }
     };
     if !reason.is_empty() {
@@ -70,28 +71,6 @@ pub(crate) fn forbidden_response(attrs: &Attributes, reason: &str) -> Response<B
     )
     .with_details(details)
     .into_response()
-}
-
-/// Go's `%q` for a string: double-quoted with Go escapes for `"`, `\` and control or
-/// non-printable characters.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

@@ -521,21 +521,10 @@ fn decode_path(raw: &str) -> Result<Cow<'_, str>, RequestInfoError> {
     if !raw.contains('%') {
         return Ok(Cow::Borrowed(raw));
     }
-    let bytes = raw.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let ok = bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
-                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
-            if !ok {
-                return Err(RequestInfoError::InvalidPathEscape {
-                    path: raw.to_owned(),
-                });
-            }
-            i += 3;
-        } else {
-            i += 1;
-        }
+    if !crate::gocompat::url::escapes_well_formed(raw) {
+        return Err(RequestInfoError::InvalidPathEscape {
+            path: raw.to_owned(),
+        });
     }
     percent_decode_str(raw)
         .decode_utf8()
@@ -606,90 +595,31 @@ pub(crate) fn first_query_value<'q>(query: &'q str, key: &str) -> Option<Cow<'q,
             Some(k) if k.utf8 && k.value == key => {}
             _ => continue,
         }
-        if let Some(value) = query_unescape_bytes(raw_value) {
+        if let Some(value) = crate::gocompat::url::query_unescape(raw_value) {
             return Some(value);
         }
     }
     None
 }
 
-/// Go's `url.QueryUnescape` to bytes; `None` for a malformed escape.
-fn query_unescape_bytes(raw: &str) -> Option<Cow<'_, [u8]>> {
-    if !raw.contains(['%', '+']) {
-        return Some(Cow::Borrowed(raw.as_bytes()));
-    }
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b'%' => {
-                let hi = hex_value(*bytes.get(i + 1)?)?;
-                let lo = hex_value(*bytes.get(i + 2)?)?;
-                out.push((hi << 4) | lo);
-                i += 3;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    Some(Cow::Owned(out))
-}
-
-/// Go's `url.QueryUnescape`; `None` for a malformed escape.
+/// Go's `url.QueryUnescape` as text; `None` for a malformed escape.
 fn query_unescape(raw: &str) -> Option<QueryValue<'_>> {
-    if !raw.contains(['%', '+']) {
-        return Some(QueryValue {
+    Some(match crate::gocompat::url::query_unescape(raw)? {
+        Cow::Borrowed(_) => QueryValue {
             value: Cow::Borrowed(raw),
             utf8: true,
-        });
-    }
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b'%' => {
-                let hi = hex_value(*bytes.get(i + 1)?)?;
-                let lo = hex_value(*bytes.get(i + 2)?)?;
-                out.push((hi << 4) | lo);
-                i += 3;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    Some(match String::from_utf8(out) {
-        Ok(s) => QueryValue {
-            value: Cow::Owned(s),
-            utf8: true,
         },
-        Err(e) => QueryValue {
-            value: Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
-            utf8: false,
+        Cow::Owned(bytes) => match String::from_utf8(bytes) {
+            Ok(s) => QueryValue {
+                value: Cow::Owned(s),
+                utf8: true,
+            },
+            Err(e) => QueryValue {
+                value: Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+                utf8: false,
+            },
         },
     })
-}
-
-fn hex_value(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
 }
 
 /// Field and label selectors: validity as `ListOptions` decoding needs it, and the

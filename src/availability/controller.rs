@@ -9,12 +9,13 @@ use std::task::Poll;
 use futures_util::StreamExt;
 use futures_util::future::join_all;
 use futures_util::stream::FuturesUnordered;
-use http::{HeaderValue, Request};
+use http::Request;
 use tower::ServiceExt;
 
 use super::{AvailabilityMetrics, ResolveError, ServiceResolver};
 use crate::apiservice::{ConditionStatus, ServiceReference};
 use crate::body::empty;
+use crate::identity;
 use crate::registry::{Backend, Registry, Route};
 use crate::rt::Timer;
 use crate::transport::BackendClient;
@@ -307,12 +308,11 @@ impl AvailabilityController {
         let mut req = Request::get(&url)
             .body(empty())
             .map_err(|e| format!("failing or missing response from {url}: {e}"))?;
-        req.headers_mut().insert(
-            "x-remote-user",
-            HeaderValue::from_static("system:kube-aggregator"),
+        identity::set_own(
+            req.headers_mut(),
+            identity::KUBE_AGGREGATOR_USER,
+            &[identity::SYSTEM_MASTERS],
         );
-        req.headers_mut()
-            .insert("x-remote-group", HeaderValue::from_static("system:masters"));
         let call = client.clone().oneshot(req);
         match self.timer.timeout(self.config.probe_timeout, call).await {
             Err(_) => Err(format!(

@@ -24,6 +24,7 @@ use super::v2::{
     convert_legacy_resources,
 };
 use crate::body::{empty, read_limited};
+use crate::identity;
 use crate::rt::Timer;
 
 /// Largest document read from a backend by default: 16 MiB.
@@ -617,13 +618,7 @@ async fn get(
         .map_err(|e| format!("building the request for {path}: {e}"))?;
     let h = req.headers_mut();
     h.insert(header::ACCEPT, HeaderValue::from_static(accept));
-    h.insert(
-        "x-remote-user",
-        HeaderValue::from_static("system:kube-aggregator"),
-    );
-    for g in groups {
-        h.append("x-remote-group", HeaderValue::from_static(g));
-    }
+    identity::set_own(h, identity::KUBE_AGGREGATOR_USER, groups);
     if let Some(tag) = if_none_match.and_then(|t| HeaderValue::from_str(t).ok()) {
         h.insert(header::IF_NONE_MATCH, tag);
     }
@@ -682,7 +677,7 @@ async fn fetch(job: &Job, timer: &Timer, config: &DiscoveryConfig) -> Fetched {
         config,
         "/apis",
         V2_JSON,
-        &["system:masters"],
+        &[identity::SYSTEM_MASTERS],
         job.etag.as_deref(),
     )
     .await;

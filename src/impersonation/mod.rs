@@ -62,6 +62,7 @@ pub use service::{Impersonated, ImpersonationLayer, ImpersonationService, Respon
 
 use crate::authn::{SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, UserInfo};
 use crate::authz::Attributes;
+use crate::gocompat::names;
 
 /// `Impersonate-User`.
 pub const IMPERSONATE_USER: &str = "impersonate-user";
@@ -226,7 +227,8 @@ pub(crate) fn requested(headers: &HeaderMap) -> Result<Vec<Requested>, InvalidIm
     }
     for name in extras {
         others = true;
-        let key = unescape_extra_key(&name.as_str()[IMPERSONATE_EXTRA_PREFIX.len()..]);
+        let key =
+            crate::identity::unescape_extra_key(&name.as_str()[IMPERSONATE_EXTRA_PREFIX.len()..]);
         for v in headers.get_all(name) {
             out.push(Requested::Extra {
                 key: key.clone(),
@@ -300,52 +302,13 @@ fn split_service_account(user: &str) -> Option<(&str, &str)> {
     let rest = user.strip_prefix(SERVICE_ACCOUNT_PREFIX)?;
     let mut parts = rest.split(':');
     let (namespace, name) = (parts.next()?, parts.next()?);
-    if parts.next().is_some() || !is_dns1123_label(namespace) || !is_dns1123_subdomain(name) {
+    if parts.next().is_some()
+        || !names::is_dns1123_label(namespace)
+        || !names::is_dns1123_subdomain(name)
+    {
         return None;
     }
     Some((namespace, name))
-}
-
-fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    let inner = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-';
-    let end = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter().all(inner)
-        && b.first().is_some_and(end)
-        && b.last().is_some_and(end)
-}
-
-fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns1123_label)
-}
-
-/// The extra key of `Impersonate-Extra-<key>`: the (already lower-case) suffix, unescaped
-/// like Go's `url.PathUnescape`; kept as is when an escape is malformed or the result is
-/// not UTF-8.
-fn unescape_extra_key(encoded: &str) -> String {
-    if !encoded.contains('%') {
-        return encoded.to_owned();
-    }
-    let bytes = encoded.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = |j: usize| bytes.get(j).and_then(|c| (*c as char).to_digit(16));
-            match (hex(i + 1), hex(i + 2)) {
-                // Two hex digits make a byte below 256.
-                (Some(hi), Some(lo)) => out.push(u8::try_from(hi * 16 + lo).unwrap_or(0)),
-                _ => return encoded.to_owned(),
-            }
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| encoded.to_owned())
 }
 
 #[cfg(test)]

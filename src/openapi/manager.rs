@@ -21,6 +21,7 @@ use tower::ServiceExt;
 use super::{merge, proto, v3};
 use crate::body::{empty, read_limited};
 use crate::discovery::{Target, TargetSet, TargetSink, etag_of, sha512_hex};
+use crate::identity;
 use crate::rt::Timer;
 
 /// Timing and limits of the [`OpenApiManager`]. Defaults are upstream's where it has one.
@@ -486,10 +487,7 @@ async fn get(
         .map_err(|e| format!("building the request for {path}: {e}"))?;
     let h = req.headers_mut();
     h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-    h.insert(
-        "x-remote-user",
-        HeaderValue::from_static("system:aggregator"),
-    );
+    identity::set_own(h, identity::OPENAPI_USER, &[]);
     if let Some(tag) = if_none_match.and_then(|t| HeaderValue::from_str(t).ok()) {
         h.insert(header::IF_NONE_MATCH, tag);
     }

@@ -17,10 +17,12 @@ mod response;
 #[cfg(feature = "tokio")]
 mod upgrade;
 
-pub use headers::{escape_extra_key, is_upgrade_request, set_identity_headers};
+pub use crate::gocompat::url::encode_query;
+pub use crate::identity::{escape_extra_key, set_identity_headers};
+pub use headers::is_upgrade_request;
 #[cfg(fuzzing)]
 pub(crate) use request::escaped_path_and_query;
-pub use request::{encode_query, upstream_request, upstream_uri};
+pub use request::{upstream_request, upstream_uri};
 pub use response::{REDIRECT_REJECTED, upstream_response};
 #[cfg(feature = "tokio")]
 pub use upgrade::forward_upgrade;

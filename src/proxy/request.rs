@@ -2,58 +2,24 @@
 
 use std::net::SocketAddr;
 
+use super::headers::remove_hop_by_hop;
+use crate::authn::UserInfo;
+use crate::body::Body;
+use crate::gocompat::url;
+use crate::identity::set_identity_headers;
 use http::header::{self, HeaderName, HeaderValue};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Request, Uri, Version};
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
-
-use super::headers::{push_percent_escaped, remove_hop_by_hop, set_identity_headers};
-use crate::authn::UserInfo;
-use crate::body::Body;
-
-/// Bytes Go's `URL.EscapedPath` escapes: everything but unreserved characters and
-/// `$ & + , / : ; = @`.
-const PATH_ESCAPE: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~')
-    .remove(b'$')
-    .remove(b'&')
-    .remove(b'+')
-    .remove(b',')
-    .remove(b'/')
-    .remove(b':')
-    .remove(b';')
-    .remove(b'=')
-    .remove(b'@');
-
-/// True for the bytes [`PATH_ESCAPE`] leaves alone (so `%` is false: it must be decoded).
-fn path_byte_kept(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-        || matches!(
-            b,
-            b'-' | b'_'
-                | b'.'
-                | b'~'
-                | b'$'
-                | b'&'
-                | b'+'
-                | b','
-                | b'/'
-                | b':'
-                | b';'
-                | b'='
-                | b'@'
-        )
-}
 
 /// The upstream URI: `https://<authority>` + the decoded request path re-escaped Go-style
 /// (so `%2F` becomes `/`) + the query re-encoded with sorted keys (docs/upstream-behaviour.md §3.2).
 pub fn upstream_uri(uri: &Uri, authority: &Authority) -> Result<Uri, http::Error> {
     // The common case: nothing to decode or escape and no query to re-encode, so the
     // path is already what Go would send and its buffer is shared, not copied.
-    if uri.query().is_none() && !uri.path().is_empty() && uri.path().bytes().all(path_byte_kept) {
+    if uri.query().is_none()
+        && !uri.path().is_empty()
+        && uri.path().bytes().all(url::path_byte_kept)
+    {
         if let Some(pq) = uri.path_and_query() {
             return Uri::builder()
                 .scheme(Scheme::HTTPS)
@@ -73,50 +39,18 @@ pub fn upstream_uri(uri: &Uri, authority: &Authority) -> Result<Uri, http::Error
 /// re-escaped as Go's `EscapedPath` (`/` when empty), then `?` and the re-encoded query
 /// when it is not empty. [`upstream_uri`] skips this when it would change nothing.
 pub(crate) fn escaped_path_and_query(uri: &Uri) -> String {
-    let decoded = percent_decode_str(uri.path()).decode_utf8_lossy();
-    let mut pq = utf8_percent_encode(&decoded, PATH_ESCAPE).to_string();
+    let mut pq = url::reescape_path(uri.path());
     if pq.is_empty() {
         pq.push('/');
     }
     if let Some(q) = uri.query() {
-        let encoded = encode_query(q);
+        let encoded = url::encode_query(q);
         if !encoded.is_empty() {
             pq.push('?');
             pq.push_str(&encoded);
         }
     }
     pq
-}
-
-/// Go's `url.ParseQuery` then `Values.Encode`: pairs sorted by key (stable for equal
-/// keys), keys and values escaped with `QueryEscape` (space as `+`, unreserved kept).
-pub fn encode_query(query: &str) -> String {
-    let mut pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    pairs.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut out = String::with_capacity(query.len() + 8);
-    for (i, (k, v)) in pairs.iter().enumerate() {
-        if i > 0 {
-            out.push('&');
-        }
-        query_escape(k, &mut out);
-        out.push('=');
-        query_escape(v, &mut out);
-    }
-    out
-}
-
-fn query_escape(s: &str, out: &mut String) {
-    for &b in s.as_bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => push_percent_escaped(out, b),
-        }
-    }
 }
 
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");

@@ -1,8 +1,6 @@
-//! Go standard-library behaviour that upstream messages and limits depend on, in one place.
-//!
-//! - [`parse_duration`]: Go's `time.ParseDuration`
-//!   (<https://github.com/golang/go/blob/master/src/time/format.go>), with its exact error
-//!   texts, which kube-apiserver puts in front of users (`?timeout=` errors).
+//! Go's `time.ParseDuration`
+//! (<https://github.com/golang/go/blob/master/src/time/format.go>), with its exact error
+//! texts, which kube-apiserver puts in front of users (`?timeout=` errors).
 
 /// Why [`parse_duration`] refused a value: the text of Go's error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -15,7 +13,7 @@ pub(crate) struct InvalidDuration(pub(crate) String);
 ///
 /// The input is bytes, as Go strings are: a query value may hold any byte.
 pub(crate) fn parse_duration(s: &[u8]) -> Result<i64, InvalidDuration> {
-    let invalid = || InvalidDuration(format!("time: invalid duration {}", quote(s)));
+    let invalid = || InvalidDuration(format!("time: invalid duration {}", time_quote(s)));
     const LIMIT: u64 = 1 << 63;
     let mut rest = s;
     let mut neg = false;
@@ -87,7 +85,7 @@ pub(crate) fn parse_duration(s: &[u8]) -> Result<i64, InvalidDuration> {
         if unit_len == 0 {
             return Err(InvalidDuration(format!(
                 "time: missing unit in duration {}",
-                quote(s)
+                time_quote(s)
             )));
         }
         let (unit_text, tail) = rest.split_at(unit_len);
@@ -102,8 +100,8 @@ pub(crate) fn parse_duration(s: &[u8]) -> Result<i64, InvalidDuration> {
             _ => {
                 return Err(InvalidDuration(format!(
                     "time: unknown unit {} in duration {}",
-                    quote(unit_text),
-                    quote(s)
+                    time_quote(unit_text),
+                    time_quote(s)
                 )));
             }
         };
@@ -134,7 +132,7 @@ pub(crate) fn parse_duration(s: &[u8]) -> Result<i64, InvalidDuration> {
 
 /// The `quote` of Go's time package: `"` + the text + `"`, with `"` and `\` escaped and
 /// every byte of a non-ASCII or control character written as `\xNN`.
-pub(crate) fn quote(s: &[u8]) -> String {
+fn time_quote(s: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');

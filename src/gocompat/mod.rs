@@ -1,0 +1,16 @@
+//! Go standard-library behaviour (and apimachinery's name checks) that upstream messages,
+//! limits and wire formats depend on, in one place, each with the upstream file it
+//! mirrors:
+//!
+//! - [`parse_duration`]: `time.ParseDuration` with its error texts (`?timeout=`);
+//! - [`quote`]: `strconv.Quote`, the `%q` of names and paths in messages;
+//! - `url`: `net/url` escaping and unescaping of paths, queries and extra keys;
+//! - `names`: apimachinery's DNS-1123 / DNS-1035 / qualified-name checks and messages.
+
+mod duration;
+pub(crate) mod names;
+mod quote;
+pub(crate) mod url;
+
+pub(crate) use duration::parse_duration;
+pub(crate) use quote::quote;

@@ -1,0 +1,278 @@
+//! [`UserInfo`]'s wire form between the aggregator and extension servers, in one place:
+//! the front-proxy (request-header) names, how a user is written into them, and which
+//! headers carry identity or credentials and must never travel past authentication.
+//!
+//! Mirrors client-go
+//! [`transport/round_trippers.go`](https://github.com/kubernetes/client-go/blob/master/transport/round_trippers.go)
+//! (`SetAuthProxyHeaders`, `headerKeyEscape`), k8s.io/apiserver
+//! [`pkg/authentication/request/headerrequest/requestheader.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/headerrequest/requestheader.go)
+//! (extra keys unescaped, headers cleared after authentication) and the identities
+//! kube-aggregator's own requests carry (its availability controller and discovery
+//! manager as `system:kube-aggregator` in `system:masters`, its OpenAPI downloader as
+//! `system:aggregator`).
+
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+
+use crate::authn::UserInfo;
+use crate::gocompat::url;
+
+/// The user's name (always sent, even empty).
+pub(crate) const X_REMOTE_USER: HeaderName = HeaderName::from_static("x-remote-user");
+/// The user's UID (sent when set).
+pub(crate) const X_REMOTE_UID: HeaderName = HeaderName::from_static("x-remote-uid");
+/// One line per group, in order (a group holding a comma stays whole).
+pub(crate) const X_REMOTE_GROUP: HeaderName = HeaderName::from_static("x-remote-group");
+/// `X-Remote-Extra-<escaped key>`, one line per value.
+pub(crate) const X_REMOTE_EXTRA_PREFIX: &str = "x-remote-extra-";
+/// `Impersonate-User`, `Impersonate-Group`, `Impersonate-Extra-<key>`, `Impersonate-Uid`.
+pub(crate) const IMPERSONATE_PREFIX: &str = "impersonate-";
+
+/// The user of the aggregator's availability probes and discovery fetches.
+pub(crate) const KUBE_AGGREGATOR_USER: &str = "system:kube-aggregator";
+/// The user of the aggregator's OpenAPI downloads.
+pub(crate) const OPENAPI_USER: &str = "system:aggregator";
+/// The group the availability probes and the `/apis` discovery fetch carry.
+pub(crate) const SYSTEM_MASTERS: &str = crate::authz::SYSTEM_MASTERS;
+
+/// Headers that carry identity or credentials and must never travel past the
+/// authentication filter (docs/upstream-behaviour.md §3.4, §7.9): `Authorization`,
+/// `Proxy-Authorization` and the front-proxy headers, `X-Remote-Extra-*` by prefix.
+/// `Impersonate-*` is not among them: the
+/// [`ImpersonationLayer`](crate::impersonation::ImpersonationLayer) checks and removes it,
+/// and the proxy never forwards it.
+pub(crate) fn is_identity_header(name: &HeaderName) -> bool {
+    *name == header::AUTHORIZATION
+        || *name == header::PROXY_AUTHORIZATION
+        || *name == X_REMOTE_USER
+        || *name == X_REMOTE_UID
+        || *name == X_REMOTE_GROUP
+        || name.as_str().starts_with(X_REMOTE_EXTRA_PREFIX)
+}
+
+/// Removes every header `doomed` says, in place; nothing is allocated when none is
+/// there (the common case).
+fn remove_where(headers: &mut HeaderMap, doomed: impl Fn(&HeaderName) -> bool) {
+    if !headers.keys().any(&doomed) {
+        return;
+    }
+    let names: Vec<HeaderName> = headers.keys().filter(|n| doomed(n)).cloned().collect();
+    for name in names {
+        headers.remove(&name);
+    }
+}
+
+/// Removes every [`is_identity_header`] header in place.
+pub(crate) fn strip(headers: &mut HeaderMap) {
+    remove_where(headers, is_identity_header);
+}
+
+/// Removes every [`is_identity_header`] header and every `Impersonate-*` header in place:
+/// what a request sent on to a backend must never carry (known failure B07).
+pub(crate) fn strip_with_impersonation(headers: &mut HeaderMap) {
+    remove_where(headers, |n| {
+        is_identity_header(n) || n.as_str().starts_with(IMPERSONATE_PREFIX)
+    });
+}
+
+/// Writes `user` as front-proxy headers after deleting any present ones (and any
+/// `Impersonate-*`), as client-go's `SetAuthProxyHeaders` (docs/upstream-behaviour.md
+/// §3.4): `X-Remote-User` always (even empty), `X-Remote-Uid` when set, one
+/// `X-Remote-Group` line per group in order, `X-Remote-Extra-<escaped key>` one line per
+/// value. Values that are not valid header text are skipped rather than sent altered.
+///
+/// ```
+/// use http::HeaderMap;
+/// use kube_aggregator::authn::UserInfo;
+/// use kube_aggregator::proxy::set_identity_headers;
+///
+/// let mut headers = HeaderMap::new();
+/// headers.insert("x-remote-user", "system:admin".parse().unwrap()); // spoofed: replaced
+/// set_identity_headers(&mut headers, &UserInfo::new("alice", ["dev", "a,b"]));
+/// assert_eq!(headers["x-remote-user"], "alice");
+/// assert_eq!(headers.get_all("x-remote-group").iter().count(), 2);
+/// ```
+pub fn set_identity_headers(headers: &mut HeaderMap, user: &UserInfo) {
+    strip_with_impersonation(headers);
+    let value = |s: &str| HeaderValue::from_str(s).ok();
+    if let Some(v) = value(&user.name) {
+        headers.insert(X_REMOTE_USER, v);
+    }
+    if !user.uid.is_empty() {
+        if let Some(v) = value(&user.uid) {
+            headers.insert(X_REMOTE_UID, v);
+        }
+    }
+    for g in &user.groups {
+        if let Some(v) = value(g) {
+            headers.append(X_REMOTE_GROUP, v);
+        }
+    }
+    for (key, values) in &user.extra {
+        let Ok(name) = HeaderName::from_bytes(
+            format!("{X_REMOTE_EXTRA_PREFIX}{}", escape_extra_key(key)).as_bytes(),
+        ) else {
+            continue;
+        };
+        for v in values {
+            if let Some(v) = value(v) {
+                headers.append(name.clone(), v);
+            }
+        }
+    }
+}
+
+/// Writes one of the aggregator's own identities (a fixed user and groups, no UID, no
+/// extra) into the headers of a request it sends itself.
+pub(crate) fn set_own(headers: &mut HeaderMap, user: &'static str, groups: &[&'static str]) {
+    headers.insert(X_REMOTE_USER, HeaderValue::from_static(user));
+    for g in groups {
+        headers.append(X_REMOTE_GROUP, HeaderValue::from_static(g));
+    }
+}
+
+/// Escapes an extra key for a header name: RFC 7230 token characters other than `%` stay,
+/// every other byte becomes `%XX` with upper-case hex (client-go `headerKeyEscape`).
+///
+/// ```
+/// use kube_aggregator::proxy::escape_extra_key;
+///
+/// assert_eq!(escape_extra_key("example.com/two"), "example.com%2Ftwo");
+/// ```
+pub fn escape_extra_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for &b in key.as_bytes() {
+        let keep = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'!' | b'#'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        if keep {
+            out.push(b as char);
+        } else {
+            url::push_percent_escaped(&mut out, b);
+        }
+    }
+    out
+}
+
+/// The extra key of an `X-Remote-Extra-<key>` or `Impersonate-Extra-<key>` header (the
+/// already lower-case suffix), unescaped like Go's `url.PathUnescape`; kept as it is when
+/// an escape is malformed or the result is not UTF-8.
+pub(crate) fn unescape_extra_key(key: &str) -> String {
+    url::path_unescape(key).map_or_else(|| key.to_owned(), |k| k.into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_key_escaping_vectors() {
+        for (key, escaped) in [
+            ("alphabetical", "alphabetical"),
+            ("alph4num3r1c", "alph4num3r1c"),
+            ("percent%20encoded", "percent%2520encoded"),
+            (
+                "almost%zzpercent%xxencoded",
+                "almost%25zzpercent%25xxencoded",
+            ),
+            (
+                "example.com/percent%20encoded",
+                "example.com%2Fpercent%2520encoded",
+            ),
+            (
+                "example.com/ᛒᚥᛏᛖᚥᚢとロビン",
+                "example.com%2F%E1%9B%92%E1%9A%A5%E1%9B%8F%E1%9B%96%E1%9A%A5%E1%9A%A2%E3%81%A8%E3%83%AD%E3%83%93%E3%83%B3",
+            ),
+            ("abc123!#$+.-_*\\^`~|'", "abc123!#$+.-_*%5C^`~|'"),
+            ("@=:", "%40%3D%3A"),
+            (
+                "authentication.kubernetes.io/credential-id",
+                "authentication.kubernetes.io%2Fcredential-id",
+            ),
+        ] {
+            assert_eq!(escape_extra_key(key), escaped, "{key}");
+            let back = percent_encoding::percent_decode_str(escaped)
+                .decode_utf8()
+                .unwrap();
+            assert_eq!(back, key);
+            assert_eq!(unescape_extra_key(&escaped.to_ascii_lowercase()), key);
+        }
+        assert_eq!(unescape_extra_key("bad%zz"), "bad%zz", "kept as it is");
+    }
+
+    #[test]
+    fn identity_headers_replace_spoofed_ones() {
+        let mut h = HeaderMap::new();
+        h.insert("x-remote-user", HeaderValue::from_static("system:admin"));
+        h.insert("X-Remote-Extra-Evil", HeaderValue::from_static("1"));
+        let mut user = UserInfo::new("user", ["groupA", "groupB"]);
+        user.uid = "7db46926-e803-4337-9a29-f9c1fab7d34a".into();
+        user.extra
+            .insert("one".into(), vec!["alpha".into(), "bravo".into()]);
+        user.extra
+            .insert("example.com/two".into(), vec!["charlie".into()]);
+        set_identity_headers(&mut h, &user);
+        assert_eq!(h["x-remote-user"], "user");
+        assert_eq!(h["x-remote-uid"], "7db46926-e803-4337-9a29-f9c1fab7d34a");
+        let groups: Vec<_> = h.get_all("x-remote-group").iter().collect();
+        assert_eq!(groups, ["groupA", "groupB"]);
+        let one: Vec<_> = h.get_all("x-remote-extra-one").iter().collect();
+        assert_eq!(one, ["alpha", "bravo"]);
+        assert_eq!(h["x-remote-extra-example.com%2ftwo"], "charlie");
+        assert!(!h.contains_key("x-remote-extra-evil"));
+    }
+
+    #[test]
+    fn empty_user_name_is_still_sent_and_no_uid_header_without_uid() {
+        let mut h = HeaderMap::new();
+        set_identity_headers(&mut h, &UserInfo::default());
+        assert_eq!(h["x-remote-user"], "");
+        assert!(!h.contains_key("x-remote-uid"));
+    }
+
+    #[test]
+    fn strips_credentials_and_identity_headers() {
+        let mut h = http::HeaderMap::new();
+        for (k, v) in [
+            ("authorization", "Bearer t"),
+            ("x-remote-user", "system:admin"),
+            ("x-remote-group", "system:masters"),
+            ("x-remote-extra-scopes", "x"),
+            ("impersonate-user", "root"),
+            ("accept", "application/json"),
+        ] {
+            h.append(k, v.parse().unwrap());
+        }
+        strip(&mut h);
+        assert_eq!(h.len(), 2);
+        assert!(h.contains_key("accept"));
+        assert!(
+            h.contains_key("impersonate-user"),
+            "the ImpersonationLayer's to check"
+        );
+        strip_with_impersonation(&mut h);
+        assert_eq!(h.len(), 1);
+    }
+
+    #[test]
+    fn the_aggregators_own_identity() {
+        let mut h = HeaderMap::new();
+        set_own(&mut h, KUBE_AGGREGATOR_USER, &[SYSTEM_MASTERS]);
+        assert_eq!(h["x-remote-user"], "system:kube-aggregator");
+        assert_eq!(h["x-remote-group"], "system:masters");
+        assert!(!h.contains_key("x-remote-uid"));
+    }
+}
