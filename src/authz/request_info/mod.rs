@@ -1,0 +1,543 @@
+//! What a request asks for, read from its method and URL: the port of k8s.io/apiserver
+//! `pkg/endpoints/request/requestinfo.go` (`RequestInfoFactory.NewRequestInfo`,
+//! docs/upstream-behaviour.md §9).
+//!
+//! kube-apiserver computes a [`RequestInfo`] for every request before authentication;
+//! the authorizer, the long-running check and the Forbidden message all read it.
+//! Resource requests look like `/api/<version>/...` (the legacy core group) or
+//! `/apis/<group>/<version>/...`; anything else (`/healthz`, `/apis/<group>`,
+//! `/openapi/v2`) is a non-resource request whose verb is the lower-cased HTTP method.
+//!
+//! ```
+//! use http::{Method, Uri};
+//! use kube_aggregator::authz::RequestInfo;
+//!
+//! let uri: Uri = "/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods?watch=1".parse()?;
+//! let info = RequestInfo::from_parts(&Method::GET, &uri)?;
+//! assert!(info.is_resource_request);
+//! assert_eq!(info.verb, "watch");
+//! assert_eq!(info.api_group, "metrics.k8s.io");
+//! assert_eq!(info.namespace, "kube-system");
+//! assert_eq!(info.resource, "pods");
+//! assert!(info.is_long_running());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Where this differs from Go, on purpose
+//!
+//! - Go's `net/http` answers 400 before any handler when the path holds a malformed
+//!   `%` escape; here that is [`RequestInfoError::InvalidPathEscape`].
+//! - Go keeps the bytes of a path that decodes to invalid UTF-8. Replacing them would
+//!   let two different names authorize as one, so such a path is refused with
+//!   [`RequestInfoError::NonUtf8Path`].
+//! - Go gives an empty resource when an empty segment stands where the resource belongs
+//!   (`/api/v1//pods` is resource `""`, name `pods`). Such a request names no resource an
+//!   authorizer could reason about, so it is refused with
+//!   [`RequestInfoError::EmptyResource`] (answered 400).
+//! - A `fieldSelector` whose decoded value is not UTF-8 never yields a name (the
+//!   request is authorized as the broader list or watch); its recorded raw value has
+//!   the invalid bytes replaced by U+FFFD.
+
+use std::borrow::Cow;
+
+use http::{Method, Uri};
+use percent_encoding::percent_decode_str;
+
+/// The attributes of one request, as upstream `request.RequestInfo` holds them.
+///
+/// Every string is empty when it does not apply (for example `namespace` for a
+/// cluster-scoped resource, or everything but `path` and `verb` for a non-resource
+/// request).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RequestInfo {
+    /// True for `/api/<v>/...` and `/apis/<g>/<v>/...` requests that name a resource.
+    pub is_resource_request: bool,
+    /// The percent-decoded URL path, like Go's `URL.Path`.
+    pub path: String,
+    /// The Kubernetes verb: `get`, `list`, `watch`, `create`, `update`, `patch`,
+    /// `delete`, `deletecollection` or `proxy`; `""` for a resource request whose
+    /// method has no verb (e.g. OPTIONS). For non-resource requests, the lower-cased
+    /// HTTP method.
+    pub verb: String,
+    /// The prefix the path starts with, e.g. `api` or `apis`.
+    pub api_prefix: String,
+    /// The API group; empty for the legacy core group under `/api`.
+    pub api_group: String,
+    /// The API version, e.g. `v1`.
+    pub api_version: String,
+    /// The namespace, empty for cluster-scoped requests.
+    pub namespace: String,
+    /// The resource, e.g. `pods` (not the kind).
+    pub resource: String,
+    /// The subresource, e.g. `status`; never set for the `proxy` verb.
+    pub subresource: String,
+    /// The object name from the path, or from a `metadata.name` field selector on a
+    /// list or watch.
+    pub name: String,
+    /// The path segments from the resource on: `resource/name/subresource/...`.
+    pub parts: Vec<String>,
+    /// The raw first `fieldSelector` query value, recorded only for list, watch and
+    /// deletecollection whose verb did not come from a `/watch/` path segment.
+    pub field_selector: String,
+    /// The raw first `labelSelector` query value, recorded like `field_selector`.
+    pub label_selector: String,
+}
+
+/// Why a [`RequestInfo`] could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestInfoError {
+    /// A resource path ends right after the `proxy` or `watch` verb segment, e.g.
+    /// `/api/v1/watch`. Upstream's RequestInfo filter answers this with a 500.
+    #[error("unable to determine kind and namespace from url, {url}")]
+    UnknownKindAndNamespace {
+        /// The request URL as received (path and query; scheme and authority too when
+        /// the request line had them).
+        url: String,
+    },
+    /// The path holds a `%` not followed by two hex digits. Go's HTTP server rejects
+    /// such a request line with 400 Bad Request before any filter runs.
+    #[error("invalid URL escape in path {path:?}")]
+    InvalidPathEscape {
+        /// The path as received, still percent-encoded.
+        path: String,
+    },
+    /// The path's percent escapes decode to bytes that are not UTF-8. Refused here
+    /// (Go keeps them); answer it as a client error (400).
+    #[error("URL path {path:?} does not decode to valid UTF-8")]
+    NonUtf8Path {
+        /// The path as received, still percent-encoded.
+        path: String,
+    },
+    /// A resource path with an empty segment where the resource belongs, e.g.
+    /// `/api/v1//pods`. Upstream would authorize resource `""`; refused here (400).
+    #[error("URL path {path:?} has an empty resource segment")]
+    EmptyResource {
+        /// The decoded path.
+        path: String,
+    },
+}
+
+impl RequestInfoError {
+    /// The answer upstream gives: Go's HTTP server refuses a path it cannot decode with
+    /// 400 before any filter runs (as plain text; a `Status` here, so clients can read
+    /// it); a path it decodes but RequestInfo cannot place is the RequestInfo filter's
+    /// 500 `InternalError`.
+    pub(crate) fn into_response(self, uri: &Uri) -> http::Response<crate::body::Body> {
+        match self {
+            e @ RequestInfoError::UnknownKindAndNamespace { .. } => crate::status::internal_error(
+                &uri.to_string(),
+                &format!("failed to create RequestInfo: {e}"),
+            ),
+            e => crate::status::Status::failure(
+                http::StatusCode::BAD_REQUEST,
+                "BadRequest",
+                e.to_string(),
+            )
+            .into_response(),
+        }
+    }
+}
+
+/// Puts the request's [`RequestInfo`] into its extensions unless an earlier layer did.
+/// Authorization and routing both read the one stored value; on an error, answer with
+/// [`RequestInfoError::into_response`].
+pub(crate) fn ensure<B>(req: &mut http::Request<B>) -> Result<(), RequestInfoError> {
+    if req.extensions().get::<RequestInfo>().is_none() {
+        let info = RequestInfo::from_parts(req.method(), req.uri())?;
+        req.extensions_mut().insert(info);
+    }
+    Ok(())
+}
+
+/// Which path prefixes hold resources (upstream `RequestInfoFactory`).
+///
+/// Prefixes are written without leading or trailing slashes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestInfoConfig {
+    /// Prefixes under which resource requests live.
+    pub api_prefixes: Vec<String>,
+    /// Prefixes whose next segment is the version, with no group segment.
+    pub groupless_api_prefixes: Vec<String>,
+}
+
+impl Default for RequestInfoConfig {
+    /// kube-apiserver's configuration (`pkg/server/config.go` NewRequestInfoResolver):
+    /// prefixes `api` and `apis`, with `api` groupless.
+    fn default() -> Self {
+        RequestInfoConfig {
+            api_prefixes: vec!["api".to_owned(), "apis".to_owned()],
+            groupless_api_prefixes: vec!["api".to_owned()],
+        }
+    }
+}
+
+impl RequestInfoConfig {
+    /// Parses `method` and `uri` into a [`RequestInfo`] under this configuration.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestInfoError::UnknownKindAndNamespace`] for a path that stops at a
+    /// `proxy`/`watch` verb segment; [`RequestInfoError::InvalidPathEscape`] and
+    /// [`RequestInfoError::NonUtf8Path`] for paths that cannot be decoded.
+    pub fn resolve(&self, method: &Method, uri: &Uri) -> Result<RequestInfo, RequestInfoError> {
+        resolve_with(
+            |p| self.api_prefixes.iter().any(|x| x == p),
+            |p| self.groupless_api_prefixes.iter().any(|x| x == p),
+            method,
+            uri,
+        )
+    }
+}
+
+impl RequestInfo {
+    /// Resolves with the kube-apiserver configuration (prefixes `api` and `apis`;
+    /// `api` groupless). Same as `RequestInfoConfig::default().resolve(..)`, without
+    /// building the configuration.
+    ///
+    /// # Errors
+    ///
+    /// As [`RequestInfoConfig::resolve`].
+    pub fn from_parts(method: &Method, uri: &Uri) -> Result<RequestInfo, RequestInfoError> {
+        resolve_with(|p| p == "api" || p == "apis", |p| p == "api", method, uri)
+    }
+
+    /// True for requests kube-apiserver treats as long-running (no request timeout,
+    /// not counted in flight): verbs `watch` and `proxy`, resource requests for the
+    /// subresources `attach`, `exec`, `proxy`, `log` and `portforward`, and
+    /// non-resource requests under `/debug/pprof/`. Mirrors
+    /// `BasicLongRunningRequestCheck` (`pkg/server/filters/longrunning.go`) with
+    /// kube-apiserver's verb and subresource sets.
+    pub fn is_long_running(&self) -> bool {
+        if matches!(self.verb.as_str(), "watch" | "proxy") {
+            return true;
+        }
+        if self.is_resource_request {
+            matches!(
+                self.subresource.as_str(),
+                "attach" | "exec" | "proxy" | "log" | "portforward"
+            )
+        } else {
+            self.path.starts_with("/debug/pprof/")
+        }
+    }
+}
+
+/// The segments of a decoded path as upstream splits it: leading and trailing slashes
+/// trimmed, then split on every `/`, so `//` inside the path gives an empty segment.
+///
+/// The one split of the path: [`RequestInfo`] takes prefix, group and version from it,
+/// and [`RequestInfo::api_path`] (what the aggregator routes by) reads the same segments,
+/// so routing and authorization cannot disagree on which group and version a path names.
+fn path_segments(path: &str) -> impl Iterator<Item = &str> {
+    let trimmed = path.trim_matches('/');
+    trimmed.split('/').filter(move |_| !trimmed.is_empty())
+}
+
+/// Which part of the API a request path addresses, as kube-aggregator's mux matches it
+/// (`/apis`, `/apis/<group>`, `/apis/<group>/<version>` exactly or as a `/`-prefix), with
+/// group and version taken from the same segments [`RequestInfo`] authorizes.
+///
+/// A path with an empty segment where the group or version belongs
+/// (`/apis//metrics.k8s.io/v1beta1/...`, `/apis/metrics.k8s.io//v1beta1`, or the same
+/// with `%2F`) or a doubled leading slash matches none of upstream's patterns and is
+/// [`ApiPath::Other`] here too: upstream answers it 404, and it never reaches an
+/// APIService whose group the authorizer was not asked about.
+///
+/// ```
+/// use http::{Method, Uri};
+/// use kube_aggregator::authz::{ApiPath, RequestInfo};
+///
+/// let info = |p: &str| RequestInfo::from_parts(&Method::GET, &p.parse::<Uri>().unwrap()).unwrap();
+/// assert_eq!(
+///     info("/apis/metrics.k8s.io/v1beta1/nodes").api_path(),
+///     ApiPath::GroupVersion { group: "metrics.k8s.io", version: "v1beta1" },
+/// );
+/// assert_eq!(info("/apis/metrics.k8s.io").api_path(), ApiPath::Group("metrics.k8s.io"));
+/// // Authorized as the core group, version "metrics.k8s.io": routed nowhere.
+/// assert_eq!(info("/apis//metrics.k8s.io/v1beta1/nodes").api_path(), ApiPath::Other);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiPath<'a> {
+    /// `/apis` or `/apis/`: the group list.
+    GroupList,
+    /// `/apis/<group>` or `/apis/<group>/`.
+    Group(&'a str),
+    /// `/apis/<group>/<version>` or anything below `/apis/<group>/<version>/`.
+    GroupVersion {
+        /// The API group.
+        group: &'a str,
+        /// The API version.
+        version: &'a str,
+    },
+    /// `/api`, `/api/`, or `/api/<version>` and below: the legacy core group.
+    Legacy,
+    /// Anything else.
+    Other,
+}
+
+impl RequestInfo {
+    /// Where [`RequestInfo::path`] points in the API, for routing (see [`ApiPath`]).
+    ///
+    /// For a resource request under `/apis`, the group and version returned are
+    /// [`RequestInfo::api_group`] and [`RequestInfo::api_version`].
+    pub fn api_path(&self) -> ApiPath<'_> {
+        let path = self.path.as_str();
+        let mut segments = path_segments(path);
+        let (first, group, version) = (segments.next(), segments.next(), segments.next());
+        // Upstream's mux compares the path itself: exactly one leading slash, and no empty
+        // segment before what the pattern names.
+        let below = |prefix: &[&str]| {
+            let mut rest = path;
+            for s in prefix {
+                match rest.strip_prefix('/').and_then(|r| r.strip_prefix(s)) {
+                    Some(r) if !s.is_empty() => rest = r,
+                    _ => return None,
+                }
+            }
+            Some(rest)
+        };
+        match (first, group, version) {
+            (Some("apis"), None, _) if matches!(below(&["apis"]), Some("" | "/")) => {
+                ApiPath::GroupList
+            }
+            (Some("apis"), Some(g), None) if matches!(below(&["apis", g]), Some("" | "/")) => {
+                ApiPath::Group(g)
+            }
+            (Some("apis"), Some(g), Some(v))
+                if below(&["apis", g, v]).is_some_and(|r| r.is_empty() || r.starts_with('/')) =>
+            {
+                debug_assert!(
+                    !self.is_resource_request || (self.api_group == g && self.api_version == v)
+                );
+                ApiPath::GroupVersion {
+                    group: g,
+                    version: v,
+                }
+            }
+            (Some("api"), None, _) if matches!(below(&["api"]), Some("" | "/")) => ApiPath::Legacy,
+            (Some("api"), Some(v), _)
+                if below(&["api", v]).is_some_and(|r| r.is_empty() || r.starts_with('/')) =>
+            {
+                ApiPath::Legacy
+            }
+            _ => ApiPath::Other,
+        }
+    }
+}
+
+fn resolve_with(
+    is_api_prefix: impl Fn(&str) -> bool,
+    is_groupless: impl Fn(&str) -> bool,
+    method: &Method,
+    uri: &Uri,
+) -> Result<RequestInfo, RequestInfoError> {
+    let path = decode_path(uri.path())?;
+    let segments: Vec<&str> = path_segments(&path).collect();
+    let non_resource = || RequestInfo {
+        path: path.to_string(),
+        verb: method.as_str().to_ascii_lowercase(),
+        ..RequestInfo::default()
+    };
+
+    if segments.len() < 3 {
+        return Ok(non_resource());
+    }
+    let Some((&api_prefix, rest)) = segments.split_first() else {
+        return Ok(non_resource());
+    };
+    if !is_api_prefix(api_prefix) {
+        return Ok(non_resource());
+    }
+    let mut rest = rest;
+    let mut api_group = "";
+    if !is_groupless(api_prefix) {
+        // The prefix is consumed already, so this asks for group, version and resource.
+        if rest.len() < 3 {
+            return Ok(non_resource());
+        }
+        if let Some((&group, tail)) = rest.split_first() {
+            api_group = group;
+            rest = tail;
+        }
+    }
+    let Some((&api_version, tail)) = rest.split_first() else {
+        return Ok(non_resource());
+    };
+    rest = tail;
+
+    let mut verb = match rest.split_first() {
+        Some((&special @ ("proxy" | "watch"), tail)) => {
+            if tail.is_empty() {
+                return Err(RequestInfoError::UnknownKindAndNamespace {
+                    url: uri.to_string(),
+                });
+            }
+            rest = tail;
+            special
+        }
+        _ => verb_for_method(method),
+    };
+
+    let mut namespace = "";
+    if let ["namespaces", ns, tail @ ..] = rest {
+        namespace = ns;
+        // `namespaces/<ns>/status` and `/finalize` are subresources of the namespace
+        // object itself; anything else is a resource inside the namespace.
+        if tail
+            .first()
+            .is_some_and(|next| !matches!(*next, "status" | "finalize"))
+        {
+            rest = tail;
+        }
+    }
+
+    let parts = rest;
+    let resource = parts.first().copied().unwrap_or("");
+    if resource.is_empty() {
+        return Err(RequestInfoError::EmptyResource {
+            path: path.to_string(),
+        });
+    }
+    let mut name: Cow<'_, str> = Cow::Borrowed(parts.get(1).copied().unwrap_or(""));
+    let subresource = if verb == "proxy" {
+        ""
+    } else {
+        parts.get(2).copied().unwrap_or("")
+    };
+
+    let mut field_selector = String::new();
+    let mut label_selector = String::new();
+    // Only a bare collection GET or DELETE reads the query. A verb taken from the path
+    // (`/watch/`, `/proxy/`) never gets here, which is how upstream's rule "record
+    // selectors only when the verb did not come from the path" holds: the deprecated
+    // watch-by-path endpoints do not apply selectors consistently.
+    if name.is_empty() && (verb == "get" || verb == "delete") {
+        let query = QueryParams::scan(uri.query().unwrap_or(""));
+        if verb == "get" {
+            let (watch, selected) = list_or_watch(&query);
+            verb = if watch { "watch" } else { "list" };
+            if let Some(selected) = selected {
+                name = Cow::Owned(selected);
+            }
+        } else {
+            verb = "deletecollection";
+        }
+        if let Some(v) = query.field_selector {
+            field_selector = v.value.into_owned();
+        }
+        if let Some(v) = query.label_selector {
+            label_selector = v.value.into_owned();
+        }
+    }
+
+    Ok(RequestInfo {
+        is_resource_request: true,
+        path: path.to_string(),
+        verb: verb.to_owned(),
+        api_prefix: api_prefix.to_owned(),
+        api_group: api_group.to_owned(),
+        api_version: api_version.to_owned(),
+        namespace: namespace.to_owned(),
+        resource: resource.to_owned(),
+        subresource: subresource.to_owned(),
+        name: name.into_owned(),
+        parts: parts.iter().map(|p| (*p).to_owned()).collect(),
+        field_selector,
+        label_selector,
+    })
+}
+
+/// The verb implied by the method alone; the comparison is case-sensitive, as in Go.
+fn verb_for_method(method: &Method) -> &'static str {
+    match method.as_str() {
+        "POST" => "create",
+        "GET" | "HEAD" => "get",
+        "PUT" => "update",
+        "PATCH" => "patch",
+        "DELETE" => "delete",
+        _ => "",
+    }
+}
+
+/// Decides list versus watch for a bare collection GET, and the name a
+/// `metadata.name` field selector pins, the way upstream decodes `ListOptions`
+/// (`metainternalversionscheme.ParameterCodec.DecodeParameters`).
+///
+/// Decoding fails when `limit` or `timeoutSeconds` is not a base-10 i64, or the field
+/// or label selector does not parse; upstream then drops every decoded option and reads
+/// `watch` straight from the query with a slightly different comparison.
+fn list_or_watch(query: &QueryParams<'_>) -> (bool, Option<String>) {
+    let int_ok =
+        |v: &Option<QueryValue<'_>>| v.as_ref().is_none_or(|v| v.value.parse::<i64>().is_ok());
+    let exact_name = match &query.field_selector {
+        None => Ok(None),
+        Some(v) if !v.utf8 => Err(selector::Invalid),
+        Some(v) => selector::field_exact_match(&v.value, "metadata.name"),
+    };
+    let decoded = int_ok(&query.limit)
+        && int_ok(&query.timeout_seconds)
+        && query
+            .label_selector
+            .as_ref()
+            .is_none_or(|v| selector::label_selector_is_valid(&v.value))
+        && exact_name.is_ok();
+
+    let watch = match &query.watch {
+        None => false,
+        Some(v) if decoded => !(v.value == "0" || equal_fold_false(&v.value)),
+        // The fallback lower-cases instead of case-folding, so `falſe` differs.
+        Some(v) => !(v.value == "0" || v.value.eq_ignore_ascii_case("false")),
+    };
+    let name = match exact_name {
+        Ok(Some(n)) if decoded && is_valid_path_segment_name(&n) => Some(n.into_owned()),
+        _ => None,
+    };
+    (watch, name)
+}
+
+/// Go's `strings.EqualFold(v, "false")`: simple Unicode case folding, under which the
+/// long s `ſ` (U+017F) equals `s`. No other non-ASCII letter folds onto f, a, l or e.
+fn equal_fold_false(v: &str) -> bool {
+    let mut chars = v.chars();
+    let matches = |c: Option<char>, lower: char| {
+        c.is_some_and(|c| c.to_ascii_lowercase() == lower || (lower == 's' && c == 'ſ'))
+    };
+    matches(chars.next(), 'f')
+        && matches(chars.next(), 'a')
+        && matches(chars.next(), 'l')
+        && matches(chars.next(), 's')
+        && matches(chars.next(), 'e')
+        && chars.next().is_none()
+}
+
+/// apimachinery `path.IsValidPathSegmentName`: not `.` or `..`, no `/` or `%`.
+fn is_valid_path_segment_name(name: &str) -> bool {
+    name != "." && name != ".." && !name.contains(['/', '%'])
+}
+
+/// Go's `URL.Path` decoding: every `%` must start a two-hex-digit escape; `+` stays.
+fn decode_path(raw: &str) -> Result<Cow<'_, str>, RequestInfoError> {
+    if !raw.contains('%') {
+        return Ok(Cow::Borrowed(raw));
+    }
+    if !crate::gocompat::url::escapes_well_formed(raw) {
+        return Err(RequestInfoError::InvalidPathEscape {
+            path: raw.to_owned(),
+        });
+    }
+    percent_decode_str(raw)
+        .decode_utf8()
+        .map_err(|_| RequestInfoError::NonUtf8Path {
+            path: raw.to_owned(),
+        })
+}
+
+mod query;
+pub(crate) mod selector;
+
+pub(crate) use query::first_query_value;
+use query::{QueryParams, QueryValue};
+
+#[cfg(test)]
+mod tests;
