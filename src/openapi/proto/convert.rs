@@ -1,0 +1,533 @@
+//! A Swagger 2.0 JSON document into the gnostic messages, as gnostic's `ParseDocument`
+//! does it.
+
+use prost::Message;
+use serde_json::{Map, Value};
+
+use super::*;
+
+fn s(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn b(v: &Value, key: &str) -> bool {
+    v.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+fn f(v: &Value, key: &str) -> f64 {
+    v.get(key).and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+fn i(v: &Value, key: &str) -> i64 {
+    v.get(key).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn strings(v: &Value, key: &str) -> Vec<String> {
+    match v.get(key) {
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_owned))
+            .collect(),
+        Some(Value::String(one)) => vec![one.clone()],
+        _ => Vec::new(),
+    }
+}
+
+fn any(v: &Value) -> Any {
+    Any {
+        value: None,
+        yaml: serde_yaml_ng::to_string(v).unwrap_or_default(),
+    }
+}
+
+fn any_at(v: &Value, key: &str) -> Option<Any> {
+    v.get(key).map(any)
+}
+
+fn anys(v: &Value, key: &str) -> Vec<Any> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(any).collect())
+        .unwrap_or_default()
+}
+
+fn obj(v: &Value) -> Option<&Map<String, Value>> {
+    v.as_object()
+}
+
+fn extensions(v: &Value) -> Vec<NamedAny> {
+    obj(v)
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("x-"))
+        .map(|(k, v)| NamedAny {
+            name: k.clone(),
+            value: Some(any(v)),
+        })
+        .collect()
+}
+
+fn external_docs(v: &Value) -> Option<ExternalDocs> {
+    v.get("externalDocs").map(|d| ExternalDocs {
+        description: s(d, "description"),
+        url: s(d, "url"),
+        vendor_extension: extensions(d),
+    })
+}
+
+fn schema(v: &Value) -> Schema {
+    let additional = v.get("additionalProperties").map(|a| {
+        Box::new(AdditionalPropertiesItem {
+            oneof: Some(match a {
+                Value::Bool(x) => additional_properties_item::Oneof::Boolean(*x),
+                other => additional_properties_item::Oneof::Schema(schema(other)),
+            }),
+        })
+    });
+    let items = v.get("items").map(|it| ItemsItem {
+        schema: match it {
+            Value::Array(a) => a.iter().map(schema).collect(),
+            one => vec![schema(one)],
+        },
+    });
+    let properties = v.get("properties").and_then(obj).map(|p| Properties {
+        additional_properties: named_schemas(p),
+    });
+    let types = strings(v, "type");
+    Schema {
+        xref: s(v, "$ref"),
+        format: s(v, "format"),
+        title: s(v, "title"),
+        description: s(v, "description"),
+        default: any_at(v, "default"),
+        multiple_of: f(v, "multipleOf"),
+        maximum: f(v, "maximum"),
+        exclusive_maximum: b(v, "exclusiveMaximum"),
+        minimum: f(v, "minimum"),
+        exclusive_minimum: b(v, "exclusiveMinimum"),
+        max_length: i(v, "maxLength"),
+        min_length: i(v, "minLength"),
+        pattern: s(v, "pattern"),
+        max_items: i(v, "maxItems"),
+        min_items: i(v, "minItems"),
+        unique_items: b(v, "uniqueItems"),
+        max_properties: i(v, "maxProperties"),
+        min_properties: i(v, "minProperties"),
+        required: strings(v, "required"),
+        r#enum: anys(v, "enum"),
+        additional_properties: additional,
+        r#type: (!types.is_empty()).then_some(TypeItem { value: types }),
+        items,
+        all_of: v
+            .get("allOf")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(schema).collect())
+            .unwrap_or_default(),
+        properties,
+        discriminator: s(v, "discriminator"),
+        read_only: b(v, "readOnly"),
+        xml: v.get("xml").map(|x| Xml {
+            name: s(x, "name"),
+            namespace: s(x, "namespace"),
+            prefix: s(x, "prefix"),
+            attribute: b(x, "attribute"),
+            wrapped: b(x, "wrapped"),
+            vendor_extension: extensions(x),
+        }),
+        external_docs: external_docs(v),
+        example: any_at(v, "example"),
+        vendor_extension: extensions(v),
+    }
+}
+
+fn named_schemas(m: &Map<String, Value>) -> Vec<NamedSchema> {
+    m.iter()
+        .map(|(k, v)| NamedSchema {
+            name: k.clone(),
+            value: Some(schema(v)),
+        })
+        .collect()
+}
+
+fn primitives(v: &Value) -> PrimitivesItems {
+    PrimitivesItems {
+        r#type: s(v, "type"),
+        format: s(v, "format"),
+        items: v.get("items").map(|x| Box::new(primitives(x))),
+        collection_format: s(v, "collectionFormat"),
+        default: any_at(v, "default"),
+        maximum: f(v, "maximum"),
+        exclusive_maximum: b(v, "exclusiveMaximum"),
+        minimum: f(v, "minimum"),
+        exclusive_minimum: b(v, "exclusiveMinimum"),
+        max_length: i(v, "maxLength"),
+        min_length: i(v, "minLength"),
+        pattern: s(v, "pattern"),
+        max_items: i(v, "maxItems"),
+        min_items: i(v, "minItems"),
+        unique_items: b(v, "uniqueItems"),
+        r#enum: anys(v, "enum"),
+        multiple_of: f(v, "multipleOf"),
+        vendor_extension: extensions(v),
+    }
+}
+
+fn simple_parameter(v: &Value) -> SimpleParameter {
+    SimpleParameter {
+        required: b(v, "required"),
+        r#in: s(v, "in"),
+        description: s(v, "description"),
+        name: s(v, "name"),
+        r#type: s(v, "type"),
+        format: s(v, "format"),
+        items: v.get("items").map(primitives),
+        collection_format: s(v, "collectionFormat"),
+        default: any_at(v, "default"),
+        maximum: f(v, "maximum"),
+        exclusive_maximum: b(v, "exclusiveMaximum"),
+        minimum: f(v, "minimum"),
+        exclusive_minimum: b(v, "exclusiveMinimum"),
+        max_length: i(v, "maxLength"),
+        min_length: i(v, "minLength"),
+        pattern: s(v, "pattern"),
+        max_items: i(v, "maxItems"),
+        min_items: i(v, "minItems"),
+        unique_items: b(v, "uniqueItems"),
+        r#enum: anys(v, "enum"),
+        multiple_of: f(v, "multipleOf"),
+        vendor_extension: extensions(v),
+    }
+}
+
+fn form_data_parameter(v: &Value) -> FormDataParameter {
+    let p = simple_parameter(v);
+    FormDataParameter {
+        required: p.required,
+        r#in: p.r#in,
+        description: p.description,
+        name: p.name,
+        allow_empty_value: b(v, "allowEmptyValue"),
+        r#type: p.r#type,
+        format: p.format,
+        items: p.items,
+        collection_format: p.collection_format,
+        default: p.default,
+        maximum: p.maximum,
+        exclusive_maximum: p.exclusive_maximum,
+        minimum: p.minimum,
+        exclusive_minimum: p.exclusive_minimum,
+        max_length: p.max_length,
+        min_length: p.min_length,
+        pattern: p.pattern,
+        max_items: p.max_items,
+        min_items: p.min_items,
+        unique_items: p.unique_items,
+        r#enum: p.r#enum,
+        multiple_of: p.multiple_of,
+        vendor_extension: p.vendor_extension,
+    }
+}
+
+fn parameter(v: &Value) -> Parameter {
+    use non_body_parameter::Oneof as N;
+    let oneof = match v.get("in").and_then(Value::as_str) {
+        Some("body") => parameter::Oneof::BodyParameter(BodyParameter {
+            description: s(v, "description"),
+            name: s(v, "name"),
+            r#in: s(v, "in"),
+            required: b(v, "required"),
+            schema: v.get("schema").map(schema),
+            vendor_extension: extensions(v),
+        }),
+        Some("header") => parameter::Oneof::NonBodyParameter(NonBodyParameter {
+            oneof: Some(N::HeaderParameterSubSchema(simple_parameter(v))),
+        }),
+        Some("formData") => parameter::Oneof::NonBodyParameter(NonBodyParameter {
+            oneof: Some(N::FormDataParameterSubSchema(form_data_parameter(v))),
+        }),
+        Some("path") => parameter::Oneof::NonBodyParameter(NonBodyParameter {
+            oneof: Some(N::PathParameterSubSchema(simple_parameter(v))),
+        }),
+        _ => parameter::Oneof::NonBodyParameter(NonBodyParameter {
+            oneof: Some(N::QueryParameterSubSchema(form_data_parameter(v))),
+        }),
+    };
+    Parameter { oneof: Some(oneof) }
+}
+
+fn parameters_items(v: &Value) -> Vec<ParametersItem> {
+    v.get("parameters")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|p| ParametersItem {
+                    oneof: Some(match p.get("$ref").and_then(Value::as_str) {
+                        Some(r) => parameters_item::Oneof::JsonReference(JsonReference {
+                            xref: r.to_owned(),
+                            description: s(p, "description"),
+                        }),
+                        None => parameters_item::Oneof::Parameter(parameter(p)),
+                    }),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn response(v: &Value) -> Response {
+    Response {
+        description: s(v, "description"),
+        schema: v.get("schema").map(|sch| SchemaItem {
+            oneof: Some(if sch.get("type").and_then(Value::as_str) == Some("file") {
+                schema_item::Oneof::FileSchema(FileSchema {
+                    format: s(sch, "format"),
+                    title: s(sch, "title"),
+                    description: s(sch, "description"),
+                    default: any_at(sch, "default"),
+                    required: strings(sch, "required"),
+                    r#type: s(sch, "type"),
+                    read_only: b(sch, "readOnly"),
+                    external_docs: external_docs(sch),
+                    example: any_at(sch, "example"),
+                    vendor_extension: extensions(sch),
+                })
+            } else {
+                schema_item::Oneof::Schema(schema(sch))
+            }),
+        }),
+        headers: v.get("headers").and_then(obj).map(|h| Headers {
+            additional_properties: h
+                .iter()
+                .map(|(k, x)| NamedHeader {
+                    name: k.clone(),
+                    value: Some(Header {
+                        r#type: s(x, "type"),
+                        format: s(x, "format"),
+                        items: x.get("items").map(primitives),
+                        collection_format: s(x, "collectionFormat"),
+                        default: any_at(x, "default"),
+                        description: s(x, "description"),
+                        vendor_extension: extensions(x),
+                    }),
+                })
+                .collect(),
+        }),
+        examples: v.get("examples").and_then(obj).map(|e| Examples {
+            additional_properties: e
+                .iter()
+                .map(|(k, x)| NamedAny {
+                    name: k.clone(),
+                    value: Some(any(x)),
+                })
+                .collect(),
+        }),
+        vendor_extension: extensions(v),
+    }
+}
+
+fn operation(v: &Value) -> Operation {
+    Operation {
+        tags: strings(v, "tags"),
+        summary: s(v, "summary"),
+        description: s(v, "description"),
+        external_docs: external_docs(v),
+        operation_id: s(v, "operationId"),
+        produces: strings(v, "produces"),
+        consumes: strings(v, "consumes"),
+        parameters: parameters_items(v),
+        responses: v.get("responses").and_then(obj).map(|r| Responses {
+            response_code: r
+                .iter()
+                .filter(|(k, _)| !k.starts_with("x-"))
+                .map(|(k, x)| NamedResponseValue {
+                    name: k.clone(),
+                    value: Some(ResponseValue {
+                        oneof: Some(match x.get("$ref").and_then(Value::as_str) {
+                            Some(r) => response_value::Oneof::JsonReference(JsonReference {
+                                xref: r.to_owned(),
+                                description: s(x, "description"),
+                            }),
+                            None => response_value::Oneof::Response(response(x)),
+                        }),
+                    }),
+                })
+                .collect(),
+            vendor_extension: extensions(&Value::Object(r.clone())),
+        }),
+        schemes: strings(v, "schemes"),
+        deprecated: b(v, "deprecated"),
+        security: security(v),
+        vendor_extension: extensions(v),
+    }
+}
+
+fn security(v: &Value) -> Vec<SecurityRequirement> {
+    v.get("security")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(obj)
+                .map(|req| SecurityRequirement {
+                    additional_properties: req
+                        .iter()
+                        .map(|(k, scopes)| NamedStringArray {
+                            name: k.clone(),
+                            value: Some(StringArray {
+                                value: scopes
+                                    .as_array()
+                                    .into_iter()
+                                    .flatten()
+                                    .filter_map(|x| x.as_str().map(str::to_owned))
+                                    .collect(),
+                            }),
+                        })
+                        .collect(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn path_item(v: &Value) -> PathItem {
+    let op = |k: &str| v.get(k).map(operation);
+    PathItem {
+        xref: s(v, "$ref"),
+        get: op("get"),
+        put: op("put"),
+        post: op("post"),
+        delete: op("delete"),
+        options: op("options"),
+        head: op("head"),
+        patch: op("patch"),
+        parameters: parameters_items(v),
+        vendor_extension: extensions(v),
+    }
+}
+
+/// The gnostic `Document` of a Swagger 2.0 JSON document. Fields of the wrong JSON type
+/// read as empty; nothing fails.
+pub fn document(v: &Value) -> Document {
+    Document {
+        swagger: s(v, "swagger"),
+        info: v.get("info").map(|x| Info {
+            title: s(x, "title"),
+            version: s(x, "version"),
+            description: s(x, "description"),
+            terms_of_service: s(x, "termsOfService"),
+            contact: x.get("contact").map(|c| Contact {
+                name: s(c, "name"),
+                url: s(c, "url"),
+                email: s(c, "email"),
+                vendor_extension: extensions(c),
+            }),
+            license: x.get("license").map(|l| License {
+                name: s(l, "name"),
+                url: s(l, "url"),
+                vendor_extension: extensions(l),
+            }),
+            vendor_extension: extensions(x),
+        }),
+        host: s(v, "host"),
+        base_path: s(v, "basePath"),
+        schemes: strings(v, "schemes"),
+        consumes: strings(v, "consumes"),
+        produces: strings(v, "produces"),
+        paths: v.get("paths").and_then(obj).map(|p| Paths {
+            vendor_extension: extensions(&Value::Object(p.clone())),
+            path: p
+                .iter()
+                .filter(|(k, _)| !k.starts_with("x-"))
+                .map(|(k, x)| NamedPathItem {
+                    name: k.clone(),
+                    value: Some(path_item(x)),
+                })
+                .collect(),
+        }),
+        definitions: v.get("definitions").and_then(obj).map(|d| Definitions {
+            additional_properties: named_schemas(d),
+        }),
+        parameters: v
+            .get("parameters")
+            .and_then(obj)
+            .map(|p| ParameterDefinitions {
+                additional_properties: p
+                    .iter()
+                    .map(|(k, x)| NamedParameter {
+                        name: k.clone(),
+                        value: Some(parameter(x)),
+                    })
+                    .collect(),
+            }),
+        responses: v
+            .get("responses")
+            .and_then(obj)
+            .map(|r| ResponseDefinitions {
+                additional_properties: r
+                    .iter()
+                    .map(|(k, x)| NamedResponse {
+                        name: k.clone(),
+                        value: Some(response(x)),
+                    })
+                    .collect(),
+            }),
+        security: security(v),
+        security_definitions: v.get("securityDefinitions").and_then(obj).map(|d| {
+            SecurityDefinitions {
+                additional_properties: d
+                    .iter()
+                    .filter_map(|(k, x)| {
+                        let item = match x.get("type").and_then(Value::as_str) {
+                            Some("basic") => {
+                                security_definitions_item::Oneof::BasicAuthenticationSecurity(
+                                    BasicAuthenticationSecurity {
+                                        r#type: s(x, "type"),
+                                        description: s(x, "description"),
+                                        vendor_extension: extensions(x),
+                                    },
+                                )
+                            }
+                            Some("apiKey") => {
+                                security_definitions_item::Oneof::ApiKeySecurity(ApiKeySecurity {
+                                    r#type: s(x, "type"),
+                                    name: s(x, "name"),
+                                    r#in: s(x, "in"),
+                                    description: s(x, "description"),
+                                    vendor_extension: extensions(x),
+                                })
+                            }
+                            _ => return None,
+                        };
+                        Some(NamedSecurityDefinitionsItem {
+                            name: k.clone(),
+                            value: Some(SecurityDefinitionsItem { oneof: Some(item) }),
+                        })
+                    })
+                    .collect(),
+            }
+        }),
+        tags: v
+            .get("tags")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|t| Tag {
+                        name: s(t, "name"),
+                        description: s(t, "description"),
+                        external_docs: external_docs(t),
+                        vendor_extension: extensions(t),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        external_docs: external_docs(v),
+        vendor_extension: extensions(v),
+    }
+}
+
+/// The protobuf encoding of a Swagger 2.0 JSON document (kube-openapi `ToProtoBinary`).
+pub fn encode(v: &Value) -> Vec<u8> {
+    document(v).encode_to_vec()
+}

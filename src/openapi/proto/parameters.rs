@@ -1,0 +1,486 @@
+//! Parameters, responses and headers (gnostic `OpenAPIv2.proto`).
+
+// The oneofs mirror the .proto; boxing their large variants would only change the
+// in-memory shape of messages that are built once per document.
+#![allow(clippy::large_enum_variant)]
+
+use prost::Message;
+
+use super::*;
+
+/// `ParametersItem`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ParametersItem {
+    /// A parameter or a reference to one.
+    #[prost(oneof = "parameters_item::Oneof", tags = "1, 2")]
+    pub oneof: Option<parameters_item::Oneof>,
+}
+
+/// `ParametersItem.oneof`.
+pub mod parameters_item {
+    /// The variants.
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Oneof {
+        /// An inline parameter.
+        #[prost(message, tag = "1")]
+        Parameter(super::Parameter),
+        /// `{"$ref": ...}`.
+        #[prost(message, tag = "2")]
+        JsonReference(super::JsonReference),
+    }
+}
+
+/// `JsonReference`.
+#[derive(Clone, PartialEq, Message)]
+pub struct JsonReference {
+    /// `$ref`.
+    #[prost(string, tag = "1")]
+    pub xref: String,
+    /// `description`.
+    #[prost(string, tag = "2")]
+    pub description: String,
+}
+
+/// `Parameter`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Parameter {
+    /// Body or not.
+    #[prost(oneof = "parameter::Oneof", tags = "1, 2")]
+    pub oneof: Option<parameter::Oneof>,
+}
+
+/// `Parameter.oneof`.
+pub mod parameter {
+    /// The variants.
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Oneof {
+        /// `in: body`.
+        #[prost(message, tag = "1")]
+        BodyParameter(super::BodyParameter),
+        /// Any other `in`.
+        #[prost(message, tag = "2")]
+        NonBodyParameter(super::NonBodyParameter),
+    }
+}
+
+/// `BodyParameter`.
+#[derive(Clone, PartialEq, Message)]
+pub struct BodyParameter {
+    /// `description`.
+    #[prost(string, tag = "1")]
+    pub description: String,
+    /// `name`.
+    #[prost(string, tag = "2")]
+    pub name: String,
+    /// `in`.
+    #[prost(string, tag = "3")]
+    pub r#in: String,
+    /// `required`.
+    #[prost(bool, tag = "4")]
+    pub required: bool,
+    /// `schema`.
+    #[prost(message, optional, tag = "5")]
+    pub schema: Option<Schema>,
+    /// `x-*`.
+    #[prost(message, repeated, tag = "6")]
+    pub vendor_extension: Vec<NamedAny>,
+}
+
+/// `NonBodyParameter`.
+#[derive(Clone, PartialEq, Message)]
+pub struct NonBodyParameter {
+    /// By `in`.
+    #[prost(oneof = "non_body_parameter::Oneof", tags = "1, 2, 3, 4")]
+    pub oneof: Option<non_body_parameter::Oneof>,
+}
+
+/// `NonBodyParameter.oneof`.
+pub mod non_body_parameter {
+    /// The variants.
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Oneof {
+        /// `in: header`.
+        #[prost(message, tag = "1")]
+        HeaderParameterSubSchema(super::SimpleParameter),
+        /// `in: formData`.
+        #[prost(message, tag = "2")]
+        FormDataParameterSubSchema(super::FormDataParameter),
+        /// `in: query`.
+        #[prost(message, tag = "3")]
+        QueryParameterSubSchema(super::FormDataParameter),
+        /// `in: path`.
+        #[prost(message, tag = "4")]
+        PathParameterSubSchema(super::SimpleParameter),
+    }
+}
+
+/// `HeaderParameterSubSchema` and `PathParameterSubSchema` (the same fields and numbers).
+#[derive(Clone, PartialEq, Message)]
+pub struct SimpleParameter {
+    /// `required`.
+    #[prost(bool, tag = "1")]
+    pub required: bool,
+    /// `in`.
+    #[prost(string, tag = "2")]
+    pub r#in: String,
+    /// `description`.
+    #[prost(string, tag = "3")]
+    pub description: String,
+    /// `name`.
+    #[prost(string, tag = "4")]
+    pub name: String,
+    /// `type`.
+    #[prost(string, tag = "5")]
+    pub r#type: String,
+    /// `format`.
+    #[prost(string, tag = "6")]
+    pub format: String,
+    /// `items`.
+    #[prost(message, optional, tag = "7")]
+    pub items: Option<PrimitivesItems>,
+    /// `collectionFormat`.
+    #[prost(string, tag = "8")]
+    pub collection_format: String,
+    /// `default`.
+    #[prost(message, optional, tag = "9")]
+    pub default: Option<Any>,
+    /// `maximum`.
+    #[prost(double, tag = "10")]
+    pub maximum: f64,
+    /// `exclusiveMaximum`.
+    #[prost(bool, tag = "11")]
+    pub exclusive_maximum: bool,
+    /// `minimum`.
+    #[prost(double, tag = "12")]
+    pub minimum: f64,
+    /// `exclusiveMinimum`.
+    #[prost(bool, tag = "13")]
+    pub exclusive_minimum: bool,
+    /// `maxLength`.
+    #[prost(int64, tag = "14")]
+    pub max_length: i64,
+    /// `minLength`.
+    #[prost(int64, tag = "15")]
+    pub min_length: i64,
+    /// `pattern`.
+    #[prost(string, tag = "16")]
+    pub pattern: String,
+    /// `maxItems`.
+    #[prost(int64, tag = "17")]
+    pub max_items: i64,
+    /// `minItems`.
+    #[prost(int64, tag = "18")]
+    pub min_items: i64,
+    /// `uniqueItems`.
+    #[prost(bool, tag = "19")]
+    pub unique_items: bool,
+    /// `enum`.
+    #[prost(message, repeated, tag = "20")]
+    pub r#enum: Vec<Any>,
+    /// `multipleOf`.
+    #[prost(double, tag = "21")]
+    pub multiple_of: f64,
+    /// `x-*`.
+    #[prost(message, repeated, tag = "22")]
+    pub vendor_extension: Vec<NamedAny>,
+}
+
+/// `FormDataParameterSubSchema` and `QueryParameterSubSchema` (the same fields and
+/// numbers, with `allowEmptyValue`).
+#[derive(Clone, PartialEq, Message)]
+pub struct FormDataParameter {
+    /// `required`.
+    #[prost(bool, tag = "1")]
+    pub required: bool,
+    /// `in`.
+    #[prost(string, tag = "2")]
+    pub r#in: String,
+    /// `description`.
+    #[prost(string, tag = "3")]
+    pub description: String,
+    /// `name`.
+    #[prost(string, tag = "4")]
+    pub name: String,
+    /// `allowEmptyValue`.
+    #[prost(bool, tag = "5")]
+    pub allow_empty_value: bool,
+    /// `type`.
+    #[prost(string, tag = "6")]
+    pub r#type: String,
+    /// `format`.
+    #[prost(string, tag = "7")]
+    pub format: String,
+    /// `items`.
+    #[prost(message, optional, tag = "8")]
+    pub items: Option<PrimitivesItems>,
+    /// `collectionFormat`.
+    #[prost(string, tag = "9")]
+    pub collection_format: String,
+    /// `default`.
+    #[prost(message, optional, tag = "10")]
+    pub default: Option<Any>,
+    /// `maximum`.
+    #[prost(double, tag = "11")]
+    pub maximum: f64,
+    /// `exclusiveMaximum`.
+    #[prost(bool, tag = "12")]
+    pub exclusive_maximum: bool,
+    /// `minimum`.
+    #[prost(double, tag = "13")]
+    pub minimum: f64,
+    /// `exclusiveMinimum`.
+    #[prost(bool, tag = "14")]
+    pub exclusive_minimum: bool,
+    /// `maxLength`.
+    #[prost(int64, tag = "15")]
+    pub max_length: i64,
+    /// `minLength`.
+    #[prost(int64, tag = "16")]
+    pub min_length: i64,
+    /// `pattern`.
+    #[prost(string, tag = "17")]
+    pub pattern: String,
+    /// `maxItems`.
+    #[prost(int64, tag = "18")]
+    pub max_items: i64,
+    /// `minItems`.
+    #[prost(int64, tag = "19")]
+    pub min_items: i64,
+    /// `uniqueItems`.
+    #[prost(bool, tag = "20")]
+    pub unique_items: bool,
+    /// `enum`.
+    #[prost(message, repeated, tag = "21")]
+    pub r#enum: Vec<Any>,
+    /// `multipleOf`.
+    #[prost(double, tag = "22")]
+    pub multiple_of: f64,
+    /// `x-*`.
+    #[prost(message, repeated, tag = "23")]
+    pub vendor_extension: Vec<NamedAny>,
+}
+
+/// `PrimitivesItems` (also the shape of `Header`'s first 17 fields).
+#[derive(Clone, PartialEq, Message)]
+pub struct PrimitivesItems {
+    /// `type`.
+    #[prost(string, tag = "1")]
+    pub r#type: String,
+    /// `format`.
+    #[prost(string, tag = "2")]
+    pub format: String,
+    /// `items`.
+    #[prost(message, optional, boxed, tag = "3")]
+    pub items: Option<Box<PrimitivesItems>>,
+    /// `collectionFormat`.
+    #[prost(string, tag = "4")]
+    pub collection_format: String,
+    /// `default`.
+    #[prost(message, optional, tag = "5")]
+    pub default: Option<Any>,
+    /// `maximum`.
+    #[prost(double, tag = "6")]
+    pub maximum: f64,
+    /// `exclusiveMaximum`.
+    #[prost(bool, tag = "7")]
+    pub exclusive_maximum: bool,
+    /// `minimum`.
+    #[prost(double, tag = "8")]
+    pub minimum: f64,
+    /// `exclusiveMinimum`.
+    #[prost(bool, tag = "9")]
+    pub exclusive_minimum: bool,
+    /// `maxLength`.
+    #[prost(int64, tag = "10")]
+    pub max_length: i64,
+    /// `minLength`.
+    #[prost(int64, tag = "11")]
+    pub min_length: i64,
+    /// `pattern`.
+    #[prost(string, tag = "12")]
+    pub pattern: String,
+    /// `maxItems`.
+    #[prost(int64, tag = "13")]
+    pub max_items: i64,
+    /// `minItems`.
+    #[prost(int64, tag = "14")]
+    pub min_items: i64,
+    /// `uniqueItems`.
+    #[prost(bool, tag = "15")]
+    pub unique_items: bool,
+    /// `enum`.
+    #[prost(message, repeated, tag = "16")]
+    pub r#enum: Vec<Any>,
+    /// `multipleOf`.
+    #[prost(double, tag = "17")]
+    pub multiple_of: f64,
+    /// `x-*`.
+    #[prost(message, repeated, tag = "18")]
+    pub vendor_extension: Vec<NamedAny>,
+}
+
+/// `Responses`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Responses {
+    /// By status code (or `default`).
+    #[prost(message, repeated, tag = "1")]
+    pub response_code: Vec<NamedResponseValue>,
+    /// `x-*`.
+    #[prost(message, repeated, tag = "2")]
+    pub vendor_extension: Vec<NamedAny>,
+}
+
+/// `NamedResponseValue`.
+#[derive(Clone, PartialEq, Message)]
+pub struct NamedResponseValue {
+    /// Status code.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// The response.
+    #[prost(message, optional, tag = "2")]
+    pub value: Option<ResponseValue>,
+}
+
+/// `ResponseValue`.
+#[derive(Clone, PartialEq, Message)]
+pub struct ResponseValue {
+    /// A response or a reference.
+    #[prost(oneof = "response_value::Oneof", tags = "1, 2")]
+    pub oneof: Option<response_value::Oneof>,
+}
+
+/// `ResponseValue.oneof`.
+pub mod response_value {
+    /// The variants.
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Oneof {
+        /// Inline.
+        #[prost(message, tag = "1")]
+        Response(super::Response),
+        /// `{"$ref": ...}`.
+        #[prost(message, tag = "2")]
+        JsonReference(super::JsonReference),
+    }
+}
+
+/// `Response`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Response {
+    /// `description`.
+    #[prost(string, tag = "1")]
+    pub description: String,
+    /// `schema`.
+    #[prost(message, optional, tag = "2")]
+    pub schema: Option<SchemaItem>,
+    /// `headers`.
+    #[prost(message, optional, tag = "3")]
+    pub headers: Option<Headers>,
+    /// `examples`.
+    #[prost(message, optional, tag = "4")]
+    pub examples: Option<Examples>,
+    /// `x-*`.
+    #[prost(message, repeated, tag = "5")]
+    pub vendor_extension: Vec<NamedAny>,
+}
+
+/// `SchemaItem`.
+#[derive(Clone, PartialEq, Message)]
+pub struct SchemaItem {
+    /// A schema or a file schema.
+    #[prost(oneof = "schema_item::Oneof", tags = "1, 2")]
+    pub oneof: Option<schema_item::Oneof>,
+}
+
+/// `SchemaItem.oneof`.
+pub mod schema_item {
+    /// The variants.
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Oneof {
+        /// A schema.
+        #[prost(message, tag = "1")]
+        Schema(super::Schema),
+        /// `type: file`.
+        #[prost(message, tag = "2")]
+        FileSchema(super::FileSchema),
+    }
+}
+
+/// `FileSchema`.
+#[derive(Clone, PartialEq, Message)]
+pub struct FileSchema {
+    /// `format`.
+    #[prost(string, tag = "1")]
+    pub format: String,
+    /// `title`.
+    #[prost(string, tag = "2")]
+    pub title: String,
+    /// `description`.
+    #[prost(string, tag = "3")]
+    pub description: String,
+    /// `default`.
+    #[prost(message, optional, tag = "4")]
+    pub default: Option<Any>,
+    /// `required`.
+    #[prost(string, repeated, tag = "5")]
+    pub required: Vec<String>,
+    /// `type`.
+    #[prost(string, tag = "6")]
+    pub r#type: String,
+    /// `readOnly`.
+    #[prost(bool, tag = "7")]
+    pub read_only: bool,
+    /// `externalDocs`.
+    #[prost(message, optional, tag = "8")]
+    pub external_docs: Option<ExternalDocs>,
+    /// `example`.
+    #[prost(message, optional, tag = "9")]
+    pub example: Option<Any>,
+    /// `x-*`.
+    #[prost(message, repeated, tag = "10")]
+    pub vendor_extension: Vec<NamedAny>,
+}
+
+/// `Headers`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Headers {
+    /// By name.
+    #[prost(message, repeated, tag = "1")]
+    pub additional_properties: Vec<NamedHeader>,
+}
+
+/// `NamedHeader`.
+#[derive(Clone, PartialEq, Message)]
+pub struct NamedHeader {
+    /// Header name.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// Its description.
+    #[prost(message, optional, tag = "2")]
+    pub value: Option<Header>,
+}
+
+/// `Header`.
+#[derive(Clone, PartialEq, Message)]
+pub struct Header {
+    /// `type`.
+    #[prost(string, tag = "1")]
+    pub r#type: String,
+    /// `format`.
+    #[prost(string, tag = "2")]
+    pub format: String,
+    /// `items`.
+    #[prost(message, optional, tag = "3")]
+    pub items: Option<PrimitivesItems>,
+    /// `collectionFormat`.
+    #[prost(string, tag = "4")]
+    pub collection_format: String,
+    /// `default`.
+    #[prost(message, optional, tag = "5")]
+    pub default: Option<Any>,
+    /// `description`.
+    #[prost(string, tag = "18")]
+    pub description: String,
+    /// `x-*`.
+    #[prost(message, repeated, tag = "19")]
+    pub vendor_extension: Vec<NamedAny>,
+}
