@@ -13,18 +13,11 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use http::{HeaderValue, Request, StatusCode, header};
-use tower::ServiceExt;
 
 use super::document::{AggregatedDocument, DocumentBuilder, VersionEntry};
-use super::negotiate::{AggregatedVersion, V2_JSON, is_aggregated_content_type};
-use super::target::{Fetcher, ServiceKey, Target, TargetSet, TargetSink};
-use super::v2::{
-    ApiGroupDiscoveryList, ApiResourceDiscovery, ApiResourceList, ApiVersionDiscovery, Freshness,
-    convert_legacy_resources,
-};
-use crate::body::{empty, read_limited};
-use crate::identity;
+use super::fetch::{Fetched, Job, fetch};
+use super::target::{ServiceKey, Target, TargetSet, TargetSink};
+use super::v2::{ApiResourceDiscovery, ApiVersionDiscovery, Freshness};
 use crate::rt::Timer;
 
 /// Largest document read from a backend by default: 16 MiB.
@@ -63,7 +56,7 @@ impl Default for DiscoveryConfig {
     }
 }
 
-type GroupVersion = (String, String);
+pub(super) type GroupVersion = (String, String);
 
 /// A fetch result as seen by one group-version: `None` when the fetch did not cover it,
 /// `Err` when it failed for it.
@@ -546,14 +539,6 @@ impl Future for Synced {
     }
 }
 
-/// What one fetch needs, taken out of the state so the fetch runs without the lock.
-struct Job {
-    service: ServiceKey,
-    fetcher: Fetcher,
-    etag: Option<String>,
-    group_versions: Vec<GroupVersion>,
-}
-
 fn job_for(st: &State, key: &ServiceKey) -> Option<Job> {
     let mut targets: Vec<&Target> = st
         .targets
@@ -577,187 +562,6 @@ fn job_for(st: &State, key: &ServiceKey) -> Option<Job> {
             .map(|t| (t.group.clone(), t.version.clone()))
             .collect(),
     })
-}
-
-/// The outcome of one fetch of a Service.
-enum Fetched {
-    /// 304 to our `If-None-Match`: the cached document is still current.
-    NotModified,
-    /// A v2 document, by group-version, with its `Etag`.
-    Aggregated {
-        etag: Option<String>,
-        versions: HashMap<GroupVersion, ApiVersionDiscovery>,
-    },
-    /// Legacy documents, one per group-version (`Err`: that one failed).
-    Legacy(HashMap<GroupVersion, Result<Vec<ApiResourceDiscovery>, ()>>),
-    /// The Service could not be asked (503, timeout, unreachable, bad document).
-    Failed,
-}
-
-/// A backend's answer to one discovery request.
-struct Answer {
-    status: StatusCode,
-    content_type: String,
-    etag: Option<String>,
-    body: bytes::Bytes,
-}
-
-/// `GET path` with `accept`, as `user` in `groups`, bounded by the fetch timeout (the
-/// body included). Returns status, content type and body, or why not.
-async fn get(
-    fetcher: &Fetcher,
-    timer: &Timer,
-    config: &DiscoveryConfig,
-    path: &str,
-    accept: &'static str,
-    groups: &[&'static str],
-    if_none_match: Option<&str>,
-) -> Result<Answer, String> {
-    let mut req = Request::get(path)
-        .body(empty())
-        .map_err(|e| format!("building the request for {path}: {e}"))?;
-    let h = req.headers_mut();
-    h.insert(header::ACCEPT, HeaderValue::from_static(accept));
-    identity::set_own(h, identity::KUBE_AGGREGATOR_USER, groups);
-    if let Some(tag) = if_none_match.and_then(|t| HeaderValue::from_str(t).ok()) {
-        h.insert(header::IF_NONE_MATCH, tag);
-    }
-    let limit = config.max_document_bytes;
-    let call = async {
-        let res = fetcher
-            .clone()
-            .oneshot(req)
-            .await
-            .map_err(|e| crate::status::error_chain(&*e))?;
-        let status = res.status();
-        let (content_type, etag) = {
-            let text = |name| {
-                res.headers()
-                    .get(name)
-                    .and_then(|v: &HeaderValue| v.to_str().ok())
-                    .map(str::to_owned)
-            };
-            let etag = text(header::ETAG).filter(|e| !e.is_empty());
-            (text(header::CONTENT_TYPE).unwrap_or_default(), etag)
-        };
-        if status != StatusCode::OK {
-            // Only 200 bodies are read; others are dropped unread.
-            return Ok(Answer {
-                status,
-                content_type,
-                etag,
-                body: bytes::Bytes::new(),
-            });
-        }
-        let body = read_limited(res.into_body(), limit)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(Answer {
-            status,
-            content_type,
-            etag,
-            body,
-        })
-    };
-    match timer.timeout(config.fetch_timeout, call).await {
-        Ok(r) => r,
-        Err(_) => Err(format!(
-            "request timed out after {:?}",
-            config.fetch_timeout
-        )),
-    }
-}
-
-/// One fetch of a Service: its v2 `/apis`, or the legacy document of each group-version.
-async fn fetch(job: &Job, timer: &Timer, config: &DiscoveryConfig) -> Fetched {
-    let service = &job.service;
-    let first = get(
-        &job.fetcher,
-        timer,
-        config,
-        "/apis",
-        V2_JSON,
-        &[identity::SYSTEM_MASTERS],
-        job.etag.as_deref(),
-    )
-    .await;
-    let Answer {
-        status,
-        content_type,
-        etag,
-        body,
-    } = match first {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::info!(%service, error = %e, "discovery: fetching /apis failed");
-            return Fetched::Failed;
-        }
-    };
-    match status {
-        StatusCode::NOT_MODIFIED if job.etag.is_some() => return Fetched::NotModified,
-        StatusCode::SERVICE_UNAVAILABLE => {
-            tracing::info!(%service, "discovery: service {service} returned non-success response code: 503");
-            return Fetched::Failed;
-        }
-        StatusCode::OK if is_aggregated_content_type(&content_type, AggregatedVersion::V2) => {
-            return match serde_json::from_slice::<ApiGroupDiscoveryList>(&body) {
-                Ok(mut list) => {
-                    list.fill_response_kinds();
-                    let mut versions = HashMap::new();
-                    for g in list.items {
-                        for v in g.versions {
-                            versions.insert((g.metadata.name.clone(), v.version.clone()), v);
-                        }
-                    }
-                    Fetched::Aggregated { etag, versions }
-                }
-                Err(e) => {
-                    tracing::info!(%service, error = %e, "discovery: the v2 document does not decode");
-                    Fetched::Failed
-                }
-            };
-        }
-        _ => {}
-    }
-    // Anything else: the legacy document of each group-version (upstream's fallback,
-    // kubernetes/kubernetes#119870), as system:kube-aggregator with no groups.
-    let mut results = HashMap::new();
-    for gv in &job.group_versions {
-        let path = if gv.0.is_empty() {
-            format!("/api/{}", gv.1)
-        } else {
-            format!("/apis/{}/{}", gv.0, gv.1)
-        };
-        let r = get(
-            &job.fetcher,
-            timer,
-            config,
-            &path,
-            "application/json",
-            &[],
-            None,
-        )
-        .await;
-        let converted = match r {
-            Ok(Answer {
-                status: StatusCode::OK,
-                body,
-                ..
-            }) => serde_json::from_slice::<ApiResourceList>(&body)
-                .map_err(|e| e.to_string())
-                .and_then(|l| convert_legacy_resources(&l.resources).map_err(|e| e.to_string())),
-            Ok(Answer { status, .. }) => Err(format!(
-                "failed to download legacy discovery for {path}: {}",
-                status.as_u16()
-            )),
-            Err(e) => Err(e),
-        };
-        let converted = converted.map_err(|e| {
-            tracing::info!(%service, error = %e, "discovery: legacy fallback failed");
-        });
-        results.insert(gv.clone(), converted);
-    }
-    Fetched::Legacy(results)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

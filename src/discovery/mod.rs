@@ -37,6 +37,7 @@
 //! ```
 
 mod document;
+mod fetch;
 mod manager;
 mod negotiate;
 mod serve;
