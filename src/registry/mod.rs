@@ -6,6 +6,9 @@
 //! [`Registry::set_available_condition`]) serialize on a mutex that the request path never
 //! touches, rebuild the table, and swap it in whole.
 
+mod feed;
+mod table;
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
@@ -13,187 +16,19 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 
 use arc_swap::{ArcSwap, Guard};
-use bytes::Bytes;
 
 use crate::apiservice::{
-    ApiService, CONDITION_AVAILABLE, ConditionStatus, ValidationError, sort_by_group_and_version,
-    validate,
+    ApiService, CONDITION_AVAILABLE, ConditionStatus, ValidationError, validate,
 };
-use http::uri::{PathAndQuery, Scheme};
-use http::{Request, Uri};
-use tower::ServiceExt;
-use tower::util::BoxCloneSyncService;
-
-use crate::apiservice::ServiceReference;
 use crate::availability::ServiceResolver;
-use crate::discovery::{self, Fetcher, LocalVersion, ServiceKey, Target, TargetSet, TargetSink};
+use crate::discovery::TargetSink;
 use crate::sharded::ShardedMap;
 use crate::source::{ApiServiceEvent, ApiServiceSource};
-use crate::transport::{BackendClient, BackendTarget, Transport, TransportError};
+use crate::transport::{BackendTarget, Transport};
 
-/// One APIService as the request path sees it.
-#[derive(Debug, Clone)]
-pub struct Route {
-    /// The APIService, with its current status.
-    pub apiservice: ApiService,
-    /// How requests reach it.
-    pub backend: Backend,
-}
-
-/// Where a route's requests go.
-#[derive(Debug, Clone)]
-pub enum Backend {
-    /// A local APIService: the host's own handlers.
-    Local,
-    /// A remote APIService: its client, or why the transport could not be built.
-    Remote {
-        /// TLS settings the client was built for.
-        target: BackendTarget,
-        /// The client, or the transport error answered as 500 (docs/upstream-behaviour.md §3.1 step 4).
-        client: Result<BackendClient, TransportError>,
-        /// The HTTP/1.1-only client for upgrade requests.
-        upgrade_client: Result<BackendClient, TransportError>,
-    },
-}
-
-impl Route {
-    /// True when the route's `Available` condition is `True`.
-    pub fn is_available(&self) -> bool {
-        self.apiservice.is_available()
-    }
-}
-
-/// APIServices of one group, versions in priority order.
-#[derive(Debug, Clone)]
-pub struct GroupRoutes {
-    /// Group name.
-    pub name: String,
-    /// Versions, highest priority first.
-    pub versions: Vec<Arc<Route>>,
-    /// The `APIGroup` discovery document, pre-encoded.
-    pub api_group_json: Bytes,
-}
-
-/// An immutable snapshot of every APIService, indexed for the request path.
-///
-/// A new snapshot shares every unchanged route and group with the previous one; only the
-/// groups an update touches are rebuilt. The group order of `/apis` and its encoded
-/// `APIGroupList` are computed on first use.
-#[derive(Debug, Default)]
-pub struct RoutingTable {
-    generation: u64,
-    by_name: ShardedMap<Arc<Route>>,
-    groups: ShardedMap<Arc<GroupRoutes>>,
-    sorted: OnceLock<Sorted>,
-}
-
-#[derive(Debug)]
-struct Sorted {
-    ordered: Vec<Arc<GroupRoutes>>,
-    api_group_list_json: Bytes,
-}
-
-impl RoutingTable {
-    /// Increases by one with each published change.
-    pub fn generation(&self) -> u64 {
-        self.generation
-    }
-
-    /// The route of APIService `name` (`<version>.<group>`).
-    pub fn get(&self, name: &str) -> Option<&Arc<Route>> {
-        self.by_name.get(name)
-    }
-
-    /// Every route, sorted by name.
-    pub fn routes(&self) -> impl Iterator<Item = &Arc<Route>> {
-        let mut all: Vec<(&Arc<str>, &Arc<Route>)> = self.by_name.iter().collect();
-        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        all.into_iter().map(|(_, r)| r)
-    }
-
-    /// Every route, in no particular order (no sorting, for scans).
-    pub(crate) fn routes_unordered(&self) -> impl Iterator<Item = &Arc<Route>> {
-        self.by_name.values()
-    }
-
-    /// The number of APIServices.
-    pub fn len(&self) -> usize {
-        self.by_name.len()
-    }
-
-    /// True when there are no APIServices.
-    pub fn is_empty(&self) -> bool {
-        self.by_name.len() == 0
-    }
-
-    /// The group's routes, if any APIService serves `group`.
-    pub fn group(&self, group: &str) -> Option<&GroupRoutes> {
-        self.groups.get(group).map(|g| &**g)
-    }
-
-    /// The route for `group`/`version`.
-    pub fn lookup(&self, group: &str, version: &str) -> Option<&Arc<Route>> {
-        self.group(group)?
-            .versions
-            .iter()
-            .find(|r| r.apiservice.spec.version == version)
-    }
-
-    /// Groups in discovery order (docs/upstream-behaviour.md §2.3).
-    pub fn groups(&self) -> &[Arc<GroupRoutes>] {
-        &self.sorted().ordered
-    }
-
-    /// The `/apis` `APIGroupList`, encoded (apiregistration.k8s.io first).
-    pub fn api_group_list_json(&self) -> &Bytes {
-        &self.sorted().api_group_list_json
-    }
-
-    fn sorted(&self) -> &Sorted {
-        self.sorted.get_or_init(|| {
-            let order = sort_by_group_and_version(self.routes_unordered().map(|r| &r.apiservice));
-            let ordered: Vec<Arc<GroupRoutes>> = order
-                .iter()
-                .filter_map(|gv| self.groups.get(gv.group).cloned())
-                .collect();
-            let api_group_list_json = discovery::api_group_list_json(ordered.iter().map(|g| {
-                let versions = g
-                    .versions
-                    .iter()
-                    .map(|r| r.apiservice.spec.version.as_str());
-                (g.name.as_str(), versions)
-            }));
-            Sorted {
-                ordered,
-                api_group_list_json,
-            }
-        })
-    }
-}
-
-/// The routes of one group, versions in priority order, with its `APIGroup` document.
-fn group_routes(
-    group: &str,
-    members: &BTreeSet<Arc<str>>,
-    by_name: &ShardedMap<Arc<Route>>,
-) -> GroupRoutes {
-    let routes: Vec<&Arc<Route>> = members.iter().filter_map(|n| by_name.get(n)).collect();
-    let order = sort_by_group_and_version(routes.iter().map(|r| &r.apiservice));
-    let versions: Vec<Arc<Route>> = order
-        .iter()
-        .flat_map(|gv| gv.versions.iter())
-        .filter_map(|svc| by_name.get(svc.name()).cloned())
-        .collect();
-    let api_group_json = discovery::api_group_json(
-        group,
-        versions.iter().map(|r| r.apiservice.spec.version.as_str()),
-    );
-    GroupRoutes {
-        name: group.to_owned(),
-        versions,
-        api_group_json,
-    }
-}
+use feed::Feed;
+use table::group_routes;
+pub use table::{Backend, GroupRoutes, Route, RoutingTable};
 
 /// APIServices that an update could not apply, each with the upstream validation message.
 /// Everything else in the update was applied.
@@ -598,87 +433,6 @@ impl Registry {
     }
 }
 
-/// [`Registry::feed`]'s observer.
-struct Feed<S> {
-    resolver: Arc<dyn ServiceResolver>,
-    sink: S,
-}
-
-impl<S: TargetSink> TableObserver for Feed<S> {
-    fn table_published(&self, table: &Arc<RoutingTable>) {
-        self.sink.sync(&table.targets(&self.resolver));
-    }
-}
-
-impl RoutingTable {
-    /// The APIServices as the discovery and OpenAPI managers see them: remote ones with a
-    /// [`Fetcher`] over their backend client (those whose transport could not be built
-    /// get a fetcher that fails with the transport error), local ones with their
-    /// priorities.
-    pub fn targets(&self, resolver: &Arc<dyn ServiceResolver>) -> TargetSet {
-        let mut set = TargetSet {
-            generation: self.generation,
-            ..TargetSet::default()
-        };
-        for route in self.routes_unordered() {
-            let spec = &route.apiservice.spec;
-            let (Some(service), Backend::Remote { client, .. }) = (&spec.service, &route.backend)
-            else {
-                set.local.push(LocalVersion {
-                    group: spec.group.clone(),
-                    version: spec.version.clone(),
-                    group_priority_minimum: spec.group_priority_minimum,
-                    version_priority: spec.version_priority,
-                });
-                continue;
-            };
-            set.remote.push(Target {
-                name: route.apiservice.name().to_owned(),
-                group: spec.group.clone(),
-                version: spec.version.clone(),
-                group_priority_minimum: spec.group_priority_minimum,
-                version_priority: spec.version_priority,
-                service: ServiceKey {
-                    namespace: service.namespace.clone(),
-                    name: service.name.clone(),
-                    port: service.port_or_default(),
-                },
-                available: route.is_available(),
-                fetcher: fetcher(client.clone(), resolver.clone(), service.clone()),
-            });
-        }
-        set
-    }
-}
-
-/// A [`Fetcher`] that resolves `service` and sends through `client`.
-fn fetcher(
-    client: Result<BackendClient, TransportError>,
-    resolver: Arc<dyn ServiceResolver>,
-    service: ServiceReference,
-) -> Fetcher {
-    BoxCloneSyncService::new(tower::service_fn(
-        move |mut req: Request<crate::body::Body>| {
-            let (client, resolver, service) = (client.clone(), resolver.clone(), service.clone());
-            async move {
-                let client = client?;
-                let authority = resolver.resolve(&service).await?;
-                let pq = req
-                    .uri()
-                    .path_and_query()
-                    .cloned()
-                    .unwrap_or_else(|| PathAndQuery::from_static("/"));
-                *req.uri_mut() = Uri::builder()
-                    .scheme(Scheme::HTTPS)
-                    .authority(authority)
-                    .path_and_query(pq)
-                    .build()?;
-                client.oneshot(req).await
-            }
-        },
-    ))
-}
-
 /// Future of [`Registry::changed`].
 #[derive(Debug)]
 pub struct Changed {
@@ -744,102 +498,4 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testing::NoTransport;
-
-    fn local(group: &str, version: &str, group_priority: i32) -> ApiService {
-        serde_json::from_value(serde_json::json!({
-            "metadata": {"name": format!("{version}.{group}")},
-            "spec": {"group": group, "version": version, "groupPriorityMinimum": group_priority, "versionPriority": 15}
-        }))
-        .unwrap()
-    }
-
-    fn group_names(table: &RoutingTable) -> Vec<&str> {
-        table.groups().iter().map(|g| g.name.as_str()).collect()
-    }
-
-    /// Upstream TestStatelessGroupPriorityMinimum: a group's place follows the highest
-    /// groupPriorityMinimum among its current versions; unchanged groups are shared
-    /// between snapshots, and a group goes with its last version.
-    #[test]
-    fn incremental_groups_follow_upstream_ordering() {
-        let registry = Registry::new(NoTransport);
-        for svc in [
-            local("stable", "v1", 1000),
-            local("experimental", "v1", 100),
-            local("experimental", "v1alpha1", 10000),
-        ] {
-            registry.apply(ApiServiceEvent::Applied(svc)).unwrap();
-        }
-        let before = registry.snapshot_owned();
-        assert_eq!(group_names(&before), ["experimental", "stable"]);
-        let versions: Vec<&str> = before
-            .group("experimental")
-            .unwrap()
-            .versions
-            .iter()
-            .map(|r| r.apiservice.spec.version.as_str())
-            .collect();
-        assert_eq!(versions, ["v1", "v1alpha1"]);
-
-        registry
-            .apply(ApiServiceEvent::Deleted("v1alpha1.experimental".into()))
-            .unwrap();
-        let after = registry.snapshot_owned();
-        assert_eq!(group_names(&after), ["stable", "experimental"]);
-        assert!(
-            Arc::ptr_eq(
-                before.groups.get("stable").unwrap(),
-                after.groups.get("stable").unwrap()
-            ),
-            "an untouched group is shared"
-        );
-        assert!(after.lookup("experimental", "v1alpha1").is_none());
-
-        registry
-            .apply(ApiServiceEvent::Deleted("v1.experimental".into()))
-            .unwrap();
-        let last = registry.snapshot_owned();
-        assert!(last.group("experimental").is_none());
-        let list: serde_json::Value = serde_json::from_slice(last.api_group_list_json()).unwrap();
-        let names: Vec<&str> = list["groups"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|g| g["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(names, ["apiregistration.k8s.io", "stable"]);
-    }
-
-    /// A resync replaces the whole set in one snapshot, rebuilding only what changed.
-    #[test]
-    fn resync_rebuilds_changed_groups_in_one_generation() {
-        let registry = Registry::new(NoTransport);
-        registry
-            .apply(ApiServiceEvent::Resynced(vec![
-                local("a", "v1", 10),
-                local("b", "v1", 20),
-            ]))
-            .unwrap();
-        let first = registry.snapshot_owned();
-        registry
-            .apply(ApiServiceEvent::Resynced(vec![
-                local("a", "v1", 10),
-                local("c", "v1", 30),
-            ]))
-            .unwrap();
-        let second = registry.snapshot_owned();
-        assert_eq!(second.generation(), first.generation() + 1);
-        assert!(
-            Arc::ptr_eq(
-                first.groups.get("a").unwrap(),
-                second.groups.get("a").unwrap()
-            ),
-            "an unchanged APIService keeps its route and group"
-        );
-        assert_eq!(group_names(&second), ["c", "a"]);
-        assert!(second.group("b").is_none());
-    }
-}
+mod tests;
