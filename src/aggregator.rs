@@ -32,7 +32,7 @@ use tower::{Layer, Service, ServiceExt};
 use crate::authn::{ConnectionInfo, UserInfo};
 use crate::authz::ApiPath;
 use crate::availability::ServiceResolver;
-use crate::body::{Body, BoxError, boxed, full};
+use crate::body::{Body, BoxError};
 use crate::discovery::{AggregatedVersion, DiscoveryManager, Negotiated};
 use crate::openapi::{OpenApiManager, V3Entry};
 use crate::registry::{Backend, Registry, Route};
@@ -212,7 +212,7 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        let mut req = req.map(boxed);
+        let mut req = req.map(Body::new);
         let table = self.shared.registry.snapshot();
         let target = match route(&table, &mut req, &self.shared) {
             Target::Ready(res) => return Box::pin(std::future::ready(Ok(res))),
@@ -382,7 +382,7 @@ fn aggregated(req: &Request<Body>, shared: &Shared, exact: bool) -> Option<Targe
 }
 
 fn json(bytes: Bytes) -> Response<Body> {
-    let mut res = Response::new(full(bytes));
+    let mut res = Response::new(Body::full(bytes));
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -401,7 +401,7 @@ where
 {
     Box::pin(async move {
         let mut probe = Request::get(req.uri().clone())
-            .body(crate::body::empty())
+            .body(Body::empty())
             .unwrap_or_default();
         probe
             .headers_mut()

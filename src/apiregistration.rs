@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::apiservice::{API_GROUP, API_VERSION, ApiService};
 use crate::authz::{ApiPath, RequestInfo};
-use crate::body::{Body, full};
+use crate::body::Body;
 use crate::registry::RoutingTable;
 use crate::status::{Status, plain_text_error};
 
@@ -113,7 +113,7 @@ fn wants_table(headers: &http::HeaderMap) -> bool {
 }
 
 fn json_response(bytes: &[u8]) -> Response<Body> {
-    let mut res = Response::new(full(bytes.to_vec()));
+    let mut res = Response::new(Body::full(bytes.to_vec()));
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -148,7 +148,7 @@ fn table_response(items: &[ApiService]) -> Response<Body> {
         ],
         "rows": rows,
     });
-    let mut res = Response::new(full(serde_json::to_vec(&table).unwrap_or_default()));
+    let mut res = Response::new(Body::full(serde_json::to_vec(&table).unwrap_or_default()));
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json;as=Table;v=v1;g=meta.k8s.io"),

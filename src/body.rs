@@ -89,17 +89,8 @@ impl http_body::Body for Body {
     }
 }
 
-/// A body holding `bytes` in one frame (same as [`Body::full`]).
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Body::full(bytes)
-}
-
-/// An empty body (same as [`Body::empty`]).
-pub fn empty() -> Body {
-    Body::empty()
-}
-
-/// Boxes any body into a [`Body`] (same as [`Body::new`]).
+/// Boxes any body into a [`Body`] (same as [`Body::new`]). Kept for the transport, which
+/// maps its responses with it; new code calls [`Body::new`].
 pub fn boxed<B>(body: B) -> Body
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,

@@ -7,7 +7,7 @@
 use http::{HeaderValue, Response, StatusCode, header};
 use serde::Serialize;
 
-use crate::body::{Body, full};
+use crate::body::Body;
 
 /// A `metav1.Status` with `status: Failure`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -158,7 +158,7 @@ impl Status {
             .as_ref()
             .map(|d| d.retry_after_seconds)
             .unwrap_or(0);
-        let mut res = Response::new(full(self.to_json()));
+        let mut res = Response::new(Body::full(self.to_json()));
         *res.status_mut() = code;
         let h = res.headers_mut();
         h.insert(
@@ -182,7 +182,7 @@ pub fn plain_text_error(code: StatusCode, message: &str) -> Response<Body> {
     let mut body = String::with_capacity(message.len() + 1);
     body.push_str(message);
     body.push('\n');
-    let mut res = Response::new(full(body));
+    let mut res = Response::new(Body::full(body));
     *res.status_mut() = code;
     let h = res.headers_mut();
     h.insert(

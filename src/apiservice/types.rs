@@ -256,19 +256,6 @@ pub struct GroupVersion {
     pub version: String,
 }
 
-impl GroupVersion {
-    /// Splits an APIService name on its first `.`: `v1beta1.metrics.k8s.io` gives version
-    /// `v1beta1`, group `metrics.k8s.io`; `v1.` gives the legacy core group (helpers.go).
-    /// Returns `None` when the name has no `.`.
-    pub fn from_apiservice_name(name: &str) -> Option<GroupVersion> {
-        let (version, group) = name.split_once('.')?;
-        Some(GroupVersion {
-            group: group.to_owned(),
-            version: version.to_owned(),
-        })
-    }
-}
-
 impl std::fmt::Display for GroupVersion {
     /// `group/version`, or just `version` for the core group.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

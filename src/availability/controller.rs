@@ -14,7 +14,7 @@ use tower::ServiceExt;
 
 use super::{AvailabilityMetrics, ResolveError, ServiceResolver};
 use crate::apiservice::{ConditionStatus, ServiceReference};
-use crate::body::empty;
+use crate::body::Body;
 use crate::identity;
 use crate::registry::{Backend, Registry, Route};
 use crate::rt::Timer;
@@ -306,7 +306,7 @@ impl AvailabilityController {
             .map_err(|e| e.to_string())?;
         let url = format!("https://{authority}{path}");
         let mut req = Request::get(&url)
-            .body(empty())
+            .body(Body::empty())
             .map_err(|e| format!("failing or missing response from {url}: {e}"))?;
         identity::set_own(
             req.headers_mut(),

@@ -14,7 +14,7 @@ use super::v2::{
     ApiGroupDiscoveryList, ApiResourceDiscovery, ApiResourceList, ApiVersionDiscovery,
     convert_legacy_resources,
 };
-use crate::body::{empty, read_limited};
+use crate::body::{Body, read_limited};
 use crate::identity;
 use crate::rt::Timer;
 
@@ -61,7 +61,7 @@ async fn get(
     if_none_match: Option<&str>,
 ) -> Result<Answer, String> {
     let mut req = Request::get(path)
-        .body(empty())
+        .body(Body::empty())
         .map_err(|e| format!("building the request for {path}: {e}"))?;
     let h = req.headers_mut();
     h.insert(header::ACCEPT, HeaderValue::from_static(accept));

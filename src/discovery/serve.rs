@@ -5,7 +5,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 
 use super::negotiate::AggregatedVersion;
-use crate::body::{Body, full};
+use crate::body::Body;
 use crate::status::Status;
 
 /// `body` as the aggregated document in `version`, or 304 when `request_headers` carry
@@ -25,7 +25,7 @@ pub(crate) fn aggregated_response(
         *r.status_mut() = StatusCode::NOT_MODIFIED;
         r
     } else {
-        let mut r = Response::new(full(body));
+        let mut r = Response::new(Body::full(body));
         r.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static(version.content_type()),

@@ -42,7 +42,7 @@ pub fn fuzz_proxy_rewrite(uri: &str, query: &str, extra_key: &str) {
     let mut user = UserInfo::new("alice", ["dev", "ops"]);
     user.extra
         .insert(extra_key.to_owned(), vec!["value".to_owned()]);
-    let Ok(req) = Request::get(uri).body(crate::body::empty()) else {
+    let Ok(req) = Request::get(uri).body(Body::empty()) else {
         return;
     };
     if let Ok(out) = upstream_request(req, &authority, &user, None) {

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use super::{merge, proto, v3};
-use crate::body::{empty, read_limited};
+use crate::body::{Body, read_limited};
 use crate::discovery::{Target, TargetSet, TargetSink, etag_of, sha512_hex};
 use crate::identity;
 use crate::rt::Timer;
@@ -483,7 +483,7 @@ async fn get(
     config: &OpenApiConfig,
 ) -> Result<(StatusCode, Option<String>, Bytes), String> {
     let mut req = Request::get(path)
-        .body(empty())
+        .body(Body::empty())
         .map_err(|e| format!("building the request for {path}: {e}"))?;
     let h = req.headers_mut();
     h.insert(header::ACCEPT, HeaderValue::from_static("application/json"));

@@ -187,7 +187,7 @@ mod tests {
     #[test]
     fn request_headers_are_rewritten() {
         let mut req = Request::get("/request/path?b=2&a=1")
-            .body(crate::body::empty())
+            .body(Body::empty())
             .unwrap();
         let h = req.headers_mut();
         h.insert("authorization", HeaderValue::from_static("Bearer secret"));

@@ -3,7 +3,7 @@
 use http::{HeaderValue, Response, StatusCode, header};
 
 use super::headers::remove_hop_by_hop;
-use crate::body::{Body, full};
+use crate::body::Body;
 
 /// The body of the 502 that replaces a backend redirect (apimachinery `upgradeaware.go`).
 pub const REDIRECT_REJECTED: &str =
@@ -22,7 +22,7 @@ pub fn upstream_response(mut res: Response<Body>) -> Response<Body> {
             .get(header::LOCATION)
             .is_some_and(|l| !l.as_bytes().is_empty());
     if redirect {
-        let mut out = Response::new(full(REDIRECT_REJECTED));
+        let mut out = Response::new(Body::full(REDIRECT_REJECTED));
         *out.status_mut() = StatusCode::BAD_GATEWAY;
         out.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -53,7 +53,7 @@ mod tests {
     use http_body_util::BodyExt;
 
     fn backend(status: u16, location: Option<&str>) -> Response<Body> {
-        let mut r = Response::new(full("some data"));
+        let mut r = Response::new(Body::full("some data"));
         *r.status_mut() = StatusCode::from_u16(status).unwrap();
         if let Some(l) = location {
             r.headers_mut()

@@ -37,7 +37,6 @@ pub struct ManifestDir {
     interval: Duration,
     seen: BTreeMap<PathBuf, (u64, Option<SystemTime>)>,
     good: BTreeMap<PathBuf, Vec<ApiService>>,
-    errors: Vec<ManifestError>,
     started: bool,
 }
 
@@ -56,7 +55,6 @@ impl ManifestDir {
             interval,
             seen: BTreeMap::new(),
             good: BTreeMap::new(),
-            errors: Vec::new(),
             started: false,
         }
     }
@@ -85,11 +83,6 @@ impl ManifestDir {
         Ok(out)
     }
 
-    /// The errors of the last scan (empty when every file parsed).
-    pub fn errors(&self) -> &[ManifestError] {
-        &self.errors
-    }
-
     /// Re-reads the directory; true when anything changed since the last scan.
     fn scan(&mut self) -> bool {
         let files = match manifest_files(&self.dir) {
@@ -111,7 +104,6 @@ impl ManifestDir {
         if now_seen == self.seen {
             return false;
         }
-        self.errors.clear();
         let mut good = BTreeMap::new();
         for f in &files {
             match parse_file(f) {
@@ -123,7 +115,6 @@ impl ManifestDir {
                     if let Some(prev) = self.good.get(f) {
                         good.insert(f.clone(), prev.clone());
                     }
-                    self.errors.push(e);
                 }
             }
         }
