@@ -35,7 +35,7 @@ use crate::availability::ServiceResolver;
 use crate::body::{Body, BoxError};
 use crate::discovery::{AggregatedVersion, DiscoveryManager, Negotiated};
 use crate::openapi::{OpenApiManager, V3Entry};
-use crate::registry::{Backend, Registry, Route};
+use crate::registry::{Registry, RemoteBackend, Route};
 use crate::rt::{Executor, Timer};
 use crate::status::plain_text_error;
 
@@ -247,7 +247,7 @@ where
                     openapi::v2(inner, req, manager, cache)
                 }
             }
-            Target::Remote(route) => remote(self.shared.clone(), route, req),
+            Target::Remote(route, backend) => remote(self.shared.clone(), route, backend, req),
             Target::Inner | Target::Ready(_) => Box::pin(inner.oneshot(req)),
         }
     }
@@ -266,8 +266,8 @@ enum Target {
     },
     /// `/openapi/v2`, or the `/openapi/v3` root.
     OpenApi { v3_root: bool },
-    /// A remote APIService.
-    Remote(Arc<Route>),
+    /// A remote APIService, and how it is reached.
+    Remote(Arc<Route>, Arc<RemoteBackend>),
     /// The host's own handlers.
     Inner,
 }
@@ -305,12 +305,12 @@ fn route(
             None => Target::Inner,
         },
         ApiPath::GroupVersion { group, version } => match table.lookup(group, version) {
-            Some(route) if !route.apiservice.is_local() => Target::Remote(route.clone()),
-            _ => Target::Inner,
+            Some(route) => remote_target(route),
+            None => Target::Inner,
         },
         // The legacy core API is proxied only when `v1.` is a remote APIService.
-        ApiPath::Legacy => match table.get("v1.").filter(|r| !r.apiservice.is_local()) {
-            Some(route) => Target::Remote(route.clone()),
+        ApiPath::Legacy => match table.get("v1.").filter(|r| r.remote().is_some()) {
+            Some(route) => remote_target(route),
             None if is_get && matches!(info.path.as_str(), "/api" | "/api/") => {
                 match aggregated(req, shared, true) {
                     Some(Target::Aggregated { version, .. }) => Target::Aggregated {
@@ -326,6 +326,14 @@ fn route(
             openapi_target(table, req, info, shared)
         }
         _ => Target::Inner,
+    }
+}
+
+/// The proxy for a remote APIService's route, the inner service for a local one.
+fn remote_target(route: &Arc<Route>) -> Target {
+    match route.remote() {
+        Some(backend) => Target::Remote(route.clone(), backend.clone()),
+        None => Target::Inner,
     }
 }
 
@@ -350,8 +358,8 @@ fn openapi_target(
             };
             match manager.snapshot().v3.get(key) {
                 Some(V3Entry::Remote { apiservice, .. }) => match table.get(apiservice) {
-                    Some(route) if !route.apiservice.is_local() => Target::Remote(route.clone()),
-                    _ => Target::Inner,
+                    Some(route) => remote_target(route),
+                    None => Target::Inner,
                 },
                 Some(V3Entry::Converted(doc)) => Target::Ready(openapi::converted(req, key, doc)),
                 None => Target::Inner,
@@ -426,6 +434,7 @@ where
 fn remote<E: Send + 'static>(
     shared: Arc<Shared>,
     route: Arc<Route>,
+    backend: Arc<RemoteBackend>,
     mut req: Request<Body>,
 ) -> ResponseFuture<E> {
     Box::pin(async move {
@@ -442,15 +451,14 @@ fn remote<E: Send + 'static>(
                 "service unavailable",
             ));
         }
-        let client = match &route.backend {
-            Backend::Remote { client: Ok(c), .. } => c.clone(),
-            Backend::Remote { client: Err(e), .. } => {
+        let client = match &backend.client {
+            Ok(c) => c.clone(),
+            Err(e) => {
                 return Ok(plain_text_error(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     &e.to_string(),
                 ));
             }
-            Backend::Local => return Ok(plain_text_error(StatusCode::NOT_FOUND, "")),
         };
         // Taken out, not cloned: nothing behind the proxy reads the extensions.
         let Some(user) = req.extensions_mut().remove::<UserInfo>() else {
@@ -459,10 +467,7 @@ fn remote<E: Send + 'static>(
                 "missing user",
             ));
         };
-        let Some(service) = &route.apiservice.spec.service else {
-            return Ok(plain_text_error(StatusCode::NOT_FOUND, ""));
-        };
-        let authority = match shared.resolver.resolve(service).await {
+        let authority = match shared.resolver.resolve(&backend.service).await {
             Ok(a) => a,
             Err(e) => {
                 // Upstream logs the real error and tells the client only this.
@@ -479,14 +484,7 @@ fn remote<E: Send + 'static>(
             .and_then(|c| c.remote_addr);
         if crate::proxy::is_upgrade_request(&req) {
             #[cfg(feature = "tokio")]
-            if let (
-                Some(executor),
-                Backend::Remote {
-                    upgrade_client: Ok(c),
-                    ..
-                },
-            ) = (&shared.executor, &route.backend)
-            {
+            if let (Some(executor), Ok(c)) = (&shared.executor, &backend.upgrade_client) {
                 let client = c.clone();
                 return Ok(crate::proxy::forward_upgrade(
                     client,

@@ -16,7 +16,7 @@ use super::{AvailabilityMetrics, ResolveError, ServiceResolver};
 use crate::apiservice::{ConditionStatus, ServiceReference};
 use crate::body::Body;
 use crate::identity;
-use crate::registry::{Backend, Registry, Route};
+use crate::registry::{Registry, Route};
 use crate::rt::Timer;
 use crate::transport::BackendClient;
 
@@ -250,20 +250,20 @@ impl AvailabilityController {
 
     /// One check of `route` (docs/upstream-behaviour.md §4.3).
     async fn check(&self, route: &Route) -> Outcome {
-        let Some(service) = route.apiservice.spec.service.clone() else {
+        let Some(backend) = route.remote() else {
             return Outcome {
                 status: ConditionStatus::True,
                 reason: "Local".into(),
                 message: "Local APIServices are always available".into(),
             };
         };
-        if let Err(e) = self.resolver.resolve(&service).await {
+        let service = &backend.service;
+        if let Err(e) = self.resolver.resolve(service).await {
             return resolve_outcome(&e);
         }
-        let client = match &route.backend {
-            Backend::Remote { client: Ok(c), .. } => c.clone(),
-            Backend::Remote { client: Err(e), .. } => return failed(e.to_string()),
-            Backend::Local => return failed("no backend".into()),
+        let client = match &backend.client {
+            Ok(c) => c.clone(),
+            Err(e) => return failed(e.to_string()),
         };
         let gv_path = if route.apiservice.spec.group.is_empty() {
             format!("/api/{}", route.apiservice.spec.version)
@@ -274,7 +274,7 @@ impl AvailabilityController {
             )
         };
         let attempts =
-            (0..self.config.probe_attempts.max(1)).map(|_| self.probe(&service, &client, &gv_path));
+            (0..self.config.probe_attempts.max(1)).map(|_| self.probe(service, &client, &gv_path));
         let results = join_all(attempts).await;
         let mut last_error = None;
         for r in results {

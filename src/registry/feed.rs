@@ -8,7 +8,7 @@ use http::{Request, Uri};
 use tower::ServiceExt;
 use tower::util::BoxCloneSyncService;
 
-use super::{Backend, RoutingTable, TableObserver};
+use super::{RoutingTable, TableObserver};
 use crate::apiservice::ServiceReference;
 use crate::availability::ServiceResolver;
 use crate::discovery::{Fetcher, LocalVersion, ServiceKey, Target, TargetSet, TargetSink};
@@ -38,8 +38,7 @@ impl RoutingTable {
         };
         for route in self.routes_unordered() {
             let spec = &route.apiservice.spec;
-            let (Some(service), Backend::Remote { client, .. }) = (&spec.service, &route.backend)
-            else {
+            let Some(remote) = route.remote() else {
                 set.local.push(LocalVersion {
                     group: spec.group.clone(),
                     version: spec.version.clone(),
@@ -55,12 +54,16 @@ impl RoutingTable {
                 group_priority_minimum: spec.group_priority_minimum,
                 version_priority: spec.version_priority,
                 service: ServiceKey {
-                    namespace: service.namespace.clone(),
-                    name: service.name.clone(),
-                    port: service.port_or_default(),
+                    namespace: remote.service.namespace.clone(),
+                    name: remote.service.name.clone(),
+                    port: remote.service.port_or_default(),
                 },
                 available: route.is_available(),
-                fetcher: fetcher(client.clone(), resolver.clone(), service.clone()),
+                fetcher: fetcher(
+                    remote.client.clone(),
+                    resolver.clone(),
+                    remote.service.clone(),
+                ),
             });
         }
         set

@@ -28,7 +28,7 @@ use crate::transport::{BackendTarget, Transport};
 
 use feed::Feed;
 use table::group_routes;
-pub use table::{Backend, GroupRoutes, Route, RoutingTable};
+pub use table::{Backend, GroupRoutes, RemoteBackend, Route, RoutingTable};
 
 /// APIServices that an update could not apply, each with the upstream validation message.
 /// Everything else in the update was applied.
@@ -246,28 +246,30 @@ impl Registry {
                     ca_bundle: svc.spec.ca_bundle.clone(),
                     insecure_skip_tls_verify: svc.spec.insecure_skip_tls_verify,
                 };
-                match old.map(|r| &r.backend) {
-                    // Same TLS settings: keep the client and its pooled connections.
-                    Some(Backend::Remote {
-                        target: t,
-                        client,
-                        upgrade_client,
-                    }) if *t == target => Backend::Remote {
+                match old.and_then(|r| r.remote()) {
+                    // Same Service and TLS settings: the same clients.
+                    Some(b) if b.target == target && b.service == *service => {
+                        Backend::Remote(b.clone())
+                    }
+                    // Same TLS settings: keep the clients and their pooled connections.
+                    Some(b) if b.target == target => Backend::Remote(Arc::new(RemoteBackend {
+                        service: service.clone(),
                         target,
-                        client: client.clone(),
-                        upgrade_client: upgrade_client.clone(),
-                    },
+                        client: b.client.clone(),
+                        upgrade_client: b.upgrade_client.clone(),
+                    })),
                     _ => {
                         let client = self.shared.transport.client(&target);
                         if let Err(e) = &client {
                             tracing::warn!(apiservice = %name, error = %e, "cannot build the transport");
                         }
                         let upgrade_client = self.shared.transport.upgrade_client(&target);
-                        Backend::Remote {
+                        Backend::Remote(Arc::new(RemoteBackend {
+                            service: service.clone(),
                             target,
                             client,
                             upgrade_client,
-                        }
+                        }))
                     }
                 }
             }

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
-use crate::apiservice::{ApiService, sort_by_group_and_version};
+use crate::apiservice::{ApiService, ServiceReference, sort_by_group_and_version};
 use crate::discovery;
 use crate::sharded::ShardedMap;
 use crate::transport::{BackendClient, BackendTarget, TransportError};
@@ -23,23 +23,40 @@ pub struct Route {
 /// Where a route's requests go.
 #[derive(Debug, Clone)]
 pub enum Backend {
-    /// A local APIService: the host's own handlers.
+    /// A local APIService (no `spec.service`): the host's own handlers.
     Local,
-    /// A remote APIService: its client, or why the transport could not be built.
-    Remote {
-        /// TLS settings the client was built for.
-        target: BackendTarget,
-        /// The client, or the transport error answered as 500 (docs/upstream-behaviour.md §3.1 step 4).
-        client: Result<BackendClient, TransportError>,
-        /// The HTTP/1.1-only client for upgrade requests.
-        upgrade_client: Result<BackendClient, TransportError>,
-    },
+    /// A remote APIService: its Service and clients, shared by the snapshots in which
+    /// its TLS settings stay the same.
+    Remote(Arc<RemoteBackend>),
+}
+
+/// How a remote APIService is reached.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RemoteBackend {
+    /// `spec.service`.
+    pub service: ServiceReference,
+    /// TLS settings the clients were built for.
+    pub target: BackendTarget,
+    /// The client, or the transport error answered as 500 (docs/upstream-behaviour.md
+    /// §3.1 step 4).
+    pub client: Result<BackendClient, TransportError>,
+    /// The HTTP/1.1-only client for upgrade requests.
+    pub upgrade_client: Result<BackendClient, TransportError>,
 }
 
 impl Route {
     /// True when the route's `Available` condition is `True`.
     pub fn is_available(&self) -> bool {
         self.apiservice.is_available()
+    }
+
+    /// The Service and clients of a remote APIService; `None` for a local one.
+    pub fn remote(&self) -> Option<&Arc<RemoteBackend>> {
+        match &self.backend {
+            Backend::Remote(remote) => Some(remote),
+            Backend::Local => None,
+        }
     }
 }
 
