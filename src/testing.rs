@@ -23,7 +23,7 @@ pub(crate) struct NoTransport;
 
 impl Transport for NoTransport {
     fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
-        Err(TransportError(format!(
+        Err(TransportError::new(format!(
             "no transport here ({})",
             target.server_name
         )))

@@ -20,7 +20,7 @@ struct NoTransport;
 
 impl Transport for NoTransport {
     fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
-        Err(TransportError(format!(
+        Err(TransportError::new(format!(
             "{}: these tests reach no backends",
             target.server_name
         )))

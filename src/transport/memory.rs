@@ -76,7 +76,7 @@ impl Transport for InMemoryTransport {
             .get(&target.server_name)
             .cloned()
             .ok_or_else(|| {
-                TransportError(format!(
+                TransportError::new(format!(
                     "no in-memory backend serves {:?}",
                     target.server_name
                 ))
@@ -136,7 +136,7 @@ mod tests {
         let Err(err) = transport.client(&target("api.other.svc")) else {
             panic!("no backend was inserted, yet a client came back");
         };
-        assert!(err.0.contains("\"api.other.svc\""), "{err}");
+        assert!(err.to_string().contains("\"api.other.svc\""), "{err}");
         assert!(format!("{transport:?}").contains("backends: []"));
     }
 }

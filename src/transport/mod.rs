@@ -44,10 +44,24 @@ pub struct BackendTarget {
 /// not be reached (dial, TLS, protocol).
 pub type BackendClient = BoxCloneSyncService<Request<Body>, Response<Body>, BoxError>;
 
-/// The transport could not be built for a target (e.g. a caBundle that is not PEM).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct TransportError(pub String);
+/// The transport could not build a client for a target (e.g. a caBundle that is not
+/// PEM: a [`TlsConfigError`]). Its `Display` and `source` are those of the cause, which
+/// [`TransportError::get_ref`] gives for downcasting; cloning shares it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
+pub struct TransportError(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl TransportError {
+    /// An error caused by `cause` (an error, or a message as a `String` or `&str`).
+    pub fn new(cause: impl Into<BoxError>) -> TransportError {
+        TransportError(std::sync::Arc::from(cause.into()))
+    }
+
+    /// The cause.
+    pub fn get_ref(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
 
 /// Builds backend clients.
 pub trait Transport: Send + Sync + 'static {
@@ -60,8 +74,8 @@ pub trait Transport: Send + Sync + 'static {
     /// taken over. The default refuses: upgrades are then answered 503.
     fn upgrade_client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
         let _ = target;
-        Err(TransportError(
-            "this transport does not support upgrade requests".into(),
+        Err(TransportError::new(
+            "this transport does not support upgrade requests",
         ))
     }
 }

@@ -91,7 +91,7 @@ impl RustlsTransport {
         alpn: &[&[u8]],
     ) -> Result<BackendClient, TransportError> {
         let config = client_config(target, &self.client_cert, alpn)
-            .map_err(|e| TransportError(e.to_string()))?;
+            .map_err(TransportError::new)?;
         let connector = TlsConnector {
             tcp: self.tcp.clone(),
             tls: tokio_rustls::TlsConnector::from(config),
