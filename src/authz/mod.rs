@@ -192,10 +192,31 @@ impl Authorization {
     }
 }
 
-/// An authorizer could not decide.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct AuthorizationError(pub String);
+/// An authorizer could not decide (the webhook could not be reached, its answer did not
+/// decode, it said both allow and deny): answered 500, never taken as an Allow. Its
+/// `Display` and `source` are those of the cause, which [`AuthorizationError::get_ref`]
+/// gives for downcasting; cloning shares it (decisions are cached, errors are not).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
+pub struct AuthorizationError(Arc<dyn std::error::Error + Send + Sync>);
+
+impl AuthorizationError {
+    /// An error caused by `cause` (an error, or a message as a `String` or `&str`).
+    pub fn new(cause: impl Into<crate::body::BoxError>) -> AuthorizationError {
+        AuthorizationError(Arc::from(cause.into()))
+    }
+
+    /// The cause.
+    pub fn get_ref(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+/// Every member of a [`Union`] that failed, as upstream's `utilerrors.NewAggregate`
+/// lists them (`a, b`).
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))]
+struct Failed(Vec<AuthorizationError>);
 
 /// The boxed future an [`Authorizer`] returns.
 pub type AuthorizeFuture =
@@ -374,11 +395,14 @@ impl Authorizer for Union {
                             reasons.push(format!("{name}: {}", a.reason));
                         }
                     }
-                    Err(e) => errors.push(e.0),
+                    Err(e) => errors.push(e),
                 }
             }
             if !errors.is_empty() {
-                return Err(AuthorizationError(errors.join(", ")));
+                return Err(match errors.len() {
+                    1 => errors.remove(0),
+                    _ => AuthorizationError::new(Failed(errors)),
+                });
             }
             Ok(Authorization {
                 decision: Decision::NoOpinion,

@@ -202,13 +202,27 @@ impl SubjectAccessReviewSpec {
     }
 }
 
+/// The SubjectAccessReview could not be encoded.
+#[derive(Debug, thiserror::Error)]
+#[error("encoding the SubjectAccessReview: {0}")]
+struct Encode(#[source] serde_json::Error);
+
+/// The webhook's answer is not a SubjectAccessReview.
+#[derive(Debug, thiserror::Error)]
+#[error("decoding the SubjectAccessReview answer from {url}: {source}")]
+struct Decode {
+    url: String,
+    #[source]
+    source: serde_json::Error,
+}
+
 impl SubjectAccessReviewStatus {
     /// The decision upstream reads from a status: both allowed and denied is an error
     /// (upstream returns Deny with that error, which the filter answers with 500);
     /// denied is Deny; allowed is Allow; neither is NoOpinion. The reason passes through.
     pub fn decision(&self) -> Result<Authorization, AuthorizationError> {
         let decision = match (self.allowed, self.denied) {
-            (true, true) => return Err(AuthorizationError(BOTH_ALLOW_AND_DENY.into())),
+            (true, true) => return Err(AuthorizationError::new(BOTH_ALLOW_AND_DENY)),
             (_, true) => Decision::Deny,
             (true, false) => Decision::Allow,
             (false, false) => Decision::NoOpinion,
@@ -271,8 +285,7 @@ pub fn subject_access_review_body(
         spec: spec.clone(),
         ..SubjectAccessReview::default()
     };
-    let encode =
-        |e: serde_json::Error| AuthorizationError(format!("encoding the SubjectAccessReview: {e}"));
+    let encode = |e| AuthorizationError::new(Encode(e));
     let mut value = serde_json::to_value(&review).map_err(encode)?;
     if version == WebhookVersion::V1beta1 {
         // v1beta1 names the groups field `group`; keep the key in its place.
@@ -404,13 +417,13 @@ impl SubjectAccessReviewAuthorizer {
         let body = subject_access_review_body(&spec, self.version)?;
         let answer = self.client.post_json(body).await.map_err(|e| {
             tracing::warn!(url = %self.client.url(), error = %e, "failed to make webhook authorizer request");
-            AuthorizationError(e.to_string())
+            AuthorizationError::new(e)
         })?;
-        let review: SubjectAccessReview = serde_json::from_slice(&answer).map_err(|e| {
-            AuthorizationError(format!(
-                "decoding the SubjectAccessReview answer from {}: {e}",
-                self.client.url()
-            ))
+        let review: SubjectAccessReview = serde_json::from_slice(&answer).map_err(|source| {
+            AuthorizationError::new(Decode {
+                url: self.client.url().to_string(),
+                source,
+            })
         })?;
         let status = review.status;
         let ttl = if status.allowed {

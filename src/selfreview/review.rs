@@ -178,7 +178,7 @@ pub(super) fn status(
             status.reason = a.reason;
         }
         // Not allowed; the error is reported, as upstream's NoOpinion plus error.
-        Err(e) => errors.push(e.0),
+        Err(e) => errors.push(e.to_string()),
     }
     errors.extend(notes.iter().map(|n| (*n).to_owned()));
     status.evaluation_error = errors.join("; ");

@@ -31,7 +31,7 @@ impl Authorizer for Policy {
                 decision: Decision::Deny,
                 reason: "never".into(),
             }),
-            "patch" => Err(AuthorizationError("policy unreachable".into())),
+            "patch" => Err(AuthorizationError::new("policy unreachable")),
             _ => Ok(Authorization::new(Decision::NoOpinion)),
         };
         Box::pin(std::future::ready(verdict))

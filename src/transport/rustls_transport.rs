@@ -90,8 +90,7 @@ impl RustlsTransport {
         target: &BackendTarget,
         alpn: &[&[u8]],
     ) -> Result<BackendClient, TransportError> {
-        let config = client_config(target, &self.client_cert, alpn)
-            .map_err(TransportError::new)?;
+        let config = client_config(target, &self.client_cert, alpn).map_err(TransportError::new)?;
         let connector = TlsConnector {
             tcp: self.tcp.clone(),
             tls: tokio_rustls::TlsConnector::from(config),

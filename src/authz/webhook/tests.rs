@@ -222,8 +222,8 @@ async fn status_maps_to_decisions_as_upstream() {
         let got = got
             .as_ref()
             .map(|a| (a.decision, a.reason.as_str()))
-            .map_err(|e| e.0.as_str());
-        assert_eq!(got, want, "{s}");
+            .map_err(|e| e.to_string());
+        assert_eq!(got, want.map_err(str::to_owned), "{s}");
     }
 }
 
@@ -280,7 +280,7 @@ async fn errors_are_returned_and_never_cached() {
     let (authz, _) = authorizer(transport);
     let attrs = resource_attrs("alice");
     let err = authz.authorize(&attrs).await.unwrap_err();
-    assert!(err.0.contains("status code 403"), "{err}");
+    assert!(err.to_string().contains("status code 403"), "{err}");
     authz.authorize(&attrs).await.unwrap_err();
     assert_eq!(
         stub.calls.load(Ordering::SeqCst),
@@ -298,7 +298,7 @@ async fn errors_are_returned_and_never_cached() {
     let (authz, _) = authorizer(transport);
     let err = authz.authorize(&attrs).await.unwrap_err();
     assert!(
-        err.0.starts_with(
+        err.to_string().starts_with(
             "decoding the SubjectAccessReview answer from https://authz.test/authorize: "
         ),
         "{err}"
@@ -312,7 +312,7 @@ async fn unreachable_webhook_fails_closed() {
     });
     let (authz, _) = authorizer(BoxCloneSyncService::new(svc));
     let err = authz.authorize(&resource_attrs("alice")).await.unwrap_err();
-    assert!(err.0.contains("connection refused"), "{err}");
+    assert!(err.to_string().contains("connection refused"), "{err}");
 }
 
 #[tokio::test]

@@ -38,7 +38,7 @@ fn decide(a: &Attributes) -> Result<Authorization, AuthorizationError> {
     let imp = a.verb == "impersonate";
     match a.user.name.as_str() {
         "system:admin" => return allow,
-        "tester" => return Err(AuthorizationError("works on my machine".into())),
+        "tester" => return Err(AuthorizationError::new("works on my machine")),
         "deny-me" => {
             return Ok(Authorization {
                 decision: Decision::NoOpinion,
