@@ -22,4 +22,6 @@ mod resolver;
 
 pub use controller::{AvailabilityConfig, AvailabilityController};
 pub use metrics::AvailabilityMetrics;
-pub use resolver::{ResolveError, ResolveFuture, ServiceResolver, StaticServiceResolver};
+pub use resolver::{
+    InvalidAddress, ResolveError, ResolveFuture, ServiceResolver, StaticServiceResolver,
+};

@@ -111,26 +111,52 @@ impl StaticServiceResolver {
         StaticServiceResolver::default()
     }
 
-    /// Adds `namespace/name:port` at `address` (`host:port`); errors when the address is
-    /// not a valid authority.
+    /// Adds `namespace/name:port` at `address` (`host:port`).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidAddress`] when `address` is not a `host:port` authority.
     pub fn insert(
         &mut self,
         namespace: &str,
         name: &str,
         port: i32,
         address: &str,
-    ) -> Result<(), String> {
-        let authority: Authority = address
-            .parse()
-            .map_err(|e| format!("address {address:?} is not host:port: {e}"))?;
+    ) -> Result<(), InvalidAddress> {
+        let authority: Authority = address.parse().map_err(|source| InvalidAddress {
+            address: address.to_owned(),
+            source: Some(source),
+        })?;
         if authority.port_u16().is_none() {
-            return Err(format!("address {address:?} has no port"));
+            return Err(InvalidAddress {
+                address: address.to_owned(),
+                source: None,
+            });
         }
         self.entries
             .entry((namespace.to_owned(), name.to_owned()))
             .or_default()
             .insert(port, authority);
         Ok(())
+    }
+}
+
+/// An address given to [`StaticServiceResolver::insert`] that is not `host:port`.
+#[derive(Debug, thiserror::Error)]
+#[error("address {address:?} {}", match source {
+    Some(e) => format!("is not host:port: {e}"),
+    None => "has no port".to_owned(),
+})]
+pub struct InvalidAddress {
+    address: String,
+    #[source]
+    source: Option<http::uri::InvalidUri>,
+}
+
+impl InvalidAddress {
+    /// The address as given.
+    pub fn address(&self) -> &str {
+        &self.address
     }
 }
 
