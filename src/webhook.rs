@@ -274,14 +274,102 @@ pub struct Kubeconfig {
     pub token: Option<String>,
 }
 
-/// A kubeconfig that cannot be used; names the file and what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}: {detail}", file.display())]
+/// A kubeconfig that cannot be used: the file, when it came from one, and what is wrong
+/// (`authz.kubeconfig: cluster "authz" has no server`). The one error of reading a
+/// kubeconfig and of building its webhook client.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{kind}", file.as_ref().map(|f| format!("{}: ", f.display())).unwrap_or_default())]
 pub struct KubeconfigError {
-    /// The file.
-    pub file: PathBuf,
+    file: Option<PathBuf>,
+    #[source]
+    kind: KubeconfigErrorKind,
+}
+
+impl KubeconfigError {
+    /// The kubeconfig file, when the configuration was read from one.
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
     /// What is wrong.
-    pub detail: String,
+    pub fn kind(&self) -> &KubeconfigErrorKind {
+        &self.kind
+    }
+
+    /// The same error, naming `file`.
+    pub(crate) fn in_file(mut self, file: &Path) -> KubeconfigError {
+        self.file = Some(file.to_owned());
+        self
+    }
+}
+
+impl From<KubeconfigErrorKind> for KubeconfigError {
+    fn from(kind: KubeconfigErrorKind) -> KubeconfigError {
+        KubeconfigError { file: None, kind }
+    }
+}
+
+/// What is wrong with a kubeconfig.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KubeconfigErrorKind {
+    /// The file could not be read.
+    #[error("cannot read: {0}")]
+    Read(#[source] std::io::Error),
+    /// The text is not a kubeconfig.
+    #[error("invalid kubeconfig: {0}")]
+    Yaml(#[source] serde_yaml_ng::Error),
+    /// No cluster (the current context's, or any).
+    #[error("no cluster")]
+    NoCluster,
+    /// The cluster of this name has no `server`.
+    #[error("cluster {0:?} has no server")]
+    NoServer(String),
+    /// A file the kubeconfig names could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    ReadReferenced {
+        /// The file, relative paths resolved against the kubeconfig's directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A `*-data` field is not base64.
+    #[error("{field}: invalid base64: {source}")]
+    Base64 {
+        /// The field, e.g. `certificate-authority-data`.
+        field: &'static str,
+        /// Why.
+        #[source]
+        source: base64::DecodeError,
+    },
+    /// `server` is not a URL.
+    #[error("server {server:?} is not a URL: {source}")]
+    ServerNotUrl {
+        /// The server as written.
+        server: String,
+        /// Why.
+        #[source]
+        source: http::uri::InvalidUri,
+    },
+    /// `server` is not an `https` URL (the server as written).
+    #[error("server {0:?} must be an https URL")]
+    ServerNotHttps(String),
+    /// `server` has no host (the server as written).
+    #[error("server {0:?} has no host")]
+    ServerNoHost(String),
+    /// Only one of the client certificate and key.
+    #[error("client certificate and key must be given together")]
+    HalfClientCertificate,
+    /// The client certificate and key do not load.
+    #[error(transparent)]
+    ClientCertificate(#[from] crate::transport::TlsConfigError),
+    /// The HTTPS client could not be built (the CA bundle, ...).
+    #[error(transparent)]
+    Transport(#[from] crate::transport::TransportError),
+    /// The webhook's cache could not be set up.
+    #[error(transparent)]
+    Cache(#[from] crate::authn::AuthenticationError),
 }
 
 #[derive(Deserialize, Default)]
@@ -332,19 +420,16 @@ struct RawContext {
 impl Kubeconfig {
     /// Reads a kubeconfig file; relative paths inside it are relative to its directory.
     pub fn load(path: &Path) -> Result<Kubeconfig, KubeconfigError> {
-        let err = |detail: String| KubeconfigError {
-            file: path.to_owned(),
-            detail,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| KubeconfigError::from(KubeconfigErrorKind::Read(e)).in_file(path))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        Kubeconfig::parse(&text, base).map_err(err)
+        Kubeconfig::parse(&text, base).map_err(|e| e.in_file(path))
     }
 
     /// Parses kubeconfig text; the current context's cluster and user, or the first ones.
-    pub fn parse(text: &str, base: &Path) -> Result<Kubeconfig, String> {
-        let raw: RawConfig =
-            serde_yaml_ng::from_str(text).map_err(|e| format!("invalid kubeconfig: {e}"))?;
+    pub fn parse(text: &str, base: &Path) -> Result<Kubeconfig, KubeconfigError> {
+        use KubeconfigErrorKind as Kind;
+        let raw: RawConfig = serde_yaml_ng::from_str(text).map_err(Kind::Yaml)?;
         let ctx = raw
             .contexts
             .iter()
@@ -354,14 +439,14 @@ impl Kubeconfig {
             Some(c) => raw.clusters.iter().find(|x| x.name == c.cluster),
             None => raw.clusters.first(),
         }
-        .ok_or("no cluster")?;
+        .ok_or(Kind::NoCluster)?;
         let user = match ctx {
             Some(c) => raw.users.iter().find(|x| x.name == c.user),
             None => raw.users.first(),
         };
         let c = &cluster.value;
         if c.server.is_empty() {
-            return Err(format!("cluster {:?} has no server", cluster.name));
+            return Err(Kind::NoServer(cluster.name.clone()).into());
         }
         let read = |p: &PathBuf| {
             let p = if p.is_absolute() {
@@ -369,12 +454,12 @@ impl Kubeconfig {
             } else {
                 base.join(p)
             };
-            std::fs::read(&p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+            std::fs::read(&p).map_err(|source| Kind::ReadReferenced { path: p, source })
         };
-        let data = |field: &str, s: &str| {
+        let data = |field: &'static str, s: &str| {
             base64::engine::general_purpose::STANDARD
                 .decode(s.trim())
-                .map_err(|e| format!("{field}: invalid base64: {e}"))
+                .map_err(|source| Kind::Base64 { field, source })
         };
         let ca_pem = match (&c.certificate_authority_data, &c.certificate_authority) {
             (Some(d), _) => Some(data("certificate-authority-data", d)?),
@@ -414,22 +499,23 @@ impl Kubeconfig {
         &self,
         executor: crate::rt::Executor,
         timer: Timer,
-    ) -> Result<WebhookClient, String> {
+    ) -> Result<WebhookClient, KubeconfigError> {
         use crate::transport::{BackendTarget, ClientCertificate, RustlsTransport, Transport};
-        let url: Uri = self
-            .server
-            .parse()
-            .map_err(|e| format!("server {:?} is not a URL: {e}", self.server))?;
+        use KubeconfigErrorKind as Kind;
+        let url: Uri = self.server.parse().map_err(|source| Kind::ServerNotUrl {
+            server: self.server.clone(),
+            source,
+        })?;
         if url.scheme_str() != Some("https") {
-            return Err(format!("server {:?} must be an https URL", self.server));
+            return Err(Kind::ServerNotHttps(self.server.clone()).into());
         }
         let host = url
             .host()
-            .ok_or_else(|| format!("server {:?} has no host", self.server))?;
+            .ok_or_else(|| Kind::ServerNoHost(self.server.clone()))?;
         let cert = match (&self.client_certificate_pem, &self.client_key_pem) {
-            (Some(c), Some(k)) => ClientCertificate::from_pem(c, k).map_err(|e| e.to_string())?,
+            (Some(c), Some(k)) => ClientCertificate::from_pem(c, k).map_err(Kind::from)?,
             (None, None) => ClientCertificate::none(),
-            _ => return Err("client certificate and key must be given together".into()),
+            _ => return Err(Kind::HalfClientCertificate.into()),
         };
         let target = BackendTarget {
             server_name: host
@@ -441,7 +527,7 @@ impl Kubeconfig {
         };
         let transport = RustlsTransport::new(cert, executor, timer.clone())
             .client(&target)
-            .map_err(|e| e.to_string())?;
+            .map_err(Kind::from)?;
         Ok(WebhookClient::new(transport, url, timer).with_token(self.token.clone()))
     }
 }
@@ -477,6 +563,7 @@ current-context: webhook
         assert!(
             Kubeconfig::parse("clusters: []", Path::new("."))
                 .unwrap_err()
+                .to_string()
                 .contains("no cluster")
         );
     }

@@ -78,8 +78,6 @@ pub use token_cache::CacheTtl;
 pub(crate) use token_file::parse_csv;
 pub use token_file::{TokenFileAuthenticator, TokenFileError};
 pub use token_review::TokenReviewAuthenticator;
-#[cfg(feature = "tokio")]
-pub use token_review::TokenReviewConfigError;
 pub use union::{Anonymous, Union};
 pub use x509::{CREDENTIAL_ID_EXTRA, InvalidClientCa, X509Authenticator};
 

@@ -49,17 +49,6 @@ impl std::fmt::Debug for TokenReviewAuthenticator {
     }
 }
 
-/// The webhook configuration file could not be used; names the file.
-#[cfg(feature = "tokio")]
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("authentication token webhook config {}: {detail}", file.display())]
-pub struct TokenReviewConfigError {
-    /// The kubeconfig file.
-    pub file: std::path::PathBuf,
-    /// What is wrong.
-    pub detail: String,
-}
-
 impl TokenReviewAuthenticator {
     /// An authenticator calling `client`, caching for `ttl` on `timer`'s clock.
     ///
@@ -86,14 +75,14 @@ impl TokenReviewAuthenticator {
         executor: crate::rt::Executor,
         timer: Timer,
         ttl: CacheTtl,
-    ) -> Result<Self, TokenReviewConfigError> {
-        let err = |detail: String| TokenReviewConfigError {
-            file: path.to_owned(),
-            detail,
-        };
-        let config = crate::webhook::Kubeconfig::load(path).map_err(|e| err(e.detail))?;
-        let client = config.client(executor, timer.clone()).map_err(err)?;
-        Self::new(client, timer, ttl).map_err(|e| err(e.to_string()))
+    ) -> Result<Self, crate::webhook::KubeconfigError> {
+        use crate::webhook::{KubeconfigError, KubeconfigErrorKind};
+        let config = crate::webhook::Kubeconfig::load(path)?;
+        let client = config
+            .client(executor, timer.clone())
+            .map_err(|e| e.in_file(path))?;
+        Self::new(client, timer, ttl)
+            .map_err(|e| KubeconfigError::from(KubeconfigErrorKind::Cache(e)).in_file(path))
     }
 
     /// The audiences the webhook's server accepts when its answer names none

@@ -376,12 +376,9 @@ impl SubjectAccessReviewAuthorizer {
         timer: Timer,
     ) -> Result<SubjectAccessReviewAuthorizer, crate::webhook::KubeconfigError> {
         let config = crate::webhook::Kubeconfig::load(path)?;
-        let client = config.client(executor, timer.clone()).map_err(|detail| {
-            crate::webhook::KubeconfigError {
-                file: path.to_owned(),
-                detail,
-            }
-        })?;
+        let client = config
+            .client(executor, timer.clone())
+            .map_err(|e| e.in_file(path))?;
         Ok(SubjectAccessReviewAuthorizer::new(client, timer))
     }
 
