@@ -10,7 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use pin_project_lite::pin_project;
 
@@ -61,8 +61,17 @@ impl fmt::Debug for Executor {
 }
 
 /// A type-erased, cloneable timer.
+///
+/// Besides hyper's monotonic [`now`](Timer::now) it keeps the wall clock reading taken
+/// when it was wrapped, so [`Timer::wall_clock`] follows the injected clock: a paused or
+/// hand-moved test clock moves the timestamps the library writes (APIService conditions)
+/// too.
 #[derive(Clone)]
-pub struct Timer(Arc<dyn hyper::rt::Timer + Send + Sync>);
+pub struct Timer {
+    timer: Arc<dyn hyper::rt::Timer + Send + Sync>,
+    /// The wall clock and the timer's `now` at the same moment.
+    anchor: (SystemTime, Instant),
+}
 
 impl Timer {
     /// Wraps any hyper timer.
@@ -70,7 +79,28 @@ impl Timer {
     where
         T: hyper::rt::Timer + Send + Sync + 'static,
     {
-        Timer(Arc::new(timer))
+        let anchor = (SystemTime::now(), timer.now());
+        Timer {
+            timer: Arc::new(timer),
+            anchor,
+        }
+    }
+
+    /// The wall clock as this timer sees it: the wall time when the timer was wrapped,
+    /// moved on by as much as the timer's [`now`](Timer::now) has moved since.
+    pub fn wall_clock(&self) -> SystemTime {
+        let (wall, then) = self.anchor;
+        let now = self.now();
+        match now.checked_duration_since(then) {
+            Some(ahead) => wall + ahead,
+            None => wall - then.duration_since(now),
+        }
+    }
+
+    /// [`Timer::wall_clock`] as RFC 3339 (UTC, seconds), as Kubernetes writes
+    /// `metav1.Time`.
+    pub fn rfc3339(&self) -> String {
+        humantime::format_rfc3339_seconds(self.wall_clock()).to_string()
     }
 
     /// The tokio timer (`tokio::time`, so a paused tokio clock applies).
@@ -81,12 +111,12 @@ impl Timer {
 
     /// A future that completes after `duration`.
     pub fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        self.0.sleep(duration)
+        self.timer.sleep(duration)
     }
 
     /// The timer's notion of now (follows a paused clock where the timer does).
     pub fn now(&self) -> Instant {
-        self.0.now()
+        self.timer.now()
     }
 
     /// Runs `fut` with a deadline of `duration`; `Err(Elapsed)` when the deadline passes first.
@@ -100,19 +130,19 @@ impl Timer {
 
 impl hyper::rt::Timer for Timer {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        self.0.sleep(duration)
+        self.timer.sleep(duration)
     }
 
     fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        self.0.sleep_until(deadline)
+        self.timer.sleep_until(deadline)
     }
 
     fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, new_deadline: Instant) {
-        self.0.reset(sleep, new_deadline)
+        self.timer.reset(sleep, new_deadline)
     }
 
     fn now(&self) -> Instant {
-        self.0.now()
+        self.timer.now()
     }
 }
 
@@ -159,7 +189,9 @@ impl<F: Future> Future for Timeout<F> {
     }
 }
 
-/// RFC 3339 (UTC, seconds) of the wall clock, as Kubernetes writes `metav1.Time`.
+/// RFC 3339 (UTC, seconds) of the system's wall clock, as Kubernetes writes
+/// `metav1.Time`. The library itself writes timestamps from its injected
+/// [`Timer::wall_clock`].
 pub fn rfc3339_now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }

@@ -351,6 +351,7 @@ impl AggregatorBuilder {
             #[cfg(not(feature = "tokio"))]
             _ => return Err(BuildError::NoRuntime),
         };
+        self.registry.set_clock(timer.clone());
         let resolver = self
             .resolver
             .unwrap_or_else(|| Arc::new(StaticServiceResolver::new()));

@@ -22,6 +22,7 @@ use crate::apiservice::{
 };
 use crate::availability::ServiceResolver;
 use crate::discovery::TargetSink;
+use crate::rt::Timer;
 use crate::sharded::ShardedMap;
 use crate::source::{ApiServiceEvent, ApiServiceSource};
 use crate::transport::{BackendTarget, Transport};
@@ -64,6 +65,8 @@ struct Shared {
     sinks: Mutex<Vec<Arc<dyn StatusSink>>>,
     observers: Mutex<Vec<Arc<dyn TableObserver>>>,
     wakers: Mutex<Vec<Waker>>,
+    /// Where condition and creation timestamps come from; the system clock when unset.
+    clock: Mutex<Option<Timer>>,
 }
 
 #[derive(Default)]
@@ -99,7 +102,24 @@ impl Registry {
                 sinks: Mutex::new(Vec::new()),
                 observers: Mutex::new(Vec::new()),
                 wakers: Mutex::new(Vec::new()),
+                clock: Mutex::new(None),
             }),
+        }
+    }
+
+    /// Takes the timestamps it writes (`metadata.creationTimestamp`, each condition's
+    /// `lastTransitionTime`) from `timer`'s [`wall_clock`](Timer::wall_clock) instead of the
+    /// system clock, so a paused or hand-moved test clock moves them too.
+    /// [`Aggregator::builder`](crate::Aggregator::builder) does this with its timer.
+    pub fn set_clock(&self, timer: Timer) {
+        *lock(&self.shared.clock) = Some(timer);
+    }
+
+    /// Now as RFC 3339 (UTC, seconds) from the clock of [`Registry::set_clock`].
+    fn now_rfc3339(&self) -> String {
+        match &*lock(&self.shared.clock) {
+            Some(timer) => timer.rfc3339(),
+            None => crate::rt::rfc3339_now(),
         }
     }
 
@@ -223,7 +243,7 @@ impl Registry {
         if svc.metadata.creation_timestamp.is_none() {
             svc.metadata.creation_timestamp = old
                 .and_then(|r| r.apiservice.metadata.creation_timestamp.clone())
-                .or_else(|| Some(crate::rt::rfc3339_now()));
+                .or_else(|| Some(self.now_rfc3339()));
         }
         let backend = match &svc.spec.service {
             None => {
@@ -233,7 +253,7 @@ impl Registry {
                     ConditionStatus::True,
                     "Local",
                     "Local APIServices are always available",
-                    &crate::rt::rfc3339_now(),
+                    &self.now_rfc3339(),
                 );
                 if changed {
                     changed_status.push(svc.clone());
@@ -376,7 +396,7 @@ impl Registry {
             status,
             reason,
             message,
-            &crate::rt::rfc3339_now(),
+            &self.now_rfc3339(),
         ) {
             return None;
         }

@@ -95,3 +95,42 @@ fn resync_rebuilds_changed_groups_in_one_generation() {
     assert_eq!(group_names(&second), ["c", "a"]);
     assert!(second.group("b").is_none());
 }
+
+/// With a clock from `set_clock`, `creationTimestamp` and `lastTransitionTime` follow the
+/// injected timer's wall clock, not the system's.
+#[test]
+fn timestamps_follow_the_injected_clock() {
+    let clock = crate::testing::ManualClock::new();
+    let timer = clock.timer();
+    let registry = Registry::new(NoTransport);
+    registry.set_clock(timer.clone());
+    let svc: ApiService = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "v1.remote.example.io"},
+        "spec": {"group": "remote.example.io", "version": "v1", "groupPriorityMinimum": 100,
+                 "versionPriority": 15, "service": {"namespace": "ns", "name": "svc"}}
+    }))
+    .unwrap();
+    registry.apply(ApiServiceEvent::Applied(svc)).unwrap();
+    let created = timer.rfc3339();
+
+    // A day later on the injected clock; the system clock has moved by microseconds.
+    clock.advance(std::time::Duration::from_secs(86_400));
+    registry.set_available_condition(
+        "v1.remote.example.io",
+        ConditionStatus::True,
+        "Passed",
+        "all checks passed",
+    );
+    let table = registry.snapshot_owned();
+    let route = table.get("v1.remote.example.io").unwrap();
+    assert_eq!(
+        route.apiservice.metadata.creation_timestamp.as_deref(),
+        Some(created.as_str())
+    );
+    let condition = &route.apiservice.status.conditions[0];
+    assert_eq!(condition.last_transition_time, Some(timer.rfc3339()));
+    assert_ne!(
+        condition.last_transition_time,
+        Some(crate::rt::rfc3339_now())
+    );
+}
