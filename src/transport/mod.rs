@@ -11,6 +11,8 @@
 
 mod memory;
 #[cfg(feature = "tokio")]
+mod pool;
+#[cfg(feature = "tokio")]
 mod rustls_transport;
 mod tls;
 
@@ -20,6 +22,8 @@ use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 
 pub use memory::InMemoryTransport;
+#[cfg(feature = "tokio")]
+pub use pool::{ConnectError, PoolConfig};
 #[cfg(feature = "tokio")]
 pub use rustls_transport::{RustlsTransport, TcpConnector};
 #[cfg(feature = "tokio")]

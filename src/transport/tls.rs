@@ -38,6 +38,9 @@ pub enum TlsConfigError {
 #[derive(Debug, Clone, Default)]
 pub struct ClientCertificate {
     current: Arc<ArcSwapOption<CertifiedKey>>,
+    /// Bumped by every [`ClientCertificate::set_pem`]: pooled connections made with an
+    /// older certificate are drained instead of reused.
+    generation: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl ClientCertificate {
@@ -75,7 +78,16 @@ impl ClientCertificate {
             .keys_match()
             .map_err(|e| TlsConfigError::ClientCertificate(e.to_string()))?;
         self.current.store(Some(Arc::new(certified)));
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         Ok(())
+    }
+
+    /// How many times the certificate was set; connections remember it from their
+    /// handshake.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 
