@@ -11,7 +11,7 @@
 //!   replaced, instead of being used for ~45 s;
 //! - a request the backend provably never processed (refused with `REFUSED_STREAM`, above
 //!   the last stream id of a GOAWAY, or sent on a reused HTTP/1.1 connection the backend
-//!   had closed) is sent once more on a fresh connection when it can be replayed: an
+//!   had closed) is sent once more, on another connection, when it can be replayed: an
 //!   idempotent method (GET, HEAD, OPTIONS) or a body not yet started, as Go's transport
 //!   retries;
 //! - more than one connection per backend when streams run out;
@@ -170,6 +170,9 @@ struct Host {
     /// The backend chose HTTP/1.1 by ALPN.
     http1_only: bool,
     http1_idle: Vec<Idle>,
+    /// Signalled when a dial ends; `dials_ended` counts them.
+    dialed: Arc<tokio::sync::Notify>,
+    dials_ended: u64,
 }
 
 struct H2Conn {
@@ -179,6 +182,8 @@ struct H2Conn {
     max_streams: Arc<AtomicUsize>,
     /// The proxy client certificate's generation at dial time.
     cert_generation: u64,
+    /// The backend sent GOAWAY: no new streams here.
+    draining: std::sync::atomic::AtomicBool,
 }
 
 struct Idle {
@@ -196,12 +201,27 @@ enum Pick {
     Http2(Arc<H2Conn>),
     Http1(http1::SendRequest<Body>),
     Dial,
+    /// Every allowed connection is still being dialled: wait for one (the host's dial
+    /// count when this was decided, and its signal).
+    Wait(u64, Arc<tokio::sync::Notify>),
 }
 
-/// Why one attempt failed, and whether the backend provably never saw the request.
+/// Why one attempt failed, and whether (and where) it may be sent again.
 struct AttemptError {
     error: BoxError,
-    unprocessed: bool,
+    retry: Retry,
+}
+
+/// Whether a failed attempt proves the backend never processed the request, and so where
+/// a replayable request goes next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    /// It may have been processed: never sent again.
+    No,
+    /// Refused for a stream slot (`REFUSED_STREAM`): any connection with room.
+    Elsewhere,
+    /// Its connection went away under it (GOAWAY, closed): a new connection.
+    Fresh,
 }
 
 impl Pool {
@@ -264,15 +284,12 @@ impl PoolInner {
         let replay = replay_copy(&req);
         match self.attempt(&authority, req, false).await {
             Ok(res) => Ok(res),
-            Err(AttemptError {
-                error,
-                unprocessed: true,
-            }) if replay.is_some() => {
-                tracing::debug!(%authority, %error, "backend never processed the request; sending it again on a new connection");
+            Err(AttemptError { error, retry }) if retry != Retry::No && replay.is_some() => {
+                tracing::debug!(%authority, %error, "backend never processed the request; sending it again");
                 let req = replay.map(|r| r.map(|()| Body::empty()));
                 match req {
                     Some(req) => self
-                        .attempt(&authority, req, true)
+                        .attempt(&authority, req, retry == Retry::Fresh)
                         .await
                         .map_err(|e| e.error),
                     None => Err(error),
@@ -282,14 +299,20 @@ impl PoolInner {
         }
     }
 
-    /// Picks (or dials) a connection for a request to `authority`; `fresh` forces a new one.
+    /// Picks (or dials) a connection for a request to `authority`; `fresh` dials a new one
+    /// (a retry after its connection went away, allowed past the connection limit).
     fn pick(&self, authority: &Authority, fresh: bool) -> Pick {
         let generation = self.client_cert.generation();
         let now = self.timer.now();
         let mut hosts = lock(&self.hosts);
         let host = hosts.entry(authority.clone()).or_default();
-        host.http2
-            .retain(|c| !c.send.is_closed() && c.cert_generation == generation);
+        // Closed, draining after a GOAWAY, or made with an older client certificate:
+        // not for new requests (those in flight finish).
+        host.http2.retain(|c| {
+            !c.send.is_closed()
+                && !c.draining.load(Ordering::Acquire)
+                && c.cert_generation == generation
+        });
         if fresh {
             host.dialing += usize::from(!host.http1_only);
             return Pick::Dial;
@@ -326,12 +349,7 @@ impl PoolInner {
                 conn.in_flight.fetch_add(1, Ordering::AcqRel);
                 Pick::Http2(conn)
             }
-            // Every allowed connection is still being dialled: dial one more rather
-            // than wait on another request's handshake.
-            None => {
-                host.dialing += 1;
-                Pick::Dial
-            }
+            None => Pick::Wait(host.dials_ended, host.dialed.clone()),
         }
     }
 
@@ -341,7 +359,27 @@ impl PoolInner {
         req: Request<Body>,
         fresh: bool,
     ) -> Result<Response<Body>, AttemptError> {
-        match self.pick(authority, fresh) {
+        let pick = loop {
+            match self.pick(authority, fresh) {
+                Pick::Wait(seen, dialed) => {
+                    let notified = dialed.notified();
+                    let mut notified = std::pin::pin!(notified);
+                    notified.as_mut().enable();
+                    // A dial that ended since the pick has already signalled.
+                    let ended = lock(&self.hosts)
+                        .get(authority)
+                        .is_none_or(|h| h.dials_ended != seen);
+                    if !ended {
+                        // A dial ends within the connect and handshake timeouts.
+                        let wait = self.config.connect_timeout + self.config.tls_handshake_timeout;
+                        let _ = tokio::time::timeout(wait, notified).await;
+                    }
+                }
+                pick => break pick,
+            }
+        };
+        match pick {
+            Pick::Wait(..) => unreachable!("the loop above never ends with Wait"),
             Pick::Http2(conn) => self.send_h2(conn, req).await,
             Pick::Http1(send) => self.send_h1(authority, send, req, true).await,
             Pick::Dial => {
@@ -350,16 +388,22 @@ impl PoolInner {
                 self.dialed(authority, dialed.as_ref().ok().map(|(_, h2)| *h2));
                 let (io, h2) = dialed.map_err(|e| AttemptError {
                     error: Box::new(e),
-                    unprocessed: false,
+                    retry: Retry::No,
                 })?;
                 if h2 {
-                    let conn = self.handshake_h2(io, generation).await?;
-                    conn.in_flight.fetch_add(1, Ordering::AcqRel);
-                    lock(&self.hosts)
-                        .entry(authority.clone())
-                        .or_default()
-                        .http2
-                        .push(conn.clone());
+                    let handshake = self.handshake_h2(io, generation).await;
+                    let conn = {
+                        let mut hosts = lock(&self.hosts);
+                        let host = hosts.entry(authority.clone()).or_default();
+                        host.dialing = host.dialing.saturating_sub(1);
+                        host.dials_ended += 1;
+                        host.dialed.notify_waiters();
+                        if let Ok(conn) = &handshake {
+                            conn.in_flight.fetch_add(1, Ordering::AcqRel);
+                            host.http2.push(conn.clone());
+                        }
+                        handshake
+                    }?;
                     self.send_h2(conn, req).await
                 } else {
                     let send = self.handshake_h1(io).await?;
@@ -369,14 +413,18 @@ impl PoolInner {
         }
     }
 
-    /// A dial to `authority` ended: `Some(h2)` when it connected, with ALPN's choice.
+    /// A dial to `authority` connected (`Some(h2)`, with ALPN's choice) or failed. An h2
+    /// connection stays counted as dialling until its HTTP/2 handshake ends.
     fn dialed(&self, authority: &Authority, h2: Option<bool>) {
+        if h2 == Some(true) {
+            return;
+        }
         let mut hosts = lock(&self.hosts);
         let host = hosts.entry(authority.clone()).or_default();
         host.dialing = host.dialing.saturating_sub(1);
-        if h2 == Some(false) {
-            host.http1_only = true;
-        }
+        host.http1_only |= h2 == Some(false);
+        host.dials_ended += 1;
+        host.dialed.notify_waiters();
     }
 
     async fn handshake_h2(&self, io: Io, generation: u64) -> Result<Arc<H2Conn>, AttemptError> {
@@ -388,7 +436,7 @@ impl PoolInner {
             .keep_alive_while_idle(true);
         let (send, conn) = builder.handshake(io).await.map_err(|e| AttemptError {
             error: Box::new(e),
-            unprocessed: false,
+            retry: Retry::No,
         })?;
         let max_streams = Arc::new(AtomicUsize::new(conn.current_max_send_streams()));
         self.executor.spawn(WatchedH2 {
@@ -400,6 +448,7 @@ impl PoolInner {
             in_flight: AtomicUsize::new(0),
             max_streams,
             cert_generation: generation,
+            draining: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -409,7 +458,7 @@ impl PoolInner {
             .await
             .map_err(|e| AttemptError {
                 error: Box::new(e),
-                unprocessed: false,
+                retry: Retry::No,
             })?;
         self.executor.spawn(async move {
             if let Err(e) = conn.await {
@@ -436,11 +485,16 @@ impl PoolInner {
                 })
             })),
             Err(e) => {
-                let unprocessed = h2_never_processed(&e);
+                let retry = h2_retry(&e);
+                if retry == Retry::Fresh {
+                    if let Release::Http2 { _slot } = &release {
+                        _slot.0.draining.store(true, Ordering::Release);
+                    }
+                }
                 drop(release);
                 Err(AttemptError {
                     error: Box::new(e),
-                    unprocessed,
+                    retry,
                 })
             }
         }
@@ -459,7 +513,7 @@ impl PoolInner {
             // Closed while idle: nothing was sent.
             return Err(AttemptError {
                 error: Box::new(e),
-                unprocessed: true,
+                retry: Retry::Fresh,
             });
         }
         match send.send_request(req).await {
@@ -484,12 +538,18 @@ impl PoolInner {
                 }))
             }
             Err(e) => {
-                // A kept-alive connection the backend closed before our request reached
-                // it: hyper saw the close before any response byte.
-                let unprocessed = reused && (e.is_canceled() || e.is_incomplete_message());
+                // A kept-alive connection the backend closed as our request arrived: it
+                // ended before any response byte (hyper's incomplete message, or the TLS
+                // stream's end without close_notify, a reset, a broken pipe). Go's
+                // transport retries these on reused connections too.
+                let closed = e.is_canceled() || e.is_incomplete_message() || closed_io(&e);
                 Err(AttemptError {
                     error: Box::new(e),
-                    unprocessed,
+                    retry: if reused && closed {
+                        Retry::Fresh
+                    } else {
+                        Retry::No
+                    },
                 })
             }
         }
@@ -529,23 +589,50 @@ pub(crate) fn origin_form(mut req: Request<Body>, authority: &Authority) -> Requ
     req
 }
 
-/// Whether an HTTP/2 request failed in a way that proves the backend did not process it:
-/// a `REFUSED_STREAM` reset, or a GOAWAY from the backend (h2 fails exactly the streams
-/// above its last stream id when one arrives); or the connection was already closed when
-/// the request was to be sent.
-fn h2_never_processed(e: &hyper::Error) -> bool {
-    if e.is_canceled() || e.is_closed() {
-        return true;
-    }
+/// Whether an error comes from the connection ending under the request.
+fn closed_io(e: &hyper::Error) -> bool {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
-        if let Some(h2) = err.downcast_ref::<h2::Error>() {
-            return h2.is_remote()
-                && (h2.is_go_away() || h2.reason() == Some(h2::Reason::REFUSED_STREAM));
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+            );
         }
         cur = err.source();
     }
     false
+}
+
+fn h2_error(e: &hyper::Error) -> Option<&h2::Error> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(h2) = err.downcast_ref::<h2::Error>() {
+            return Some(h2);
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// Whether an HTTP/2 request failed in a way that proves the backend did not process it:
+/// a `REFUSED_STREAM` reset (the stream limit; any connection will do), or a GOAWAY from
+/// the backend (h2 fails exactly the streams above its last stream id when one arrives)
+/// or a connection already closed when the request was to be sent (a new connection).
+fn h2_retry(e: &hyper::Error) -> Retry {
+    if e.is_canceled() || e.is_closed() {
+        return Retry::Fresh;
+    }
+    match h2_error(e) {
+        Some(h2) if h2.is_remote() && h2.is_go_away() => Retry::Fresh,
+        Some(h2) if h2.is_remote() && h2.reason() == Some(h2::Reason::REFUSED_STREAM) => {
+            Retry::Elsewhere
+        }
+        _ => Retry::No,
+    }
 }
 
 /// What a finished response gives back to the pool.
