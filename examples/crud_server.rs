@@ -1,0 +1,3 @@
+#[path = "support/mod.rs"]
+mod support;
+fn main() {}
