@@ -6,6 +6,7 @@
 pub mod api_status;
 pub mod cluster;
 pub mod core_api;
+pub mod crud;
 pub mod custom_metrics;
 pub mod demo;
 pub mod extension_server;
