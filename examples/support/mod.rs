@@ -9,6 +9,7 @@ pub mod core_api;
 pub mod crud;
 pub mod custom_metrics;
 pub mod demo;
+pub mod demo_servers;
 pub mod extension_server;
 pub mod flags;
 pub mod gateway;

@@ -25,7 +25,9 @@ pub mod schema;
 pub mod store;
 pub mod watch;
 
+use std::collections::VecDeque;
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -69,7 +71,24 @@ impl Default for CrudConfig {
 pub struct Crud {
     store: Store,
     bookmark_interval: Duration,
+    log: Arc<Mutex<VecDeque<Seen>>>,
 }
+
+/// One request as the server received it: what a client really sent.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// The method.
+    pub method: Method,
+    /// The target: escaped path and raw query.
+    pub target: String,
+    /// The `Content-Type`, empty when absent.
+    pub content_type: String,
+    /// The `Accept`, empty when absent.
+    pub accept: String,
+}
+
+/// How many requests [`Crud::log`] keeps.
+pub const LOG_SIZE: usize = 512;
 
 /// Request bodies larger than this get 413, as apiserver's `MaxRequestBodyBytes` (3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -81,7 +100,13 @@ impl Crud {
         Ok(Crud {
             store,
             bookmark_interval: config.bookmark_interval,
+            log: Arc::default(),
         })
+    }
+
+    /// The most recent requests, oldest first.
+    pub fn log(&self) -> Vec<Seen> {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect()
     }
 
     /// The store, for inspection.
@@ -119,6 +144,7 @@ impl Crud {
         };
         let path = parts.uri.path();
         tracing::debug!(method = %parts.method, path, "servicecatalog request");
+        self.remember(&parts);
         if let Some(res) = self.documents(&parts.method, path, parts.uri.query(), &parts.headers) {
             return res;
         }
@@ -168,6 +194,24 @@ impl Crud {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("application/json");
         self.verb(&call, &parts.method, name, content_type, &body)
+    }
+
+    fn remember(&self, parts: &http::request::Parts) {
+        let header = |name: header::HeaderName| {
+            let value = parts.headers.get(name).and_then(|v| v.to_str().ok());
+            value.unwrap_or_default().to_owned()
+        };
+        let seen = Seen {
+            method: parts.method.clone(),
+            target: parts.uri.path_and_query().map_or("/", |pq| pq.as_str()).to_owned(),
+            content_type: header(header::CONTENT_TYPE),
+            accept: header(header::ACCEPT),
+        };
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        if log.len() == LOG_SIZE {
+            log.pop_front();
+        }
+        log.push_back(seen);
     }
 
     fn verb(

@@ -81,8 +81,7 @@ fn object_schema(fields: &[Field]) -> Value {
 fn definitions() -> Map<String, Value> {
     let mut d = Map::new();
     for k in KINDS {
-        let mut spec = object_schema(k.spec);
-        spec["description"] = format!("The desired state of a {}.", k.kind).into();
+        let spec = object_schema(k.spec);
         d.insert(format!("{PKG}.{}Spec", k.kind), spec);
         d.insert(format!("{PKG}.{}", k.kind), json!({
             "type": "object", "description": k.description, "required": ["spec"],
