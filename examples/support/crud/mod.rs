@@ -27,9 +27,9 @@ pub mod watch;
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -106,7 +106,12 @@ impl Crud {
 
     /// The most recent requests, oldest first.
     pub fn log(&self) -> Vec<Seen> {
-        self.log.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect()
+        self.log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// The store, for inspection.
@@ -203,7 +208,11 @@ impl Crud {
         };
         let seen = Seen {
             method: parts.method.clone(),
-            target: parts.uri.path_and_query().map_or("/", |pq| pq.as_str()).to_owned(),
+            target: parts
+                .uri
+                .path_and_query()
+                .map_or("/", |pq| pq.as_str())
+                .to_owned(),
             content_type: header(header::CONTENT_TYPE),
             accept: header(header::ACCEPT),
         };
