@@ -109,6 +109,10 @@ fn file_error(what: &str, path: &Path, err: impl Display) -> BoxError {
 
 // ---- Flags ---------------------------------------------------------------------------
 
+/// The address to bind, the serving configuration, and the caller's own flags as
+/// `(name, value)`.
+pub type ParsedFlags = (SocketAddr, ServingConfig, Vec<(String, String)>);
+
 /// The serving flags of a generic apiserver, as `--flag=value` or `--flag value`:
 /// `--bind-address` (127.0.0.1), `--secure-port` (`default_port`), `--tls-cert-file`,
 /// `--tls-private-key-file`, `--requestheader-client-ca-file` (required) and
@@ -118,7 +122,7 @@ pub fn parse_flags(
     mut args: impl Iterator<Item = String>,
     default_port: u16,
     extra: &[&str],
-) -> Result<(SocketAddr, ServingConfig, Vec<(String, String)>), String> {
+) -> Result<ParsedFlags, String> {
     let (mut bind, mut port) = (IpAddr::from([127, 0, 0, 1]), default_port);
     let (mut cert, mut key, mut ca, mut names) = (None, None, None, Vec::new());
     let mut rest = Vec::new();

@@ -2,6 +2,10 @@
 //! and the endpoint handlers (`pkg/endpoints/handlers/{create,get,update,patch,delete}.go`)
 //! carry them out: status codes, reasons and messages are upstream's.
 
+// A refusal is the answer itself (a `Status` response), returned as `Err` and sent as it
+// is, so the error type is the response.
+#![allow(clippy::result_large_err)]
+
 use std::time::SystemTime;
 
 use base64::Engine as _;

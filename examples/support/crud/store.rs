@@ -78,6 +78,10 @@ pub enum WriteError {
     Conflict,
 }
 
+/// What a watch starts from: the initial events, the resourceVersion they bring the
+/// watcher to, and the feed of later events.
+pub type Watching = (Vec<Arc<Event>>, u64, broadcast::Receiver<Arc<Event>>);
+
 /// Why a read at a resourceVersion cannot be served.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReadError {
@@ -216,11 +220,7 @@ impl Store {
     /// `None`, the current objects of `resource` as `ADDED`), the resourceVersion it is
     /// at, and the feed of later events. Taken under the write lock, so nothing is missed
     /// or repeated between the two.
-    pub fn watch(
-        &self,
-        resource: &str,
-        from: Option<u64>,
-    ) -> Result<(Vec<Arc<Event>>, u64, broadcast::Receiver<Arc<Event>>), ReadError> {
+    pub fn watch(&self, resource: &str, from: Option<u64>) -> Result<Watching, ReadError> {
         let state = self.lock();
         let feed = self.events.subscribe();
         let initial = match from {

@@ -14,19 +14,18 @@
 //! - each event is `{"type":...,"object":...}` and a newline; with a `Table` Accept each
 //!   object is a one-row Table, column definitions only in the first event.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use kube_aggregator::Body;
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 use super::kinds::{GROUP_VERSION, Kind};
 use super::output::{self, Form};
 use super::rest::{Call, ListOptions, selected};
-use super::store::{Event, EventType, ReadError};
+use super::store::{Event, EventType, ReadError, Watching};
 use crate::support::api_status::{expired_status, too_large_resource_version};
 use crate::support::extension_server::ChannelBody;
 
@@ -148,7 +147,7 @@ impl Watcher {
 
     async fn run(
         mut self,
-        (initial, at, mut feed): (Vec<Arc<Event>>, u64, broadcast::Receiver<Arc<Event>>),
+        (initial, at, mut feed): Watching,
         tx: mpsc::Sender<Bytes>,
         bookmark_every: Duration,
     ) {

@@ -18,6 +18,10 @@
 //! the `labelSelector` selects series. Every answer is a list (`MetricValueList`,
 //! `ExternalMetricValueList`), even for one object, as upstream's handler lists.
 
+// A refusal is the answer itself (a `Status` response), returned as `Err` and sent as it
+// is, so the error type is the response.
+#![allow(clippy::result_large_err)]
+
 use std::time::SystemTime;
 
 use http::{Response, StatusCode};
