@@ -164,22 +164,32 @@ struct Relay {
     frozen_below: Arc<AtomicU64>,
     next: Arc<AtomicU64>,
     connections: Arc<AtomicUsize>,
+    tasks: tokio::task::JoinSet<()>,
 }
 
 impl Relay {
     async fn start(target: SocketAddr) -> Relay {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind relay");
+        Relay::start_at(target, "127.0.0.1:0".parse().expect("address")).await
+    }
+
+    /// A relay listening on `at` (a port of an earlier, stopped relay, say).
+    async fn start_at(target: SocketAddr, at: SocketAddr) -> Relay {
+        let listener = TcpListener::bind(at).await.expect("bind relay");
         let addr = listener.local_addr().expect("address");
         let frozen_below = Arc::new(AtomicU64::new(0));
         let next = Arc::new(AtomicU64::new(1));
         let connections = Arc::new(AtomicUsize::new(0));
         let (frozen, ids, count) = (frozen_below.clone(), next.clone(), connections.clone());
-        tokio::spawn(async move {
+        let mut tasks = tokio::task::JoinSet::new();
+        let relayed = Arc::new(Mutex::new(tokio::task::JoinSet::new()));
+        let carried = relayed.clone();
+        tasks.spawn(async move {
+            let _keep = carried;
             while let Ok((client, _)) = listener.accept().await {
                 count.fetch_add(1, Ordering::SeqCst);
                 let id = ids.fetch_add(1, Ordering::SeqCst);
                 let frozen = frozen.clone();
-                tokio::spawn(async move {
+                _keep.lock().unwrap().spawn(async move {
                     let Ok(server) = TcpStream::connect(target).await else {
                         return;
                     };
@@ -212,7 +222,13 @@ impl Relay {
             frozen_below,
             next,
             connections,
+            tasks,
         }
+    }
+
+    /// Stops listening and closes every connection: the backend is gone.
+    fn stop(mut self) {
+        self.tasks.abort_all();
     }
 
     /// From now on, every connection relayed so far drops what it reads, both ways.
@@ -475,4 +491,129 @@ async fn a_closed_pooled_http1_connection_retries_get_but_not_post() {
         .filter(|l| l.starts_with("POST "))
         .count();
     assert_eq!(posts, 1, "the POST was replayed");
+}
+
+/// Passive availability (beyond upstream): once a request finds the backend unreachable
+/// (connection refused), the APIService is `Available=False` at once, later requests get
+/// the gate's fast 503 instead of a dial each, and a re-check soon after brings it back
+/// when the backend returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_backend_is_marked_unavailable_at_once_and_comes_back() {
+    use kube_aggregator::Aggregator;
+    use kube_aggregator::availability::AvailabilityConfig;
+    use tower::Layer;
+
+    let pki = Pki::new();
+    let backend = H2Backend::start(&pki, Duration::ZERO, |_| {}, None).await;
+    let relay = Relay::start(backend.addr).await;
+    let relay_addr = relay.addr;
+    let proxy = pki.front_proxy_ca.client("front-proxy-client", &[]);
+    let transport = RustlsTransport::from_pem(proxy.cert_pem.as_bytes(), proxy.key_pem.as_bytes())
+        .expect("proxy client certificate");
+    let mut resolver = StaticServiceResolver::new();
+    resolver
+        .insert("test-ns", "backend", 443, &relay_addr.to_string())
+        .expect("resolver entry");
+    let (aggregator, worker) = Aggregator::builder(transport)
+        .resolver(resolver)
+        .authenticator(alice())
+        .authorizer(AlwaysAllow)
+        .availability(AvailabilityConfig {
+            // Only the passive path may notice within this test.
+            resync_period: Duration::from_secs(600),
+            passive_recheck: Duration::from_millis(300),
+            backoff_max: Duration::from_secs(1),
+            ..AvailabilityConfig::default()
+        })
+        .build()
+        .expect("the stack");
+    let registry = aggregator.registry().clone();
+    registry
+        .apply(ApiServiceEvent::Applied(common::widgets_apiservice(&pki)))
+        .expect("a valid APIService");
+    tokio::spawn(worker);
+    let host = tower::service_fn(|_: Request<Body>| async {
+        Ok::<_, Infallible>(Response::new(Body::full("host")))
+    });
+    let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
+    let tls = server::server_config(
+        leaf.cert_pem.as_bytes(),
+        leaf.key_pem.as_bytes(),
+        pki.client_ca.cert_pem.as_bytes(),
+        true,
+    )
+    .expect("gateway TLS");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    tokio::spawn(server::serve_tls(
+        listener,
+        tls,
+        aggregator.layer(host),
+        std::future::pending(),
+    ));
+    let client = Client::new(&pki, addr, None, Protocol::Http1);
+    let available = || {
+        registry
+            .snapshot()
+            .get(APISERVICE)
+            .is_some_and(|r| r.is_available())
+    };
+    let until = |want: bool, within: Duration| async move {
+        let deadline = Instant::now() + within;
+        while available() != want {
+            assert!(
+                Instant::now() < deadline,
+                "Available did not become {want} within {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    until(true, Duration::from_secs(5)).await;
+    assert_eq!(get_status(&client, 1).await.0, StatusCode::OK);
+
+    // The backend goes away: its connections close, new ones are refused.
+    relay.stop();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (status, body) = get_status(&client, 2).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(
+        body.starts_with("error trying to reach service: "),
+        "{body}"
+    );
+    assert!(
+        !available(),
+        "one refused request did not mark the APIService unavailable"
+    );
+    let condition = registry
+        .snapshot()
+        .get(APISERVICE)
+        .and_then(|r| {
+            r.apiservice
+                .status
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Available")
+                .cloned()
+        })
+        .expect("an Available condition");
+    assert_eq!(condition.reason, "FailedDiscoveryCheck");
+    assert!(
+        condition
+            .message
+            .starts_with("failing or missing response from https://"),
+        "{}",
+        condition.message
+    );
+    // Later requests are refused by the gate, without a dial.
+    let (status, body) = get_status(&client, 3).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, "service unavailable\n")
+    );
+
+    // Back on the same address: a re-check finds it within a few passive delays.
+    let back = Relay::start_at(backend.addr, relay_addr).await;
+    until(true, Duration::from_secs(5)).await;
+    assert_eq!(get_status(&client, 4).await.0, StatusCode::OK);
+    drop(back);
 }

@@ -38,7 +38,7 @@ use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tower::Service;
 
-use super::ClientCertificate;
+use super::{ClientCertificate, ConnectError};
 use crate::body::{Body, BoxError};
 use crate::rt::{Executor, Timer};
 
@@ -83,22 +83,6 @@ impl Default for PoolConfig {
     }
 }
 
-/// The backend could not be reached: TCP refused or timed out, or TLS failed. The proxy
-/// reports these to availability at once (the request was never sent).
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct ConnectError {
-    message: String,
-    #[source]
-    source: Option<BoxError>,
-}
-
-impl ConnectError {
-    fn new(message: String, source: Option<BoxError>) -> ConnectError {
-        ConnectError { message, source }
-    }
-}
-
 /// Dials a backend: TCP, then TLS with the APIService's server name and ALPN.
 #[derive(Clone)]
 pub(crate) struct Connector {
@@ -136,10 +120,7 @@ impl Connector {
                 return Err(ConnectError::new(format!("tls: {e}"), Some(Box::new(e))));
             }
             Err(_) => {
-                return Err(ConnectError::new(
-                    "net/http: TLS handshake timeout".into(),
-                    None,
-                ));
+                return Err(ConnectError::new("net/http: TLS handshake timeout", None));
             }
         };
         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
