@@ -46,12 +46,20 @@ pub struct InvalidClientCa(pub(crate) String);
 /// checking its signatures again each time would cost tens of microseconds per request.
 /// A remembered success still requires the leaf to be within its validity at `now`, and
 /// carries what the authenticators read from the leaf, so it is not parsed again.
+///
+/// The CA bundle can be replaced at run time ([`ChainVerifier::set_pem`]); remembered
+/// verdicts are forgotten then.
 #[derive(Clone)]
 pub(crate) struct ChainVerifier {
-    verifier: Arc<dyn ClientCertVerifier>,
-    /// The trust anchors as given, for the CA-overlap check of known failure B06.
-    pub(crate) anchors: Arc<[CertificateDer<'static>]>,
+    trust: Arc<arc_swap::ArcSwap<Trust>>,
     verdicts: Arc<Mutex<Verdicts>>,
+}
+
+/// One CA bundle: its verifier and the anchors as given.
+struct Trust {
+    verifier: Arc<dyn ClientCertVerifier>,
+    /// For the CA-overlap check of known failure B06.
+    anchors: Arc<[CertificateDer<'static>]>,
 }
 
 /// Verdicts of one minute (`minute` = Unix seconds / 60); cleared when the minute changes
@@ -91,15 +99,15 @@ fn chain_digest(chain: &[CertificateDer<'static>]) -> [u8; 32] {
 impl std::fmt::Debug for ChainVerifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ChainVerifier")
-            .field("anchors", &self.anchors.len())
+            .field("anchors", &self.trust.load().anchors.len())
             .finish_non_exhaustive()
     }
 }
 
-impl ChainVerifier {
-    pub(crate) fn new(
+impl Trust {
+    fn new(
         ca_certificates: impl IntoIterator<Item = CertificateDer<'static>>,
-    ) -> Result<Self, InvalidClientCa> {
+    ) -> Result<Trust, InvalidClientCa> {
         let mut roots = RootCertStore::empty();
         let mut anchors = Vec::new();
         for cert in ca_certificates {
@@ -117,19 +125,49 @@ impl ChainVerifier {
         )
         .build()
         .map_err(|e| InvalidClientCa(e.to_string()))?;
-        Ok(ChainVerifier {
+        Ok(Trust {
             verifier,
             anchors: anchors.into(),
+        })
+    }
+}
+
+fn parse_pem(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, InvalidClientCa> {
+    use rustls_pki_types::pem::PemObject;
+    CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| InvalidClientCa(format!("unable to parse bytes as PEM block: {e}")))
+}
+
+impl ChainVerifier {
+    pub(crate) fn new(
+        ca_certificates: impl IntoIterator<Item = CertificateDer<'static>>,
+    ) -> Result<Self, InvalidClientCa> {
+        Ok(ChainVerifier {
+            trust: Arc::new(arc_swap::ArcSwap::from_pointee(Trust::new(
+                ca_certificates,
+            )?)),
             verdicts: Arc::default(),
         })
     }
 
     pub(crate) fn from_pem(pem: &[u8]) -> Result<Self, InvalidClientCa> {
-        use rustls_pki_types::pem::PemObject;
-        let certs = CertificateDer::pem_slice_iter(pem)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| InvalidClientCa(format!("unable to parse bytes as PEM block: {e}")))?;
-        Self::new(certs)
+        Self::new(parse_pem(pem)?)
+    }
+
+    /// The trust anchors of the current bundle, as given.
+    pub(crate) fn anchors(&self) -> Arc<[CertificateDer<'static>]> {
+        self.trust.load().anchors.clone()
+    }
+
+    /// Trusts the CA certificates of `pem` from now on instead of the current bundle,
+    /// which stays when `pem` has no usable certificate; remembered verdicts are dropped.
+    pub(crate) fn set_pem(&self, pem: &[u8]) -> Result<(), InvalidClientCa> {
+        let trust = Trust::new(parse_pem(pem)?)?;
+        self.trust.store(Arc::new(trust));
+        let mut v = self.verdicts.lock().unwrap_or_else(|p| p.into_inner());
+        v.by_chain.clear();
+        Ok(())
     }
 
     /// Verifies `chain` (leaf first) at `now`; returns what the leaf says, `None` for an
@@ -162,7 +200,8 @@ impl ChainVerifier {
         }
         let (_, cert) = X509Certificate::from_der(leaf)
             .map_err(|e| AuthenticationError::CertificateParse(e.to_string()))?;
-        let verdict = match self.verifier.verify_client_cert(leaf, intermediates, now) {
+        let trust = self.trust.load();
+        let verdict = match trust.verifier.verify_client_cert(leaf, intermediates, now) {
             Ok(_) => {
                 let common_name = match cert.subject().iter_common_name().last().map(|a| a.as_str())
                 {
@@ -208,9 +247,16 @@ impl X509Authenticator {
         })
     }
 
-    /// The CA certificates this authenticator trusts (DER), as given.
-    pub fn ca_certificates(&self) -> &[CertificateDer<'static>] {
-        &self.verifier.anchors
+    /// The CA certificates this authenticator trusts now (DER), as given.
+    pub fn ca_certificates(&self) -> Arc<[CertificateDer<'static>]> {
+        self.verifier.anchors()
+    }
+
+    /// Trusts the CA certificates of the PEM bundle `pem` from now on (a rotated
+    /// `--client-ca-file`), for this authenticator and every clone of it; remembered
+    /// verdicts are forgotten. The current bundle stays when `pem` has no usable CA.
+    pub fn set_ca_pem(&self, pem: &[u8]) -> Result<(), InvalidClientCa> {
+        self.verifier.set_pem(pem)
     }
 
     /// Verifies `chain` (leaf first) now and converts the leaf into a user; `Ok(None)`
