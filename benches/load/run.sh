@@ -10,7 +10,9 @@
 # Knobs (environment): RUNS (1), DURATION seconds per measured run (10), WARMUP seconds per
 # path and protocol (3), RATE of the open-loop run in req/s (5000), LOADGEN_CPU (0) and
 # SERVER_CPU (1) for taskset, KEEP=1 keeps the work directory, OUT (a file to copy the
-# table to).
+# table to), PROFILE=<mode>-<path> (e.g. h2-gateway) records that path's proxy process
+# with `perf record` during its measured runs and prints the hottest symbols (the build
+# then uses the `profiling` profile: release with line tables).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,6 +24,7 @@ LOADGEN_CPU=${LOADGEN_CPU:-0}
 SERVER_CPU=${SERVER_CPU:-1}
 KEEP=${KEEP:-0}
 OUT=${OUT:-}
+PROFILE=${PROFILE:-}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 export PATH="$PATH:$HOME/.cargo/bin:/usr/sbin:/sbin"
 
@@ -63,10 +66,15 @@ nginx -V 2>&1 | grep -q -- '--with-http_v2_module' || die "nginx was built witho
 NGINX_VERSION=$(nginx -v 2>&1 | sed 's/.*nginx\///')
 HAPROXY_VERSION=$(haproxy -v | sed -n 's/^HAProxy version \([^ ]*\).*/\1/p')
 
-log "building the release examples"
-(cd "$ROOT" && cargo build --release --quiet --example gateway --example metrics_server \
-  --example load_pki) >&2
-BIN=$CARGO_TARGET_DIR/release/examples
+BUILD_PROFILE=load
+if [[ -n $PROFILE ]]; then
+  command -v perf >/dev/null || apt_install linux-perf
+  BUILD_PROFILE=profiling
+fi
+log "building the examples ($BUILD_PROFILE)"
+(cd "$ROOT" && cargo build --profile "$BUILD_PROFILE" --quiet --example gateway \
+  --example metrics_server --example load_pki) >&2
+BIN=$CARGO_TARGET_DIR/$BUILD_PROFILE/examples
 
 # ---- processes and cleanup -------------------------------------------------------------
 
@@ -320,7 +328,14 @@ measure() {
     pids+=("$pid")
     before+=("$(ticks "$pid")")
   done < <(servers "$path")
+  local perf_pid=""
+  if [[ $PROFILE == "$mode-$path" ]]; then
+    perf record -F 999 -q -o "$WORK/perf-$run.data" -p "${pids[1]}" -- sleep "$DURATION" \
+      2>>"$WORK/perf.log" &
+    perf_pid=$!
+  fi
   run_oha "$path" "$mode" "$DURATION" "$out"
+  [[ -z $perf_pid ]] || wait "$perf_pid" || true
   local cpu="{" i
   for i in "${!pids[@]}"; do
     local delta=$(($(ticks "${pids[$i]}") - before[i]))
@@ -461,3 +476,11 @@ if problems:
 PY
 cat "$TABLE"
 [[ -z $OUT ]] || cp "$TABLE" "$OUT"
+if [[ -n $PROFILE ]]; then
+  for data in "$WORK"/perf-*.data; do
+    [[ -e $data ]] || continue
+    printf '\nHottest symbols of %s (%s, self time)\n\n' "$PROFILE" "$(basename "$data")"
+    perf report -i "$data" --no-children --sort dso,symbol --percent-limit 0.7 --stdio 2>/dev/null |
+      grep -v '^#' | grep -v '^$' | head -60
+  done
+fi

@@ -41,8 +41,7 @@ pub struct InvalidClientCa(pub(crate) String);
 /// Verifies presented chains against one CA bundle, ClientAuth EKU required
 /// (`x509.DefaultVerifyOptions`).
 ///
-/// Verdicts are remembered for the rest of the current minute, keyed by a SHA-256 of the
-/// presented chain: a client sends the same chain on every request of a connection, and
+/// Verdicts are remembered for the rest of the current minute, by the presented chain: a client sends the same chain on every request of a connection, and
 /// checking its signatures again each time would cost tens of microseconds per request.
 /// A remembered success still requires the leaf to be within its validity at `now`, and
 /// carries what the authenticators read from the leaf, so it is not parsed again.
@@ -67,7 +66,17 @@ struct Trust {
 #[derive(Default)]
 struct Verdicts {
     minute: u64,
-    by_chain: HashMap<[u8; 32], Result<Arc<VerifiedLeaf>, AuthenticationError>>,
+    /// Bumped when the CA bundle changes: a verdict reached under an older bundle is not
+    /// remembered.
+    trust_generation: u64,
+    by_chain: HashMap<u64, Remembered>,
+}
+
+/// A verdict and the chain it is for (compared whole on lookup, so a key collision is a
+/// miss, never a wrong verdict).
+struct Remembered {
+    chain: Box<[CertificateDer<'static>]>,
+    verdict: Result<Arc<VerifiedLeaf>, AuthenticationError>,
 }
 
 /// What a verified leaf says, read once per chain.
@@ -84,16 +93,21 @@ pub(crate) struct VerifiedLeaf {
 
 const MAX_VERDICTS: usize = 4096;
 
-fn chain_digest(chain: &[CertificateDer<'static>]) -> [u8; 32] {
-    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+/// A cheap key for a chain: its shape and the leaf's last 64 bytes, which lie in the
+/// signature and so differ between certificates. Hashing every byte of the chain (a
+/// SHA-256 of 1-3 KB) cost more than the rest of a request's authentication; a lookup
+/// compares the remembered chain with the presented one instead.
+fn chain_key(chain: &[CertificateDer<'static>]) -> u64 {
+    use std::hash::Hasher as _;
+    let mut h = fnv::FnvHasher::default();
+    h.write_usize(chain.len());
     for cert in chain {
-        // Length-prefixed, so two chains never hash the same bytes.
-        ctx.update(&(cert.len() as u64).to_be_bytes());
-        ctx.update(cert);
+        h.write_usize(cert.len());
     }
-    let mut out = [0u8; 32];
-    out.copy_from_slice(ctx.finish().as_ref());
-    out
+    if let Some(leaf) = chain.first() {
+        h.write(&leaf[leaf.len().saturating_sub(64)..]);
+    }
+    h.finish()
 }
 
 impl std::fmt::Debug for ChainVerifier {
@@ -164,8 +178,9 @@ impl ChainVerifier {
     /// which stays when `pem` has no usable certificate; remembered verdicts are dropped.
     pub(crate) fn set_pem(&self, pem: &[u8]) -> Result<(), InvalidClientCa> {
         let trust = Trust::new(parse_pem(pem)?)?;
-        self.trust.store(Arc::new(trust));
         let mut v = self.verdicts.lock().unwrap_or_else(|p| p.into_inner());
+        self.trust.store(Arc::new(trust));
+        v.trust_generation += 1;
         v.by_chain.clear();
         Ok(())
     }
@@ -181,14 +196,19 @@ impl ChainVerifier {
             return Ok(None);
         };
         let minute = now.as_secs() / 60;
-        let key = chain_digest(chain);
-        let remembered = {
+        let key = chain_key(chain);
+        let (remembered, trust_generation, trust) = {
             let mut v = self.verdicts.lock().unwrap_or_else(|p| p.into_inner());
             if v.minute != minute {
                 v.minute = minute;
                 v.by_chain.clear();
             }
-            v.by_chain.get(&key).cloned()
+            let remembered = v
+                .by_chain
+                .get(&key)
+                .filter(|r| *r.chain == *chain)
+                .map(|r| r.verdict.clone());
+            (remembered, v.trust_generation, self.trust.load_full())
         };
         let secs = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
         match remembered {
@@ -200,7 +220,6 @@ impl ChainVerifier {
         }
         let (_, cert) = X509Certificate::from_der(leaf)
             .map_err(|e| AuthenticationError::CertificateParse(e.to_string()))?;
-        let trust = self.trust.load();
         let verdict = match trust.verifier.verify_client_cert(leaf, intermediates, now) {
             Ok(_) => {
                 let common_name = match cert.subject().iter_common_name().last().map(|a| a.as_str())
@@ -219,10 +238,18 @@ impl ChainVerifier {
         };
         {
             let mut v = self.verdicts.lock().unwrap_or_else(|p| p.into_inner());
-            if v.by_chain.len() >= MAX_VERDICTS {
-                v.by_chain.clear();
+            if v.trust_generation == trust_generation {
+                if v.by_chain.len() >= MAX_VERDICTS {
+                    v.by_chain.clear();
+                }
+                v.by_chain.insert(
+                    key,
+                    Remembered {
+                        chain: chain.into(),
+                        verdict: verdict.clone(),
+                    },
+                );
             }
-            v.by_chain.insert(key, verdict.clone());
         }
         verdict.map(Some)
     }
