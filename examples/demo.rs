@@ -1,5 +1,7 @@
 //! The main job: `kubectl` against a real TLS gateway that embeds the aggregator, which
-//! proxies `metrics.k8s.io` over mTLS to a sample extension server.
+//! proxies over mTLS to three sample extension servers: `metrics.k8s.io` (metrics-server),
+//! `custom.metrics.k8s.io` and `external.metrics.k8s.io` (a custom-metrics adapter) and
+//! `servicecatalog.example.io` (a CRUD + watch API with storage of its own).
 //!
 //! ```text
 //! cargo run --example demo [-- --dir target/demo]
@@ -69,6 +71,24 @@ fn main() -> ExitCode {
         println!("  kubectl auth can-i list nodes.metrics.k8s.io --user demo-viewer");
         println!("  kubectl auth can-i --list");
         println!("  kubectl auth whoami --as=bob --as-group=team");
+        println!();
+        println!("The custom-metrics adapter (what an HPA reads):");
+        println!("  kubectl get --raw '/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/http_requests_per_second?labelSelector=app%3Dfrontend'");
+        println!("  kubectl get --raw '/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/deployments.apps/frontend/http_requests_per_second'");
+        println!("  kubectl get --raw '/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/metrics/queue_messages_ready'");
+        println!("  kubectl get --raw '/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready?labelSelector=queue%3Dorders'");
+        println!();
+        println!("The service-catalog CRUD server (persisted in {}):", demo.kubeconfig.with_file_name("servicecatalog.json").display());
+        println!("  kubectl apply -f - <<'EOF'");
+        println!("  apiVersion: servicecatalog.example.io/v1beta1");
+        println!("  kind: ServiceInstance");
+        println!("  metadata: {{name: db, namespace: default}}");
+        println!("  spec: {{clusterServiceClassExternalName: postgres, clusterServicePlanExternalName: small}}");
+        println!("  EOF");
+        println!("  kubectl get serviceinstances -w            # in another terminal, then:");
+        println!("  kubectl patch serviceinstance db --type=merge -p '{{\"spec\":{{\"clusterServicePlanExternalName\":\"large\"}}}}'");
+        println!("  kubectl explain serviceinstances.spec");
+        println!("  kubectl delete serviceinstance db");
         println!();
         println!("Serving until Ctrl-C.");
         let _ = tokio::signal::ctrl_c().await;

@@ -499,6 +499,25 @@ fn remote<E: Send + 'static>(
             let text = "error trying to reach service: upgrade requests are not supported by this transport";
             return Ok(plain_text_error(StatusCode::SERVICE_UNAVAILABLE, text));
         }
-        Ok(crate::proxy::forward(client, &shared.timer, &authority, &user, remote_addr, req).await)
+        let mut res =
+            crate::proxy::forward(client, &shared.timer, &authority, &user, remote_addr, req).await;
+        // Passive availability: a backend that cannot even be connected to is down for
+        // every request, so say so now rather than at the next check.
+        if let Some(crate::proxy::Unreachable(error)) = res.extensions_mut().remove() {
+            let spec = &route.apiservice.spec;
+            let url = if spec.group.is_empty() {
+                format!("https://{authority}/api/{}", spec.version)
+            } else {
+                format!("https://{authority}/apis/{}/{}", spec.group, spec.version)
+            };
+            let message = format!("failing or missing response from {url}: {error}");
+            if shared
+                .registry
+                .report_unreachable(route.apiservice.name(), &message)
+            {
+                tracing::warn!(apiservice = route.apiservice.name(), %message, "backend unreachable; marked unavailable");
+            }
+        }
+        Ok(res)
     })
 }

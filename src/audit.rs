@@ -89,10 +89,16 @@ where
     }
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
-        let id = match req.headers().get(AUDIT_ID) {
-            Some(v) if !v.is_empty() => v.clone(),
+        let id = match req.headers_mut().get_mut(AUDIT_ID) {
+            Some(v) if !v.is_empty() => {
+                // Unique per request: HPACK must not spend a table entry on it (which
+                // would push out the headers that repeat).
+                v.set_sensitive(true);
+                v.clone()
+            }
             _ => {
-                let id = new_uuid();
+                let mut id = new_uuid();
+                id.set_sensitive(true);
                 req.headers_mut().insert(AUDIT_ID, id.clone());
                 id
             }

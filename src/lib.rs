@@ -29,6 +29,7 @@ pub mod inflight;
 pub mod openapi;
 pub mod proxy;
 pub mod registry;
+pub mod reload;
 pub mod rt;
 pub mod selfreview;
 #[cfg(feature = "tokio")]

@@ -66,6 +66,7 @@ fn config() -> AvailabilityConfig {
         probe_attempts: 5,
         backoff_base: Duration::from_millis(10),
         backoff_max: Duration::from_millis(200),
+        passive_recheck: Duration::from_millis(100),
     }
 }
 

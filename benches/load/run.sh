@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Load run on loopback: the metrics backend called directly, through the kube-aggregator
-# gateway example (release build) and through nginx configured as the equivalent mTLS
-# reverse proxy, each driven by oha. See benches/load/README.md for what is measured.
+# gateway example (release build), and through HAProxy and nginx configured as the
+# equivalent mTLS reverse proxy, each driven by oha. See benches/load/README.md for what is
+# measured.
 #
 #   bash benches/load/run.sh              # one round, about 2.5 minutes
 #   RUNS=3 bash benches/load/run.sh       # medians of three rounds, about 5.5 minutes once built
@@ -9,7 +10,9 @@
 # Knobs (environment): RUNS (1), DURATION seconds per measured run (10), WARMUP seconds per
 # path and protocol (3), RATE of the open-loop run in req/s (5000), LOADGEN_CPU (0) and
 # SERVER_CPU (1) for taskset, KEEP=1 keeps the work directory, OUT (a file to copy the
-# table to).
+# table to), PROFILE=<mode>-<path> (e.g. h2-gateway) records that path's proxy process
+# with `perf record` during its measured runs and prints the hottest symbols (the build
+# then uses the `profiling` profile: release with line tables).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +24,7 @@ LOADGEN_CPU=${LOADGEN_CPU:-0}
 SERVER_CPU=${SERVER_CPU:-1}
 KEEP=${KEEP:-0}
 OUT=${OUT:-}
+PROFILE=${PROFILE:-}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 export PATH="$PATH:$HOME/.cargo/bin:/usr/sbin:/sbin"
 
@@ -48,6 +52,7 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
 }
 command -v nginx >/dev/null || apt_install nginx
+command -v haproxy >/dev/null || apt_install haproxy
 command -v taskset >/dev/null || apt_install util-linux
 command -v python3 >/dev/null || apt_install python3
 command -v curl >/dev/null || apt_install curl
@@ -59,11 +64,17 @@ fi
 oha --help | grep -q -- '--cert' || die "this oha ($(oha --version)) has no --cert; upgrade it"
 nginx -V 2>&1 | grep -q -- '--with-http_v2_module' || die "nginx was built without HTTP/2"
 NGINX_VERSION=$(nginx -v 2>&1 | sed 's/.*nginx\///')
+HAPROXY_VERSION=$(haproxy -v | sed -n 's/^HAProxy version \([^ ]*\).*/\1/p')
 
-log "building the release examples"
-(cd "$ROOT" && cargo build --release --quiet --example gateway --example metrics_server \
-  --example load_pki) >&2
-BIN=$CARGO_TARGET_DIR/release/examples
+BUILD_PROFILE=load
+if [[ -n $PROFILE ]]; then
+  command -v perf >/dev/null || apt_install linux-perf
+  BUILD_PROFILE=profiling
+fi
+log "building the examples ($BUILD_PROFILE)"
+(cd "$ROOT" && cargo build --profile "$BUILD_PROFILE" --quiet --example gateway \
+  --example metrics_server --example load_pki) >&2
+BIN=$CARGO_TARGET_DIR/$BUILD_PROFILE/examples
 
 # ---- processes and cleanup -------------------------------------------------------------
 
@@ -98,9 +109,10 @@ free_port() {
 BACKEND_PORT=$(free_port)
 GATEWAY_PORT=$(free_port)
 NGINX_PORT=$(free_port)
+HAPROXY_PORT=$(free_port)
 POLICY_PORT=$(free_port)
-[[ $(printf '%s\n' "$BACKEND_PORT" "$GATEWAY_PORT" "$NGINX_PORT" "$POLICY_PORT" | sort -u | wc -l) == 4 ]] ||
-  die "could not pick four distinct free ports"
+[[ $(printf '%s\n' "$BACKEND_PORT" "$GATEWAY_PORT" "$NGINX_PORT" "$HAPROXY_PORT" "$POLICY_PORT" | sort -u | wc -l) == 5 ]] ||
+  die "could not pick five distinct free ports"
 
 D=$WORK/pki
 "$BIN/load_pki" write "$D" --backend-port "$BACKEND_PORT" --policy-port "$POLICY_PORT"
@@ -193,6 +205,40 @@ taskset -c "$SERVER_CPU" nginx -p "$WORK" -e "$WORK/nginx-error.log" -c "$WORK/n
 NGINX_PID=$!
 PIDS+=("$NGINX_PID")
 
+# HAProxy as the same front proxy: mTLS from clients, X-Remote-User/X-Remote-Group from
+# the client certificate's CN and O (client copies removed), the front-proxy certificate
+# towards the backend over HTTP/2 (verified as the Service's DNS name), connections shared
+# between client connections ("http-reuse always"). One thread: it has one core.
+cat "$D/gateway.crt" "$D/gateway.key" >"$WORK/haproxy-serving.pem"
+cat "$D/front-proxy-client.crt" "$D/front-proxy-client.key" >"$WORK/haproxy-front-proxy.pem"
+cat >"$WORK/haproxy.cfg" <<EOF
+global
+  nbthread 1
+  maxconn 8000
+  ssl-default-bind-options ssl-min-ver TLSv1.2
+defaults
+  mode http
+  option http-keep-alive
+  timeout connect 5s
+  timeout client 300s
+  timeout server 300s
+  timeout http-keep-alive 300s
+frontend gateway
+  bind 127.0.0.1:$HAPROXY_PORT ssl crt $WORK/haproxy-serving.pem ca-file $D/ca.crt verify required alpn h2,http/1.1
+  http-request del-header Authorization
+  http-request del-header X-Remote-User
+  http-request del-header X-Remote-Group
+  http-request set-header X-Remote-User %[ssl_c_s_dn(CN)]
+  http-request set-header X-Remote-Group %[ssl_c_s_dn(O)]
+  default_backend metrics_server
+backend metrics_server
+  http-reuse always
+  server metrics 127.0.0.1:$BACKEND_PORT ssl crt $WORK/haproxy-front-proxy.pem ca-file $D/service-ca.crt verify required verifyhost metrics-server.kube-system.svc sni str(metrics-server.kube-system.svc) alpn h2
+EOF
+taskset -c "$SERVER_CPU" haproxy -db -f "$WORK/haproxy.cfg" 2>"$WORK/haproxy.log" &
+HAPROXY_PID=$!
+PIDS+=("$HAPROXY_PID")
+
 REQ_PATH=/apis/metrics.k8s.io/v1beta1/nodes
 USER_TLS=(--cert "$D/admin.crt" --key "$D/admin.key" --cacert "$D/ca.crt")
 DIRECT_TLS=(--cert "$D/front-proxy-client.crt" --key "$D/front-proxy-client.key" --cacert "$D/service-ca.crt")
@@ -203,6 +249,7 @@ target_url() {
     direct) echo "https://127.0.0.1:$BACKEND_PORT$REQ_PATH" ;;
     gateway) echo "https://127.0.0.1:$GATEWAY_PORT$REQ_PATH" ;;
     nginx) echo "https://127.0.0.1:$NGINX_PORT$REQ_PATH" ;;
+    haproxy) echo "https://127.0.0.1:$HAPROXY_PORT$REQ_PATH" ;;
   esac
 }
 client_args() {
@@ -230,8 +277,9 @@ wait_ready() {
   done
   die "$path did not answer 200 within 60 s (last status '$code'); logs in $WORK"
 }
-for p in direct gateway nginx; do wait_ready "$p"; done
-log "all three paths answer 200 (backend :$BACKEND_PORT, gateway :$GATEWAY_PORT, nginx :$NGINX_PORT)"
+PATHS=(direct gateway haproxy nginx)
+for p in "${PATHS[@]}"; do wait_ready "$p"; done
+log "all paths answer 200 (backend :$BACKEND_PORT, gateway :$GATEWAY_PORT, haproxy :$HAPROXY_PORT, nginx :$NGINX_PORT)"
 
 # ---- measuring -------------------------------------------------------------------------
 
@@ -245,6 +293,7 @@ servers() {
   case $1 in
     gateway) echo "gateway $GATEWAY_PID"; echo "webhook $POLICY_PID" ;;
     nginx) for pid in $(nginx_pids); do echo "nginx $pid"; done ;;
+    haproxy) echo "haproxy $HAPROXY_PID" ;;
   esac
 }
 
@@ -279,7 +328,14 @@ measure() {
     pids+=("$pid")
     before+=("$(ticks "$pid")")
   done < <(servers "$path")
+  local perf_pid=""
+  if [[ $PROFILE == "$mode-$path" ]]; then
+    perf record -F 999 -q -o "$WORK/perf-$run.data" -p "${pids[1]}" -- sleep "$DURATION" \
+      2>>"$WORK/perf.log" &
+    perf_pid=$!
+  fi
   run_oha "$path" "$mode" "$DURATION" "$out"
+  [[ -z $perf_pid ]] || wait "$perf_pid" || true
   local cpu="{" i
   for i in "${!pids[@]}"; do
     local delta=$(($(ticks "${pids[$i]}") - before[i]))
@@ -292,23 +348,23 @@ measure() {
 }
 
 log "warming up ($WARMUP s per path and protocol)"
-for p in direct gateway nginx; do
+for p in "${PATHS[@]}"; do
   for m in h1 h2; do run_oha "$p" "$m" "$WARMUP" "$WORK/warmup-$p-$m.json"; done
 done
 
 for run in $(seq "$RUNS"); do
   for mode in h1 h2 open; do
-    for p in direct gateway nginx; do measure "$run" "$p" "$mode"; done
+    for p in "${PATHS[@]}"; do measure "$run" "$p" "$mode"; done
   done
 done
 
 # ---- report ----------------------------------------------------------------------------
 
 TABLE=$WORK/table.md
-python3 - "$RESULTS" "$CLK_TCK" "$RUNS" "$DURATION" "$RATE" "$NGINX_VERSION" >"$TABLE" <<'PY'
+python3 - "$RESULTS" "$CLK_TCK" "$RUNS" "$DURATION" "$RATE" "$NGINX_VERSION" "$HAPROXY_VERSION" >"$TABLE" <<'PY'
 import json, statistics, sys
 
-results_file, clk_tck, runs, duration, rate, nginx_version = sys.argv[1:]
+results_file, clk_tck, runs, duration, rate, nginx_version, haproxy_version = sys.argv[1:]
 clk_tck = int(clk_tck)
 rows = [json.loads(line) for line in open(results_file)]
 problems = []
@@ -351,7 +407,7 @@ for key, items in per.items():
     labels = sorted({l for it in items for l in it["cpu"]})
     cpu = {l: med([it["cpu"].get(l, 0.0) for it in items]) for l in labels}
     proxy = {"direct": 0.0, "gateway": cpu.get("gateway", 0.0) + cpu.get("webhook", 0.0),
-             "nginx": cpu.get("nginx", 0.0)}[key[1]]
+             "nginx": cpu.get("nginx", 0.0), "haproxy": cpu.get("haproxy", 0.0)}[key[1]]
     summary[key] = {
         "rps": med([it["rps"] for it in items]),
         "p50": med([it["p50"] for it in items]),
@@ -368,37 +424,41 @@ titles = {"h1": "HTTP/1.1, 32 connections, closed loop",
           "h2": "HTTP/2, 4 connections x 8 streams, closed loop",
           "open": f"HTTP/1.1, 32 connections, open loop at {rate} req/s"}
 print(f"Medians of {runs} run(s) of {duration} s; CPU is µs of CPU time per request "
-      f"(utime+stime from /proc); nginx {nginx_version}.")
+      f"(utime+stime from /proc); HAProxy {haproxy_version}, nginx {nginx_version}.")
 for mode in ("h1", "h2", "open"):
     print(f"\n{titles[mode]}\n")
     print("| path | req/s | p50 ms | p99 ms | backend CPU µs/req | proxy CPU µs/req | total CPU µs/req "
-          "| req/s vs direct | req/s vs nginx | proxy CPU vs nginx | total CPU vs direct | p50 vs nginx |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    d, n = summary.get((mode, "direct")), summary.get((mode, "nginx"))
-    for path in ("direct", "gateway", "nginx"):
+          "| req/s vs direct | req/s vs HAProxy | proxy CPU vs HAProxy | proxy CPU vs nginx "
+          "| total CPU vs direct | p50 vs HAProxy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    d, h, n = (summary.get((mode, p)) for p in ("direct", "haproxy", "nginx"))
+    for path in ("direct", "gateway", "haproxy", "nginx"):
         s = summary.get((mode, path))
         if s is None:
             continue
         proxied = path != "direct"
         print(f"| {path} | {s['rps']:.0f} | {s['p50']:.3f} | {s['p99']:.3f} | {s['backend']:.1f} "
               f"| {s['proxy']:.1f} | {s['total']:.1f} | {ratio(s['rps'], d['rps'])} "
-              f"| {ratio(s['rps'], n['rps'])} "
+              f"| {ratio(s['rps'], h['rps'])} "
+              f"| {ratio(s['proxy'], h['proxy']) if proxied else '-'} "
               f"| {ratio(s['proxy'], n['proxy']) if proxied else '-'} "
-              f"| {ratio(s['total'], d['total'])} | {ratio(s['p50'], n['p50'])} |")
+              f"| {ratio(s['total'], d['total'])} | {ratio(s['p50'], h['p50'])} |")
 
-def vs_nginx(mode, field):
-    ours, theirs = summary[(mode, "gateway")][field], summary[(mode, "nginx")][field]
+def vs(peer, mode, field):
+    ours, theirs = summary[(mode, "gateway")][field], summary[(mode, peer)][field]
     return ours / theirs if theirs else None
 
 for key, s in summary.items():
     if key[1] != "direct" and s["proxy"] == 0:
         problems.append(f"{key[0]} {key[1]}: no CPU time recorded for the proxy process")
 checks = [
-    ("HTTP/1.1 proxy CPU/req gateway/nginx <= 0.80", vs_nginx("h1", "proxy"), 0.80, "le"),
-    ("HTTP/2 proxy CPU/req gateway/nginx <= 0.80", vs_nginx("h2", "proxy"), 0.80, "le"),
-    ("HTTP/1.1 req/s gateway/nginx >= 1.25", vs_nginx("h1", "rps"), 1.25, "ge"),
-    ("HTTP/2 req/s gateway/nginx >= 1.25", vs_nginx("h2", "rps"), 1.25, "ge"),
-    ("open-loop p50 gateway/nginx <= 1.00", vs_nginx("open", "p50"), 1.00, "le"),
+    ("HTTP/1.1 proxy CPU/req gateway/HAProxy <= 1.00", vs("haproxy", "h1", "proxy"), 1.00, "le"),
+    ("HTTP/2 proxy CPU/req gateway/HAProxy <= 1.00", vs("haproxy", "h2", "proxy"), 1.00, "le"),
+    ("HTTP/1.1 req/s gateway/HAProxy >= 1.00", vs("haproxy", "h1", "rps"), 1.00, "ge"),
+    ("HTTP/2 req/s gateway/HAProxy >= 1.00", vs("haproxy", "h2", "rps"), 1.00, "ge"),
+    ("open-loop p50 gateway/HAProxy <= 1.00", vs("haproxy", "open", "p50"), 1.00, "le"),
+    ("HTTP/1.1 proxy CPU/req gateway/nginx <= 0.80", vs("nginx", "h1", "proxy"), 0.80, "le"),
+    ("HTTP/2 proxy CPU/req gateway/nginx <= 0.80", vs("nginx", "h2", "proxy"), 0.80, "le"),
 ]
 print("\nThe bar (benches/load/README.md)\n")
 print("| check | measured | met |")
@@ -416,3 +476,11 @@ if problems:
 PY
 cat "$TABLE"
 [[ -z $OUT ]] || cp "$TABLE" "$OUT"
+if [[ -n $PROFILE ]]; then
+  for data in "$WORK"/perf-*.data; do
+    [[ -e $data ]] || continue
+    printf '\nHottest symbols of %s (%s, self time)\n\n' "$PROFILE" "$(basename "$data")"
+    perf report -i "$data" --no-children --sort dso,symbol --percent-limit 0.7 --stdio 2>/dev/null |
+      grep -v '^#' | grep -v '^$' | head -60
+  done
+fi

@@ -14,6 +14,7 @@ use super::gateway::{self, Gateway};
 use super::metrics_server::{self, MetricsServerConfig};
 use super::pki::{Ca, Leaf};
 use super::policy;
+use super::{custom_metrics, demo_servers};
 
 /// The APIService the demo registers.
 pub const APISERVICE: &str = "v1beta1.metrics.k8s.io";
@@ -26,6 +27,10 @@ pub struct Demo {
     pub gateway: Gateway,
     /// The metrics server's address.
     pub metrics_addr: std::net::SocketAddr,
+    /// The custom-metrics adapter (its series and request log).
+    pub adapter: custom_metrics::Adapter,
+    /// The service-catalog CRUD server (its store).
+    pub crud: super::crud::Crud,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -167,6 +172,7 @@ pub async fn start_with(
     };
     let (metrics_listener, policy_listener, gateway_listener) =
         (listen().await?, listen().await?, listen().await?);
+    let (adapter_listener, crud_listener) = (listen().await?, listen().await?);
     let metrics_addr = metrics_listener.local_addr().map_err(|e| e.to_string())?;
     let policy_addr = policy_listener.local_addr().map_err(|e| e.to_string())?;
     let gateway_addr = gateway_listener.local_addr().map_err(|e| e.to_string())?;
@@ -179,10 +185,16 @@ pub async fn start_with(
         &policy_addr.to_string(),
     )?;
     let (cluster_ca, admin, policy_serving) = (&files.cluster_ca, &files.admin, &files.policy);
-    if !extra.is_empty() {
+    let servers = demo_servers::prepare(
+        &dir,
+        adapter_listener.local_addr().map_err(|e| e.to_string())?,
+        crud_listener.local_addr().map_err(|e| e.to_string())?,
+        Some(&p("servicecatalog.json")),
+    )?;
+    {
         let mut endpoints = std::fs::read_to_string(p("service-endpoints.yaml"))
             .map_err(|e| format!("cannot read service-endpoints.yaml: {e}"))?;
-        for x in extra {
+        for x in servers.apiservices.iter().chain(extra) {
             write(&p(&format!("apiservices/{}", x.file)), &x.manifest)?;
             endpoints.push_str(&x.endpoint);
         }
@@ -245,6 +257,27 @@ pub async fn start_with(
             tracing::error!(error = %e, "policy webhook failed");
         }
     }));
+    let (adapter, adapter_serving) = (servers.adapter.clone(), servers.adapter_serving.clone());
+    let adapter_shutdown = until_stopped();
+    tasks.push(tokio::spawn(async move {
+        let config = custom_metrics::AdapterConfig::default();
+        if let Err(e) = adapter
+            .serve(&adapter_serving, config, adapter_listener, adapter_shutdown)
+            .await
+        {
+            tracing::error!(error = %e, "custom-metrics adapter failed");
+        }
+    }));
+    let (crud, crud_serving) = (servers.crud.clone(), servers.crud_serving.clone());
+    let crud_shutdown = until_stopped();
+    tasks.push(tokio::spawn(async move {
+        if let Err(e) = crud
+            .serve(&crud_serving, crud_listener, crud_shutdown)
+            .await
+        {
+            tracing::error!(error = %e, "servicecatalog server failed");
+        }
+    }));
     let metrics_shutdown = until_stopped();
     tasks.push(tokio::spawn(async move {
         if let Err(e) = metrics_server::serve(config, metrics_listener, metrics_shutdown).await {
@@ -281,11 +314,39 @@ pub async fn start_with(
     tasks.push(handle);
 
     let deadline = tokio::time::Instant::now() + ready_timeout;
+    let own = std::iter::once(APISERVICE)
+        .chain(demo_servers::METRICS_APISERVICES)
+        .chain([demo_servers::CATALOG_APISERVICE]);
+    for name in own {
+        wait_available(&gateway, name, deadline, ready_timeout)
+            .await
+            .inspect_err(|_| {
+                let _ = stop.send(true);
+            })?;
+    }
+    Ok(Demo {
+        kubeconfig: p("kubeconfig"),
+        gateway,
+        metrics_addr,
+        adapter: servers.adapter,
+        crud: servers.crud,
+        stop,
+        tasks,
+    })
+}
+
+/// Waits until APIService `name` is Available, or fails at `deadline` with its condition.
+async fn wait_available(
+    gateway: &Gateway,
+    name: &str,
+    deadline: tokio::time::Instant,
+    ready_timeout: Duration,
+) -> Result<(), String> {
     loop {
         let table = gateway.registry.snapshot();
-        let route = table.get(APISERVICE);
+        let route = table.get(name);
         if route.is_some_and(|r| r.is_available()) {
-            break;
+            return Ok(());
         }
         if tokio::time::Instant::now() >= deadline {
             let why = route
@@ -294,21 +355,13 @@ pub async fn start_with(
                     || "no condition yet".to_owned(),
                     |c| format!("{}: {}", c.reason, c.message),
                 );
-            let _ = stop.send(true);
             return Err(format!(
-                "{APISERVICE} did not become Available within {ready_timeout:?} ({why})"
+                "{name} did not become Available within {ready_timeout:?} ({why})"
             ));
         }
         drop(table);
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Ok(Demo {
-        kubeconfig: p("kubeconfig"),
-        gateway,
-        metrics_addr,
-        stop,
-        tasks,
-    })
 }
 
 /// 32 random bytes, hex: a bearer token nobody can guess.

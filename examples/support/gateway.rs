@@ -272,7 +272,7 @@ fn authenticator(
             // A CA trusted for both user certificates and the front proxy, with no allowed
             // names, would let any user assert any identity (known failure B06).
             front_proxy
-                .check_client_ca_overlap(x509.ca_certificates())
+                .check_client_ca_overlap(&x509.ca_certificates())
                 .map_err(|e| StartError(format!("--requestheader-allowed-names: {e}")))?;
         }
         hint_cas.push(b'\n');

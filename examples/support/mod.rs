@@ -3,12 +3,18 @@
 //! fixed cluster data both serve.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod api_status;
 pub mod cluster;
 pub mod core_api;
+pub mod crud;
+pub mod custom_metrics;
 pub mod demo;
+pub mod demo_servers;
+pub mod extension_server;
 pub mod flags;
 pub mod gateway;
 pub mod metrics_openapi;
 pub mod metrics_server;
 pub mod pki;
 pub mod policy;
+pub mod selector;

@@ -224,6 +224,15 @@ impl RequestHeaderAuthenticator {
         })
     }
 
+    /// Trusts the CA certificates of the PEM bundle `pem` from now on (a rotated
+    /// `--requestheader-client-ca-file`), for this authenticator and every clone of it.
+    /// The current bundle stays when `pem` has no usable CA.
+    pub fn set_ca_pem(&self, pem: &[u8]) -> Result<(), InvalidRequestHeaderConfig> {
+        self.verifier
+            .set_pem(pem)
+            .map_err(|e| InvalidRequestHeaderConfig::Ca(e.0))
+    }
+
     /// Accepts only proxies whose subject CN is one of `names` (exact, case-sensitive;
     /// `--requestheader-allowed-names`). Empty allows any CN.
     pub fn with_allowed_names(
@@ -245,7 +254,12 @@ impl RequestHeaderAuthenticator {
         if !self.allowed_names.is_empty() {
             return Ok(());
         }
-        match self.verifier.anchors.iter().find(|a| client_ca.contains(a)) {
+        match self
+            .verifier
+            .anchors()
+            .iter()
+            .find(|a| client_ca.contains(a))
+        {
             None => Ok(()),
             Some(shared) => {
                 let subject = x509_parser::parse_x509_certificate(shared)

@@ -41,17 +41,24 @@ pub struct InvalidClientCa(pub(crate) String);
 /// Verifies presented chains against one CA bundle, ClientAuth EKU required
 /// (`x509.DefaultVerifyOptions`).
 ///
-/// Verdicts are remembered for the rest of the current minute, keyed by a SHA-256 of the
-/// presented chain: a client sends the same chain on every request of a connection, and
+/// Verdicts are remembered for the rest of the current minute, by the presented chain: a client sends the same chain on every request of a connection, and
 /// checking its signatures again each time would cost tens of microseconds per request.
 /// A remembered success still requires the leaf to be within its validity at `now`, and
 /// carries what the authenticators read from the leaf, so it is not parsed again.
+///
+/// The CA bundle can be replaced at run time ([`ChainVerifier::set_pem`]); remembered
+/// verdicts are forgotten then.
 #[derive(Clone)]
 pub(crate) struct ChainVerifier {
-    verifier: Arc<dyn ClientCertVerifier>,
-    /// The trust anchors as given, for the CA-overlap check of known failure B06.
-    pub(crate) anchors: Arc<[CertificateDer<'static>]>,
+    trust: Arc<arc_swap::ArcSwap<Trust>>,
     verdicts: Arc<Mutex<Verdicts>>,
+}
+
+/// One CA bundle: its verifier and the anchors as given.
+struct Trust {
+    verifier: Arc<dyn ClientCertVerifier>,
+    /// For the CA-overlap check of known failure B06.
+    anchors: Arc<[CertificateDer<'static>]>,
 }
 
 /// Verdicts of one minute (`minute` = Unix seconds / 60); cleared when the minute changes
@@ -59,7 +66,17 @@ pub(crate) struct ChainVerifier {
 #[derive(Default)]
 struct Verdicts {
     minute: u64,
-    by_chain: HashMap<[u8; 32], Result<Arc<VerifiedLeaf>, AuthenticationError>>,
+    /// Bumped when the CA bundle changes: a verdict reached under an older bundle is not
+    /// remembered.
+    trust_generation: u64,
+    by_chain: HashMap<u64, Remembered>,
+}
+
+/// A verdict and the chain it is for (compared whole on lookup, so a key collision is a
+/// miss, never a wrong verdict).
+struct Remembered {
+    chain: Box<[CertificateDer<'static>]>,
+    verdict: Result<Arc<VerifiedLeaf>, AuthenticationError>,
 }
 
 /// What a verified leaf says, read once per chain.
@@ -76,30 +93,35 @@ pub(crate) struct VerifiedLeaf {
 
 const MAX_VERDICTS: usize = 4096;
 
-fn chain_digest(chain: &[CertificateDer<'static>]) -> [u8; 32] {
-    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+/// A cheap key for a chain: its shape and the leaf's last 64 bytes, which lie in the
+/// signature and so differ between certificates. Hashing every byte of the chain (a
+/// SHA-256 of 1-3 KB) cost more than the rest of a request's authentication; a lookup
+/// compares the remembered chain with the presented one instead.
+fn chain_key(chain: &[CertificateDer<'static>]) -> u64 {
+    use std::hash::Hasher as _;
+    let mut h = fnv::FnvHasher::default();
+    h.write_usize(chain.len());
     for cert in chain {
-        // Length-prefixed, so two chains never hash the same bytes.
-        ctx.update(&(cert.len() as u64).to_be_bytes());
-        ctx.update(cert);
+        h.write_usize(cert.len());
     }
-    let mut out = [0u8; 32];
-    out.copy_from_slice(ctx.finish().as_ref());
-    out
+    if let Some(leaf) = chain.first() {
+        h.write(&leaf[leaf.len().saturating_sub(64)..]);
+    }
+    h.finish()
 }
 
 impl std::fmt::Debug for ChainVerifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ChainVerifier")
-            .field("anchors", &self.anchors.len())
+            .field("anchors", &self.trust.load().anchors.len())
             .finish_non_exhaustive()
     }
 }
 
-impl ChainVerifier {
-    pub(crate) fn new(
+impl Trust {
+    fn new(
         ca_certificates: impl IntoIterator<Item = CertificateDer<'static>>,
-    ) -> Result<Self, InvalidClientCa> {
+    ) -> Result<Trust, InvalidClientCa> {
         let mut roots = RootCertStore::empty();
         let mut anchors = Vec::new();
         for cert in ca_certificates {
@@ -117,19 +139,50 @@ impl ChainVerifier {
         )
         .build()
         .map_err(|e| InvalidClientCa(e.to_string()))?;
-        Ok(ChainVerifier {
+        Ok(Trust {
             verifier,
             anchors: anchors.into(),
+        })
+    }
+}
+
+fn parse_pem(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, InvalidClientCa> {
+    use rustls_pki_types::pem::PemObject;
+    CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| InvalidClientCa(format!("unable to parse bytes as PEM block: {e}")))
+}
+
+impl ChainVerifier {
+    pub(crate) fn new(
+        ca_certificates: impl IntoIterator<Item = CertificateDer<'static>>,
+    ) -> Result<Self, InvalidClientCa> {
+        Ok(ChainVerifier {
+            trust: Arc::new(arc_swap::ArcSwap::from_pointee(Trust::new(
+                ca_certificates,
+            )?)),
             verdicts: Arc::default(),
         })
     }
 
     pub(crate) fn from_pem(pem: &[u8]) -> Result<Self, InvalidClientCa> {
-        use rustls_pki_types::pem::PemObject;
-        let certs = CertificateDer::pem_slice_iter(pem)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| InvalidClientCa(format!("unable to parse bytes as PEM block: {e}")))?;
-        Self::new(certs)
+        Self::new(parse_pem(pem)?)
+    }
+
+    /// The trust anchors of the current bundle, as given.
+    pub(crate) fn anchors(&self) -> Arc<[CertificateDer<'static>]> {
+        self.trust.load().anchors.clone()
+    }
+
+    /// Trusts the CA certificates of `pem` from now on instead of the current bundle,
+    /// which stays when `pem` has no usable certificate; remembered verdicts are dropped.
+    pub(crate) fn set_pem(&self, pem: &[u8]) -> Result<(), InvalidClientCa> {
+        let trust = Trust::new(parse_pem(pem)?)?;
+        let mut v = self.verdicts.lock().unwrap_or_else(|p| p.into_inner());
+        self.trust.store(Arc::new(trust));
+        v.trust_generation += 1;
+        v.by_chain.clear();
+        Ok(())
     }
 
     /// Verifies `chain` (leaf first) at `now`; returns what the leaf says, `None` for an
@@ -143,14 +196,19 @@ impl ChainVerifier {
             return Ok(None);
         };
         let minute = now.as_secs() / 60;
-        let key = chain_digest(chain);
-        let remembered = {
+        let key = chain_key(chain);
+        let (remembered, trust_generation, trust) = {
             let mut v = self.verdicts.lock().unwrap_or_else(|p| p.into_inner());
             if v.minute != minute {
                 v.minute = minute;
                 v.by_chain.clear();
             }
-            v.by_chain.get(&key).cloned()
+            let remembered = v
+                .by_chain
+                .get(&key)
+                .filter(|r| *r.chain == *chain)
+                .map(|r| r.verdict.clone());
+            (remembered, v.trust_generation, self.trust.load_full())
         };
         let secs = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
         match remembered {
@@ -162,7 +220,7 @@ impl ChainVerifier {
         }
         let (_, cert) = X509Certificate::from_der(leaf)
             .map_err(|e| AuthenticationError::CertificateParse(e.to_string()))?;
-        let verdict = match self.verifier.verify_client_cert(leaf, intermediates, now) {
+        let verdict = match trust.verifier.verify_client_cert(leaf, intermediates, now) {
             Ok(_) => {
                 let common_name = match cert.subject().iter_common_name().last().map(|a| a.as_str())
                 {
@@ -180,10 +238,18 @@ impl ChainVerifier {
         };
         {
             let mut v = self.verdicts.lock().unwrap_or_else(|p| p.into_inner());
-            if v.by_chain.len() >= MAX_VERDICTS {
-                v.by_chain.clear();
+            if v.trust_generation == trust_generation {
+                if v.by_chain.len() >= MAX_VERDICTS {
+                    v.by_chain.clear();
+                }
+                v.by_chain.insert(
+                    key,
+                    Remembered {
+                        chain: chain.into(),
+                        verdict: verdict.clone(),
+                    },
+                );
             }
-            v.by_chain.insert(key, verdict.clone());
         }
         verdict.map(Some)
     }
@@ -208,9 +274,16 @@ impl X509Authenticator {
         })
     }
 
-    /// The CA certificates this authenticator trusts (DER), as given.
-    pub fn ca_certificates(&self) -> &[CertificateDer<'static>] {
-        &self.verifier.anchors
+    /// The CA certificates this authenticator trusts now (DER), as given.
+    pub fn ca_certificates(&self) -> Arc<[CertificateDer<'static>]> {
+        self.verifier.anchors()
+    }
+
+    /// Trusts the CA certificates of the PEM bundle `pem` from now on (a rotated
+    /// `--client-ca-file`), for this authenticator and every clone of it; remembered
+    /// verdicts are forgotten. The current bundle stays when `pem` has no usable CA.
+    pub fn set_ca_pem(&self, pem: &[u8]) -> Result<(), InvalidClientCa> {
+        self.verifier.set_pem(pem)
     }
 
     /// Verifies `chain` (leaf first) now and converts the leaf into a user; `Ok(None)`

@@ -129,20 +129,21 @@ where
                 &"impersonation was requested but no impersonation filter checked it",
             ))));
         }
-        let (Some(user), Some(info)) = (
-            req.extensions().get::<UserInfo>(),
-            req.extensions().get::<RequestInfo>(),
-        ) else {
+        // The user moves into the attributes and back into the extensions once allowed:
+        // no copy of it per request.
+        let user = req.extensions_mut().remove::<UserInfo>();
+        let (Some(user), Some(info)) = (user, req.extensions().get::<RequestInfo>()) else {
             return Box::pin(std::future::ready(Ok(internal_error(
                 &uri(&req),
                 &"no user found for request",
             ))));
         };
-        let attrs = Attributes::new(user.clone(), info);
+        let attrs = Attributes::new(user, info);
         let pending = self.authorizer.authorize(&attrs);
         Box::pin(async move {
             match pending.await {
                 Ok(a) if a.decision == Decision::Allow => {
+                    req.extensions_mut().insert(attrs.user);
                     inner.call(req).await.map(|res| res.map(Body::new))
                 }
                 Ok(a) => {

@@ -379,36 +379,84 @@ impl Union {
     }
 }
 
+/// What a [`Union`] has gathered from the authorizers asked so far.
+#[derive(Default)]
+struct UnionVerdicts {
+    reasons: Vec<String>,
+    errors: Vec<AuthorizationError>,
+}
+
+impl UnionVerdicts {
+    /// Takes one authorizer's answer; `Some` when it decided.
+    fn take(
+        &mut self,
+        name: &str,
+        answer: Result<Authorization, AuthorizationError>,
+    ) -> Option<Authorization> {
+        match answer {
+            Ok(a) if a.decision != Decision::NoOpinion => Some(a),
+            Ok(a) => {
+                if !a.reason.is_empty() {
+                    self.reasons.push(format!("{name}: {}", a.reason));
+                }
+                None
+            }
+            Err(e) => {
+                self.errors.push(e);
+                None
+            }
+        }
+    }
+
+    fn finish(mut self) -> Result<Authorization, AuthorizationError> {
+        match self.errors.len() {
+            0 => {}
+            1 => return Err(self.errors.remove(0)),
+            _ => return Err(AuthorizationError::new(Failed(self.errors))),
+        }
+        Ok(Authorization {
+            decision: Decision::NoOpinion,
+            reason: self.reasons.join("\n"),
+        })
+    }
+}
+
 impl Authorizer for Union {
     fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
         // Sequential, as upstream: a later authorizer is not asked once one decided.
-        let authorizers = self.authorizers.clone();
-        let attrs = attrs.clone();
-        Box::pin(async move {
-            let mut reasons = Vec::new();
-            let mut errors = Vec::new();
-            for (name, authorizer) in authorizers {
-                match authorizer.authorize(&attrs).await {
-                    Ok(a) if a.decision != Decision::NoOpinion => return Ok(a),
-                    Ok(a) => {
-                        if !a.reason.is_empty() {
-                            reasons.push(format!("{name}: {}", a.reason));
-                        }
+        // Answers that are ready at once (a privileged group, a cached decision) are taken
+        // here; only when one must be waited for do the attributes get copied for the rest.
+        let mut verdicts = UnionVerdicts::default();
+        for (i, (name, authorizer)) in self.authorizers.iter().enumerate() {
+            let mut pending = authorizer.authorize(attrs);
+            let polled = futures_util::FutureExt::now_or_never(&mut pending);
+            match polled {
+                Some(answer) => {
+                    if let Some(decided) = verdicts.take(name, answer) {
+                        return Box::pin(std::future::ready(Ok(decided)));
                     }
-                    Err(e) => errors.push(e),
+                }
+                None => {
+                    let rest = self.authorizers[i + 1..].to_vec();
+                    let attrs = attrs.clone();
+                    let name = name.clone();
+                    return Box::pin(async move {
+                        if let Some(decided) = verdicts.take(&name, pending.await) {
+                            return Ok(decided);
+                        }
+                        for (name, authorizer) in rest {
+                            if let Some(decided) =
+                                verdicts.take(&name, authorizer.authorize(&attrs).await)
+                            {
+                                return Ok(decided);
+                            }
+                        }
+                        verdicts.finish()
+                    });
                 }
             }
-            if !errors.is_empty() {
-                return Err(match errors.len() {
-                    1 => errors.remove(0),
-                    _ => AuthorizationError::new(Failed(errors)),
-                });
-            }
-            Ok(Authorization {
-                decision: Decision::NoOpinion,
-                reason: reasons.join("\n"),
-            })
-        })
+        }
+        Box::pin(std::future::ready(verdicts.finish()))
     }
 
     /// Every member's rules together (upstream's `unionAuthzRulesHandler`): incomplete when

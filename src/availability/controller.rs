@@ -36,6 +36,11 @@ pub struct AvailabilityConfig {
     pub backoff_base: Duration,
     /// Longest retry delay (upstream: 30 s).
     pub backoff_max: Duration,
+    /// When a request found the backend unreachable (beyond upstream: the APIService is
+    /// marked unavailable at once, see [`Registry::report_unreachable`]), the first
+    /// re-check comes this long after, then with doubling delays up to
+    /// [`AvailabilityConfig::backoff_max`]. Default 1 s.
+    pub passive_recheck: Duration,
 }
 
 impl Default for AvailabilityConfig {
@@ -46,6 +51,7 @@ impl Default for AvailabilityConfig {
             probe_attempts: 5,
             backoff_base: Duration::from_millis(5),
             backoff_max: Duration::from_secs(30),
+            passive_recheck: Duration::from_secs(1),
         }
     }
 }
@@ -83,6 +89,8 @@ struct Schedule {
     due: Instant,
     failures: u32,
     service: ServiceReference,
+    /// Marked unavailable by a request: retries back off from `passive_recheck`.
+    passive: bool,
 }
 
 impl AvailabilityController {
@@ -149,13 +157,26 @@ impl AvailabilityController {
                         due: now,
                         failures: 0,
                         service: service.clone(),
+                        passive: false,
                     });
                 if entry.service != *service {
                     *entry = Schedule {
                         due: now,
                         failures: 0,
                         service: service.clone(),
+                        passive: false,
                     };
+                }
+            }
+            // Found unreachable by requests: already unavailable; re-check soon.
+            for name in self.registry.take_unreachable() {
+                self.metrics.set_unavailable(&name, true);
+                self.metrics
+                    .unavailable_transition(&name, "FailedDiscoveryCheck");
+                if let Some(s) = schedule.get_mut(&name) {
+                    s.failures = 0;
+                    s.passive = true;
+                    s.due = now + self.config.passive_recheck;
                 }
             }
             // Start the longest overdue APIServices on the free workers; the rest wait
@@ -210,12 +231,15 @@ impl AvailabilityController {
                 if let Some(s) = schedule.get_mut(name) {
                     if passed {
                         s.failures = 0;
+                        s.passive = false;
                         s.due = done + self.config.resync_period;
                     } else {
-                        let delay = self
-                            .config
-                            .backoff_base
-                            .saturating_mul(1u32 << s.failures.min(20));
+                        let base = if s.passive {
+                            self.config.passive_recheck
+                        } else {
+                            self.config.backoff_base
+                        };
+                        let delay = base.saturating_mul(1u32 << s.failures.min(20));
                         s.failures = s.failures.saturating_add(1);
                         s.due = done + delay.min(self.config.backoff_max);
                     }

@@ -94,13 +94,23 @@ pub async fn forward(
         Err(e) => {
             let text = crate::status::error_chain(&*e);
             tracing::info!(%authority, error = %text, "backend unreachable");
-            plain_text_error(
+            let mut res = plain_text_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 &format!("error trying to reach service: {text}"),
-            )
+            );
+            if crate::transport::ConnectError::find(&*e).is_some() {
+                res.extensions_mut().insert(Unreachable(text));
+            }
+            res
         }
     }
 }
+
+/// Response extension of a 503 whose backend was never reached (a
+/// [`ConnectError`](crate::transport::ConnectError)): the error text, for the aggregator
+/// to mark the APIService unavailable.
+#[derive(Debug, Clone)]
+pub(crate) struct Unreachable(pub(crate) String);
 
 /// Where a failure of the client's request body is recorded.
 type BodyFailure = std::sync::Arc<std::sync::OnceLock<String>>;

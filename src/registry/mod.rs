@@ -67,6 +67,8 @@ struct Shared {
     wakers: Mutex<Vec<Waker>>,
     /// Where condition and creation timestamps come from; the system clock when unset.
     clock: Mutex<Option<Timer>>,
+    /// APIServices found unreachable by requests, for the availability controller.
+    unreachable: Mutex<Vec<String>>,
 }
 
 #[derive(Default)]
@@ -103,6 +105,7 @@ impl Registry {
                 observers: Mutex::new(Vec::new()),
                 wakers: Mutex::new(Vec::new()),
                 clock: Mutex::new(None),
+                unreachable: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -427,6 +430,35 @@ impl Registry {
                 sink.status_changed(svc);
             }
         }
+    }
+
+    /// A request to `name` could not reach its backend at all (a
+    /// [`ConnectError`](crate::transport::ConnectError)): marks it `Available=False` with
+    /// reason `FailedDiscoveryCheck` and `message` at once, and asks the availability
+    /// controller to probe it again soon ([`AvailabilityConfig::passive_recheck`], then
+    /// with backoff), which brings it back when the backend answers. True when this call
+    /// made it unavailable (concurrent reports flip it once).
+    ///
+    /// [`AvailabilityConfig::passive_recheck`]: crate::availability::AvailabilityConfig::passive_recheck
+    pub fn report_unreachable(&self, name: &str, message: &str) -> bool {
+        if !self.snapshot().get(name).is_some_and(|r| r.is_available()) {
+            return false;
+        }
+        let flipped = self.set_available_condition(
+            name,
+            crate::apiservice::ConditionStatus::False,
+            "FailedDiscoveryCheck",
+            message,
+        ) == Some(true);
+        if flipped {
+            lock(&self.shared.unreachable).push(name.to_owned());
+        }
+        flipped
+    }
+
+    /// The APIServices [`Registry::report_unreachable`] flipped since the last call.
+    pub(crate) fn take_unreachable(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.shared.unreachable))
     }
 
     /// Completes once the published generation is greater than `seen`.

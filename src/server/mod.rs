@@ -143,10 +143,46 @@ impl ServeConfig {
     }
 }
 
+/// The serving TLS configuration of [`serve_tls`], replaceable while serving: each new
+/// handshake uses the configuration stored last, open connections keep theirs. Store a
+/// new [`server_config`] when the serving certificate, its key or a client CA (whose
+/// names the handshake offers) rotate, as kube-apiserver's dynamic serving certificate
+/// does; [`watch_files`](crate::reload::watch_files) notices the files changing.
+#[derive(Clone)]
+pub struct ServingTls(Arc<arc_swap::ArcSwap<ServerConfig>>);
+
+impl std::fmt::Debug for ServingTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServingTls").finish_non_exhaustive()
+    }
+}
+
+impl ServingTls {
+    /// Serves with `config` until another is stored.
+    pub fn new(config: Arc<ServerConfig>) -> ServingTls {
+        ServingTls(Arc::new(arc_swap::ArcSwap::new(config)))
+    }
+
+    /// New handshakes use `config` from now on.
+    pub fn store(&self, config: Arc<ServerConfig>) {
+        self.0.store(config);
+    }
+
+    fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+        tokio_rustls::TlsAcceptor::from(self.0.load_full())
+    }
+}
+
+impl From<Arc<ServerConfig>> for ServingTls {
+    fn from(config: Arc<ServerConfig>) -> ServingTls {
+        ServingTls::new(config)
+    }
+}
+
 /// [`serve_tls_with`] with kube-apiserver's limits ([`ServeConfig::default`]).
 pub async fn serve_tls<S>(
     listener: TcpListener,
-    tls: Arc<ServerConfig>,
+    tls: impl Into<ServingTls>,
     service: S,
     shutdown: impl Future<Output = ()> + Send,
 ) where
@@ -174,7 +210,7 @@ pub async fn serve_tls<S>(
 /// with a backoff of 5 ms doubling to 1 s.
 pub async fn serve_tls_with<S>(
     listener: TcpListener,
-    tls: Arc<ServerConfig>,
+    tls: impl Into<ServingTls>,
     service: S,
     shutdown: impl Future<Output = ()> + Send,
     config: ServeConfig,
@@ -186,7 +222,7 @@ pub async fn serve_tls_with<S>(
         + 'static,
     S::Future: Send + 'static,
 {
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let tls: ServingTls = tls.into();
     let config = Arc::new(config);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
@@ -225,7 +261,7 @@ pub async fn serve_tls_with<S>(
         connections.spawn(conn::serve(
             tcp,
             remote_addr,
-            acceptor.clone(),
+            tls.acceptor(),
             service.clone(),
             config.clone(),
             stop_rx.clone(),

@@ -11,6 +11,8 @@
 
 mod memory;
 #[cfg(feature = "tokio")]
+mod pool;
+#[cfg(feature = "tokio")]
 mod rustls_transport;
 mod tls;
 
@@ -20,6 +22,8 @@ use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 
 pub use memory::InMemoryTransport;
+#[cfg(feature = "tokio")]
+pub use pool::PoolConfig;
 #[cfg(feature = "tokio")]
 pub use rustls_transport::{RustlsTransport, TcpConnector};
 #[cfg(feature = "tokio")]
@@ -43,6 +47,46 @@ pub struct BackendTarget {
 /// and returns the backend's response with a streaming body. Errors mean the backend could
 /// not be reached (dial, TLS, protocol).
 pub type BackendClient = BoxCloneSyncService<Request<Body>, Response<Body>, BoxError>;
+
+/// A backend could not be reached at all: the TCP connection was refused or timed out, or
+/// the TLS handshake failed. The request was never sent.
+///
+/// A [`BackendClient`] that fails with this error somewhere in its error's source chain
+/// tells the aggregator that the backend is down: its APIService is marked
+/// `Available=False` at once (reason `FailedDiscoveryCheck`), instead of every request
+/// paying the connect timeout until the next availability check; a probe soon after
+/// brings it back. [`RustlsTransport`] reports its dial and handshake failures this way;
+/// other transports may too.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ConnectError {
+    message: String,
+    #[source]
+    source: Option<BoxError>,
+}
+
+impl ConnectError {
+    /// A connect failure described by `message` (Go's wording, e.g. `dial tcp
+    /// 10.0.0.5:443: connect: connection refused`), caused by `source`.
+    pub fn new(message: impl Into<String>, source: Option<BoxError>) -> ConnectError {
+        ConnectError {
+            message: message.into(),
+            source,
+        }
+    }
+
+    /// The first `ConnectError` in `err`'s source chain.
+    pub fn find<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a ConnectError> {
+        let mut cur = Some(err);
+        while let Some(e) = cur {
+            if let Some(c) = e.downcast_ref::<ConnectError>() {
+                return Some(c);
+            }
+            cur = e.source();
+        }
+        None
+    }
+}
 
 /// The transport could not build a client for a target (e.g. a caBundle that is not
 /// PEM: a [`TlsConfigError`]). Its `Display` and `source` are those of the cause, which

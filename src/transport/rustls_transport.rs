@@ -1,20 +1,16 @@
-//! The tokio transport: TCP, rustls, and hyper-util's pooled client.
+//! The tokio transport: TCP, rustls, and the connection pool of `pool.rs`.
 
 use std::future::Future;
-use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use http::{Response, Uri};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
-use hyper_util::rt::TokioIo;
+use http::{Request, Response};
+use hyper_util::client::legacy::connect::HttpConnector;
 use rustls::pki_types::ServerName;
-use tokio::net::TcpStream;
-use tower::{Service, ServiceExt};
+use tower::Service;
 
+use super::pool::{Connector, Pool, PoolConfig};
 use super::{
     BackendClient, BackendTarget, ClientCertificate, TlsConfigError, Transport, TransportError,
     client_config,
@@ -46,6 +42,7 @@ pub struct RustlsTransport {
     executor: Executor,
     timer: Timer,
     tcp: TcpConnector,
+    pool: PoolConfig,
 }
 
 impl RustlsTransport {
@@ -61,6 +58,7 @@ impl RustlsTransport {
             executor,
             timer,
             tcp: tcp_connector(),
+            pool: PoolConfig::default(),
         }
     }
 
@@ -85,128 +83,91 @@ impl RustlsTransport {
 }
 
 impl RustlsTransport {
-    fn build(
+    /// How connections to backends are managed (HTTP/2 connections per backend, keep-alive
+    /// PINGs, idle HTTP/1.1 connections); the default is [`PoolConfig::default`].
+    pub fn pool_config(mut self, config: PoolConfig) -> RustlsTransport {
+        self.pool = config;
+        self
+    }
+
+    fn connector(
         &self,
         target: &BackendTarget,
         alpn: &[&[u8]],
-    ) -> Result<BackendClient, TransportError> {
+    ) -> Result<Connector, TransportError> {
         let config = client_config(target, &self.client_cert, alpn).map_err(TransportError::new)?;
-        let connector = TlsConnector {
-            tcp: self.tcp.clone(),
+        let server_name = ServerName::try_from(target.server_name.clone()).map_err(|e| {
+            TransportError::new(format!(
+                "invalid TLS server name {:?}: {e}",
+                target.server_name
+            ))
+        })?;
+        let mut tcp = self.tcp.clone();
+        tcp.set_connect_timeout(Some(self.pool.connect_timeout));
+        Ok(Connector {
+            tcp,
             tls: tokio_rustls::TlsConnector::from(config),
-            server_name: Arc::from(target.server_name.as_str()),
-        };
-        let client: Client<TlsConnector, Body> = Client::builder(self.executor.clone())
-            .timer(self.timer.clone())
-            .pool_timer(self.timer.clone())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .pool_max_idle_per_host(25)
-            .http2_keep_alive_interval(Duration::from_secs(30))
-            .http2_keep_alive_timeout(Duration::from_secs(15))
-            .build(connector);
-        let svc = client
-            .map_response(|res: Response<hyper::body::Incoming>| res.map(boxed))
-            .map_err(BoxError::from);
-        Ok(BackendClient::new(svc))
+            server_name,
+            tls_handshake_timeout: self.pool.tls_handshake_timeout,
+        })
     }
 }
 
 impl Transport for RustlsTransport {
     fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
-        self.build(target, &[b"h2", b"http/1.1"])
+        let connector = self.connector(target, &[b"h2", b"http/1.1"])?;
+        Ok(BackendClient::new(Pool::new(
+            connector,
+            self.pool.clone(),
+            self.executor.clone(),
+            self.timer.clone(),
+            self.client_cert.clone(),
+        )))
     }
 
     // Upgrades take over the connection, which HTTP/2 cannot do: ALPN offers only
-    // HTTP/1.1, as upstream's upgrade dialer forces it.
+    // HTTP/1.1, as upstream's upgrade dialer forces it. Each upgrade gets a connection of
+    // its own.
     fn upgrade_client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
-        self.build(target, &[b"http/1.1"])
+        let connector = self.connector(target, &[b"http/1.1"])?;
+        Ok(BackendClient::new(UpgradeClient { connector }))
     }
 }
 
-/// Connects TCP to the URI's authority, then TLS with the APIService's server name.
+/// Sends each upgrade request on a new HTTP/1.1 connection that hyper may hand over.
 #[derive(Clone)]
-struct TlsConnector {
-    tcp: TcpConnector,
-    tls: tokio_rustls::TlsConnector,
-    server_name: Arc<str>,
+struct UpgradeClient {
+    connector: Connector,
 }
 
-impl Service<Uri> for TlsConnector {
-    type Response = TlsConn;
+impl Service<Request<Body>> for UpgradeClient {
+    type Response = Response<Body>;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<TlsConn, BoxError>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, BoxError>> + Send>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.tcp.poll_ready(cx).map_err(Into::into)
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, uri: Uri) -> Self::Future {
-        let tcp = self.tcp.call(uri);
-        let tls = self.tls.clone();
-        let name = self.server_name.clone();
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        let connector = self.connector.clone();
         Box::pin(async move {
-            let server_name = ServerName::try_from(name.to_string())
-                .map_err(|e| format!("invalid TLS server name {name:?}: {e}"))?;
-            let stream: TcpStream = tcp.await?.into_inner();
-            let tls = tls.connect(server_name, stream).await?;
-            let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-            Ok(TlsConn {
-                io: TokioIo::new(tls),
-                h2,
-            })
+            let authority = req
+                .uri()
+                .authority()
+                .cloned()
+                .ok_or_else(|| format!("backend URI {} has no address", req.uri()))?;
+            let (io, _) = connector.connect(&authority).await?;
+            let (mut send, conn) = hyper::client::conn::http1::handshake(io).await?;
+            tokio::spawn(async move {
+                if let Err(e) = conn.with_upgrades().await {
+                    tracing::debug!(error = %e, "backend upgrade connection ended with an error");
+                }
+            });
+            let res = send
+                .send_request(super::pool::origin_form(req, &authority))
+                .await?;
+            Ok(res.map(boxed))
         })
-    }
-}
-
-/// A TLS connection to a backend, telling hyper-util whether ALPN chose h2.
-struct TlsConn {
-    io: TokioIo<tokio_rustls::client::TlsStream<TcpStream>>,
-    h2: bool,
-}
-
-impl Connection for TlsConn {
-    fn connected(&self) -> Connected {
-        let c = Connected::new();
-        if self.h2 { c.negotiated_h2() } else { c }
-    }
-}
-
-impl hyper::rt::Read for TlsConn {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: hyper::rt::ReadBufCursor<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
-    }
-}
-
-impl hyper::rt::Write for TlsConn {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
     }
 }

@@ -38,6 +38,9 @@ pub enum TlsConfigError {
 #[derive(Debug, Clone, Default)]
 pub struct ClientCertificate {
     current: Arc<ArcSwapOption<CertifiedKey>>,
+    /// Bumped by every [`ClientCertificate::set_pem`]: pooled connections made with an
+    /// older certificate are drained instead of reused.
+    generation: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl ClientCertificate {
@@ -75,7 +78,15 @@ impl ClientCertificate {
             .keys_match()
             .map_err(|e| TlsConfigError::ClientCertificate(e.to_string()))?;
         self.current.store(Some(Arc::new(certified)));
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         Ok(())
+    }
+
+    /// How many times the certificate was set; connections remember it from their
+    /// handshake.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 
@@ -142,7 +153,81 @@ pub fn client_config(
     };
     let mut config = builder.with_client_cert_resolver(Arc::new(client_cert.clone()));
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    config.resumption = rustls::client::Resumption::store(Arc::new(SessionsPerCertificate {
+        cert: client_cert.clone(),
+        current: std::sync::Mutex::new((client_cert.generation(), new_session_cache())),
+    }));
     Ok(Arc::new(config))
+}
+
+/// rustls' default session cache size.
+fn new_session_cache() -> Arc<rustls::client::ClientSessionMemoryCache> {
+    Arc::new(rustls::client::ClientSessionMemoryCache::new(256))
+}
+
+/// TLS session tickets of the current proxy client certificate only. A resumed TLS 1.3
+/// session carries the certificate of the handshake it resumes, so after a rotation a new
+/// connection must not resume an old session: the backend would see the old certificate
+/// (known failure B27). Sessions are forgotten when the certificate changes.
+#[derive(Debug)]
+struct SessionsPerCertificate {
+    cert: ClientCertificate,
+    current: std::sync::Mutex<(u64, Arc<rustls::client::ClientSessionMemoryCache>)>,
+}
+
+impl SessionsPerCertificate {
+    fn cache(&self) -> Arc<rustls::client::ClientSessionMemoryCache> {
+        let generation = self.cert.generation();
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        if current.0 != generation {
+            *current = (generation, new_session_cache());
+        }
+        current.1.clone()
+    }
+}
+
+impl rustls::client::ClientSessionStore for SessionsPerCertificate {
+    fn set_kx_hint(&self, server_name: ServerName<'static>, group: rustls::NamedGroup) {
+        self.cache().set_kx_hint(server_name, group);
+    }
+
+    fn kx_hint(&self, server_name: &ServerName<'_>) -> Option<rustls::NamedGroup> {
+        self.cache().kx_hint(server_name)
+    }
+
+    fn set_tls12_session(
+        &self,
+        server_name: ServerName<'static>,
+        value: rustls::client::Tls12ClientSessionValue,
+    ) {
+        self.cache().set_tls12_session(server_name, value);
+    }
+
+    fn tls12_session(
+        &self,
+        server_name: &ServerName<'_>,
+    ) -> Option<rustls::client::Tls12ClientSessionValue> {
+        self.cache().tls12_session(server_name)
+    }
+
+    fn remove_tls12_session(&self, server_name: &ServerName<'static>) {
+        self.cache().remove_tls12_session(server_name);
+    }
+
+    fn insert_tls13_ticket(
+        &self,
+        server_name: ServerName<'static>,
+        value: rustls::client::Tls13ClientSessionValue,
+    ) {
+        self.cache().insert_tls13_ticket(server_name, value);
+    }
+
+    fn take_tls13_ticket(
+        &self,
+        server_name: &ServerName<'static>,
+    ) -> Option<rustls::client::Tls13ClientSessionValue> {
+        self.cache().take_tls13_ticket(server_name)
+    }
 }
 
 /// `insecureSkipTLSVerify`: accepts any serving certificate but still checks the

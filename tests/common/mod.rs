@@ -117,6 +117,26 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 // The extension server
 // ---------------------------------------------------------------------------------------
 
+/// The TLS of an extension server: serving certificate for `backend.test-ns.svc` from the
+/// serving CA, a client certificate from the front-proxy CA required, ALPN `alpn`.
+pub(crate) fn backend_tls(pki: &Pki, alpn: &[&[u8]]) -> Arc<ServerConfig> {
+    let leaf = pki.serving_ca.server("backend", &["backend.test-ns.svc"]);
+    let verifier = WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots(&pki.front_proxy_ca.cert_pem)),
+        provider(),
+    )
+    .build()
+    .expect("front-proxy client verifier");
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs(&leaf.cert_pem), key(&leaf.key_pem))
+        .expect("backend serving certificate");
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(config)
+}
+
 /// What the backend received: one request.
 #[derive(Debug)]
 pub(crate) struct Seen {
@@ -271,20 +291,7 @@ impl Backend {
         read_bodies: bool,
         answers: Answers,
     ) -> Backend {
-        let leaf = pki.serving_ca.server("backend", &["backend.test-ns.svc"]);
-        let verifier = WebPkiClientVerifier::builder_with_provider(
-            Arc::new(roots(&pki.front_proxy_ca.cert_pem)),
-            provider(),
-        )
-        .build()
-        .expect("front-proxy client verifier");
-        let mut config = ServerConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(certs(&leaf.cert_pem), key(&leaf.key_pem))
-            .expect("backend serving certificate");
-        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        let config = backend_tls(pki, alpn);
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind backend");
@@ -293,7 +300,7 @@ impl Backend {
         let connections = Arc::new(AtomicUsize::new(0));
         tokio::spawn(backend_accept_loop(
             listener,
-            tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+            tokio_rustls::TlsAcceptor::from(config),
             Arc::new(handler),
             tx,
             connections.clone(),
@@ -398,25 +405,12 @@ pub(crate) struct AsyncBackend {
 
 impl AsyncBackend {
     pub(crate) async fn start(pki: &Pki, alpn: &[&[u8]], handler: AsyncHandler) -> AsyncBackend {
-        let leaf = pki.serving_ca.server("backend", &["backend.test-ns.svc"]);
-        let verifier = WebPkiClientVerifier::builder_with_provider(
-            Arc::new(roots(&pki.front_proxy_ca.cert_pem)),
-            provider(),
-        )
-        .build()
-        .expect("front-proxy client verifier");
-        let mut config = ServerConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(certs(&leaf.cert_pem), key(&leaf.key_pem))
-            .expect("backend serving certificate");
-        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        let config = backend_tls(pki, alpn);
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind backend");
         let addr = listener.local_addr().expect("backend address");
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let acceptor = tokio_rustls::TlsAcceptor::from(config);
         let (arrived, cancelled) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let (a, c) = (arrived.clone(), cancelled.clone());
         tokio::spawn(async move {
@@ -924,6 +918,52 @@ impl Client {
 
     pub(crate) async fn get(&self, path_and_query: &str) -> Reply {
         self.get_with(path_and_query, &[]).await
+    }
+
+    /// Sends `method path_and_query` with `body` (as JSON) on a new connection.
+    pub(crate) async fn send(&self, method: Method, path_and_query: &str, body: Bytes) -> Reply {
+        let host = format!("localhost:{}", self.addr.port());
+        let mut req = Request::builder().method(method).uri(match self.protocol {
+            Protocol::Http1 => path_and_query.to_owned(),
+            Protocol::Http2 => format!("https://{host}{path_and_query}"),
+        });
+        if self.protocol == Protocol::Http1 {
+            req = req.header(header::HOST, &host);
+        }
+        let req = req
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(http_body_util::Full::new(body))
+            .expect("valid request");
+        let io = TokioIo::new(self.connect().await);
+        let res = match self.protocol {
+            Protocol::Http1 => {
+                let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+                    .await
+                    .expect("HTTP/1.1 handshake");
+                tokio::spawn(conn);
+                within("response head", sender.send_request(req)).await
+            }
+            Protocol::Http2 => {
+                let (mut sender, conn) =
+                    hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+                        .await
+                        .expect("HTTP/2 handshake");
+                tokio::spawn(conn);
+                within("response head", sender.send_request(req)).await
+            }
+        }
+        .expect("the gateway answers");
+        let (parts, body) = res.into_parts();
+        let body = within("response body", body.collect())
+            .await
+            .expect("the response body arrives whole")
+            .to_bytes();
+        Reply {
+            status: parts.status,
+            version: parts.version,
+            headers: parts.headers,
+            body: String::from_utf8(body.to_vec()).expect("UTF-8 body"),
+        }
     }
 }
 

@@ -1,0 +1,516 @@
+//! The custom-metrics adapter and the service-catalog CRUD server behind the demo's TLS
+//! gateway, end to end: the real `kubectl` (get --raw with label selectors, apply with
+//! validation on, get, get -w, patch, replace, delete, explain), HPA-shaped requests sent
+//! byte for byte, and the catalog surviving a restart.
+//!
+//! Fails (never skips) when `kubectl` is not on `PATH`.
+
+#[path = "../examples/support/mod.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls_pki_types::pem::PemObject;
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+
+async fn run_kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
+    let cache = kubeconfig.with_file_name("kube-cache");
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new("kubectl")
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg(format!("--cache-dir={}", cache.display()))
+            .arg("--request-timeout=20s")
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("kubectl {args:?} did not finish within 60 s"))
+    .unwrap_or_else(|e| panic!("cannot run kubectl (the end-to-end test needs it on PATH): {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.success(), stdout, stderr)
+}
+
+async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+    let (ok, stdout, stderr) = run_kubectl(kubeconfig, args).await;
+    assert!(
+        ok,
+        "kubectl {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    stdout
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("kube-aggregator-e2e-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// A client of the gateway presenting the demo admin's certificate, one connection per
+/// request, sending the request target exactly as given.
+struct RawClient {
+    config: Arc<rustls::ClientConfig>,
+    addr: std::net::SocketAddr,
+}
+
+impl RawClient {
+    fn new(dir: &Path, addr: std::net::SocketAddr) -> RawClient {
+        let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(&read("ca.crt")) {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let certs: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_slice_iter(&read("admin.crt"))
+                .map(Result::unwrap)
+                .collect();
+        let key = PrivateKeyDer::from_pem_slice(&read("admin.key")).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_client_auth_cert(certs, key)
+            .unwrap();
+        RawClient {
+            config: Arc::new(config),
+            addr,
+        }
+    }
+
+    async fn get(&self, target: &str) -> (StatusCode, Bytes) {
+        let tcp = tokio::net::TcpStream::connect(self.addr).await.unwrap();
+        let tls = tokio_rustls::TlsConnector::from(self.config.clone())
+            .connect(ServerName::try_from("127.0.0.1").unwrap(), tcp)
+            .await
+            .unwrap();
+        let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let req = Request::builder()
+            .method(Method::GET)
+            .uri(target)
+            .header("host", self.addr.to_string())
+            .header("accept", "application/json")
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        let res = send.send_request(req).await.unwrap();
+        let status = res.status();
+        (status, res.into_body().collect().await.unwrap().to_bytes())
+    }
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            i["describedObject"]["name"]
+                .as_str()
+                .or(i["metricName"].as_str())
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_and_external_metrics_through_the_gateway() {
+    let dir = scratch_dir("custom-metrics");
+    let demo = support::demo::start(&dir, Duration::from_secs(30))
+        .await
+        .expect("the demo starts");
+    let kc = demo.kubeconfig.clone();
+
+    // kubectl get --raw with label selectors; kubectl re-encodes the query Go's way.
+    let raw = kubectl(&kc, &["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/http_requests_per_second?labelSelector=app=frontend"]).await;
+    let list: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(list["kind"], "MetricValueList", "{raw}");
+    assert_eq!(list["apiVersion"], "custom.metrics.k8s.io/v1beta2");
+    assert_eq!(
+        names(&list),
+        ["frontend-7d9c8b6f4-2xkqp", "frontend-7d9c8b6f4-9mz4t"]
+    );
+    assert_eq!(list["items"][0]["describedObject"]["apiVersion"], "/v1");
+    assert_eq!(list["items"][0]["windowSeconds"], 60);
+    let seen = demo.adapter.log().last().unwrap().clone();
+    assert_eq!(
+        seen.target,
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/%2A/http_requests_per_second?labelSelector=app%3Dfrontend&timeout=20s"
+    );
+    assert_eq!(seen.user, "demo-admin");
+
+    // metricLabelSelector picks series by the metric's labels and comes back in the answer.
+    let raw = kubectl(&kc, &["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/pods/*/http_requests_per_second?labelSelector=app%3Dbackend&metricLabelSelector=method%3DPOST"]).await;
+    let list: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(names(&list), ["backend-5b7f9c8d6-q8wlr"]);
+    assert_eq!(list["items"][0]["metricName"], "http_requests_per_second");
+    assert_eq!(
+        list["items"][0]["selector"],
+        serde_json::json!({"matchLabels": {"method": "POST"}})
+    );
+
+    // External metrics with a set-based selector.
+    let raw = kubectl(&kc, &["get", "--raw", "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready?labelSelector=queue+in+(orders,payments)"]).await;
+    let list: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(list["kind"], "ExternalMetricValueList");
+    let queues: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metricLabels"]["queue"].as_str().unwrap())
+        .collect();
+    assert_eq!(queues, ["orders", "payments"]);
+
+    // Unknown metrics: 404 Status with custom-metrics-apiserver's wording.
+    let (ok, _, err) = run_kubectl(&kc, &["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/services/frontend/no_such_metric"]).await;
+    assert!(!ok);
+    assert!(
+        err.contains("the server could not find the metric no_such_metric for services"),
+        "{err}"
+    );
+
+    // The values move: a new sample is what the next read sees.
+    assert_eq!(
+        demo.adapter
+            .series()
+            .record("requests_per_second", "default", "frontend", 4_250),
+        1
+    );
+    let raw = kubectl(&kc, &["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/services/frontend/requests_per_second"]).await;
+    let list: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(list["items"][0]["value"], "4250m", "{raw}");
+
+    // An HPA's requests, as client-go's custom and external metrics clients build them
+    // (k8s.io/metrics pkg/client): the adapter receives exactly the target sent and the
+    // client gets exactly the bytes the adapter answered.
+    let client = RawClient::new(&dir, demo.gateway.local_addr);
+    let table = [
+        // Pods metric: every pod the HPA's scale target selects.
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/%2A/http_requests_per_second?labelSelector=app%3Dfrontend%2Cpod-template-hash%3D7d9c8b6f4",
+        // Pods metric with a metric selector (keys sorted, as url.Values.Encode writes them).
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/%2A/http_requests_per_second?labelSelector=app%3Dfrontend&metricLabelSelector=method%3DGET",
+        // Object metrics.
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/services/frontend/requests_per_second",
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/deployments.apps/frontend/http_requests_per_second",
+        // An Object metric on a Namespace.
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/metrics/queue_messages_ready",
+        // Root-scoped objects.
+        "/apis/custom.metrics.k8s.io/v1beta2/nodes/%2A/node_load1?labelSelector=topology.kubernetes.io%2Fzone%3Dzone-2",
+        "/apis/custom.metrics.k8s.io/v1beta1/nodes/node-a/node_load1",
+        // External metrics, one with an escaped name.
+        "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready?labelSelector=queue%3Dorders",
+        "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/pubsub.googleapis.com%7Csubscription%7Cnum_undelivered_messages?labelSelector=resource.labels.subscription_id%3Dorders-sub",
+        // A miss is relayed as it was answered.
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/frontend-7d9c8b6f4-2xkqp/http_requests_per_second?metricLabelSelector=method%3DDELETE",
+    ];
+    for target in table {
+        let (status, body) = client.get(target).await;
+        let seen = demo.adapter.log().last().unwrap().clone();
+        assert_eq!(seen.target, target, "what the adapter received");
+        assert_eq!(status, seen.status, "{target}");
+        assert_eq!(body, seen.body, "{target}: relayed byte for byte");
+        if status == StatusCode::OK {
+            let list: Value = serde_json::from_slice(&body).unwrap();
+            assert!(
+                !list["items"].as_array().unwrap().is_empty(),
+                "{target}: {list}"
+            );
+        }
+    }
+    let (status, body) = client.get(table[9]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        String::from_utf8_lossy(&body).contains("with selector method=DELETE"),
+        "{body:?}"
+    );
+    let (_, body) = client.get(table[8]).await;
+    let list: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        list["items"][0]["metricName"],
+        "pubsub.googleapis.com|subscription|num_undelivered_messages"
+    );
+
+    demo.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Reads a child's stdout until `want` appears (at most 20 s); returns what was read.
+async fn read_until(out: &mut tokio::process::ChildStdout, want: &str) -> String {
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8_lossy(&seen).contains(want) {
+        let mut buf = [0u8; 4096];
+        match tokio::time::timeout_at(deadline, out.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => seen.extend_from_slice(&buf[..n]),
+            _ => panic!(
+                "{want:?} not in kubectl's output: {}",
+                String::from_utf8_lossy(&seen)
+            ),
+        }
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+const INSTANCE: &str = "apiVersion: servicecatalog.example.io/v1beta1
+kind: ServiceInstance
+metadata:
+  name: db
+  namespace: default
+  labels:
+    app: shop
+spec:
+  clusterServiceClassExternalName: postgres
+  clusterServicePlanExternalName: small
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
+    let dir = scratch_dir("catalog");
+    let demo = support::demo::start(&dir, Duration::from_secs(30))
+        .await
+        .expect("the demo starts");
+    let kc = demo.kubeconfig.clone();
+    let manifest = dir.join("instance.yaml");
+    std::fs::write(&manifest, INSTANCE).unwrap();
+    let file = manifest.to_str().unwrap();
+    let catalog = || demo.crud.log();
+
+    // apply creates (GET 404, then POST with fieldValidation=Strict: the OpenAPI v3 PATCH
+    // declares the parameter, so kubectl leaves validation to the server).
+    assert_eq!(
+        kubectl(&kc, &["apply", "-f", file]).await.trim(),
+        "serviceinstance.servicecatalog.example.io/db created"
+    );
+    let post = catalog()
+        .into_iter()
+        .rev()
+        .find(|s| s.method == Method::POST)
+        .unwrap();
+    assert!(post.target.contains("fieldValidation=Strict"), "{post:?}");
+
+    // A field the schema lacks: 400 from the server, naming it.
+    std::fs::write(
+        dir.join("bad.yaml"),
+        INSTANCE.replace("name: db", "name: bad").replace(
+            "  clusterServicePlanExternalName: small",
+            "  clusterServicePlanExternalName: small\n  bogus: 1",
+        ),
+    )
+    .unwrap();
+    let (ok, _, err) = run_kubectl(
+        &kc,
+        &["apply", "-f", dir.join("bad.yaml").to_str().unwrap()],
+    )
+    .await;
+    assert!(!ok);
+    assert!(err.contains("ServiceInstance in version \"v1beta1\" cannot be handled as a ServiceInstance: strict decoding error: unknown field \"spec.bogus\""), "{err}");
+
+    // get: the Table with the kind's own columns.
+    let out = kubectl(&kc, &["get", "serviceinstances", "-o", "wide"]).await;
+    let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "CLASS", "PLAN", "AGE", "EXTERNAL-ID"],
+        "{out}"
+    );
+    assert!(out.lines().nth(1).unwrap().starts_with("db "), "{out}");
+    let get = catalog()
+        .into_iter()
+        .rev()
+        .find(|s| s.method == Method::GET && s.target.contains("serviceinstances?limit=500"))
+        .unwrap();
+    assert!(
+        get.accept.contains("as=Table;v=v1;g=meta.k8s.io"),
+        "{get:?}"
+    );
+
+    // get -w: a change made after the watch started arrives.
+    let mut watch = tokio::process::Command::new("kubectl")
+        .arg(format!("--kubeconfig={}", kc.display()))
+        .args(["get", "serviceinstances", "-w", "--no-headers"])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("kubectl on PATH");
+    let mut out = watch.stdout.take().unwrap();
+    read_until(&mut out, "small").await;
+    // Strategic merge patch is kubectl patch's default; this server accepts it.
+    let patched = kubectl(
+        &kc,
+        &[
+            "patch",
+            "serviceinstance",
+            "db",
+            "-p",
+            r#"{"spec":{"clusterServicePlanExternalName":"large"}}"#,
+        ],
+    )
+    .await;
+    assert_eq!(
+        patched.trim(),
+        "serviceinstance.servicecatalog.example.io/db patched"
+    );
+    let patch = catalog()
+        .into_iter()
+        .rev()
+        .find(|s| s.method == Method::PATCH)
+        .unwrap();
+    assert_eq!(patch.content_type, "application/strategic-merge-patch+json");
+    let seen = read_until(&mut out, "large").await;
+    assert!(seen.contains("postgres"), "{seen}");
+    let w = catalog()
+        .into_iter()
+        .find(|s| s.target.contains("watch=true"))
+        .unwrap();
+    assert!(w.target.contains("resourceVersion="), "{w:?}");
+    drop(watch);
+
+    // Merge and JSON patch; generation counts spec changes.
+    kubectl(
+        &kc,
+        &[
+            "patch",
+            "serviceinstance",
+            "db",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"labels":{"tier":"data"}}}"#,
+        ],
+    )
+    .await;
+    kubectl(
+        &kc,
+        &[
+            "patch",
+            "serviceinstance",
+            "db",
+            "--type=json",
+            "-p",
+            r#"[{"op":"add","path":"/spec/externalID","value":"ext-1"}]"#,
+        ],
+    )
+    .await;
+    let object: Value =
+        serde_json::from_str(&kubectl(&kc, &["get", "inst", "db", "-o", "json"]).await).unwrap();
+    assert_eq!(object["metadata"]["generation"], 3, "{object}");
+    assert_eq!(object["metadata"]["labels"]["tier"], "data");
+    assert_eq!(object["spec"]["externalID"], "ext-1");
+
+    // A stale resourceVersion: 409 Conflict with upstream's message.
+    let mut stale = object.clone();
+    stale["metadata"]["resourceVersion"] = "1".into();
+    stale["spec"]["clusterServicePlanExternalName"] = "medium".into();
+    std::fs::write(dir.join("stale.json"), stale.to_string()).unwrap();
+    let (ok, _, err) = run_kubectl(
+        &kc,
+        &["replace", "-f", dir.join("stale.json").to_str().unwrap()],
+    )
+    .await;
+    assert!(!ok);
+    assert!(err.contains("Operation cannot be fulfilled on serviceinstances.servicecatalog.example.io \"db\": the object has been modified; please apply your changes to the latest version and try again"), "{err}");
+
+    // apply again updates through a patch carrying the last-applied annotation.
+    std::fs::write(&manifest, INSTANCE.replace("small", "medium")).unwrap();
+    assert_eq!(
+        kubectl(&kc, &["apply", "-f", file]).await.trim(),
+        "serviceinstance.servicecatalog.example.io/db configured"
+    );
+    let out = kubectl(
+        &kc,
+        &[
+            "get",
+            "inst",
+            "db",
+            "-o",
+            "jsonpath={.spec.clusterServicePlanExternalName} {.metadata.labels.tier}",
+        ],
+    )
+    .await;
+    assert_eq!(out, "medium data");
+
+    // explain, from the OpenAPI v3 document.
+    let explained = kubectl(&kc, &["explain", "serviceinstances.spec"]).await;
+    assert!(
+        explained.contains("KIND:       ServiceInstance"),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("clusterServicePlanExternalName\t<string> -required-"),
+        "{explained}"
+    );
+    let explained = kubectl(
+        &kc,
+        &["explain", "clusterservicebrokers.spec.relistBehavior"],
+    )
+    .await;
+    assert!(explained.contains("ENUM:"), "{explained}");
+
+    // The cluster-scoped kind, label selectors and delete.
+    std::fs::write(dir.join("broker.yaml"), "apiVersion: servicecatalog.example.io/v1beta1\nkind: ClusterServiceBroker\nmetadata:\n  name: ups\n  labels: {env: dev}\nspec:\n  url: https://broker.example.com\n").unwrap();
+    kubectl(
+        &kc,
+        &["apply", "-f", dir.join("broker.yaml").to_str().unwrap()],
+    )
+    .await;
+    let out = kubectl(&kc, &["get", "csb", "-l", "env=dev", "-o", "name"]).await;
+    assert_eq!(
+        out.trim(),
+        "clusterservicebroker.servicecatalog.example.io/ups"
+    );
+    assert_eq!(
+        kubectl(&kc, &["get", "csb", "-l", "env=prod", "-o", "name"])
+            .await
+            .trim(),
+        ""
+    );
+    assert_eq!(
+        kubectl(&kc, &["delete", "inst", "db"]).await.trim(),
+        "serviceinstance.servicecatalog.example.io \"db\" deleted"
+    );
+    let (ok, _, err) = run_kubectl(&kc, &["get", "inst", "db"]).await;
+    assert!(!ok);
+    assert!(
+        err.contains("serviceinstances.servicecatalog.example.io \"db\" not found"),
+        "{err}"
+    );
+
+    // The catalog persists across a restart; a watch from before it gets 410 Expired.
+    let before = demo.crud.store().current();
+    demo.shutdown().await;
+    let demo = support::demo::start(&dir, Duration::from_secs(30))
+        .await
+        .expect("the demo restarts");
+    let kc = demo.kubeconfig.clone();
+    assert_eq!(
+        kubectl(&kc, &["get", "csb", "-o", "name"]).await.trim(),
+        "clusterservicebroker.servicecatalog.example.io/ups"
+    );
+    assert_eq!(demo.crud.store().current(), before);
+    let raw = kubectl(&kc, &["get", "--raw", "/apis/servicecatalog.example.io/v1beta1/clusterservicebrokers?watch=true&resourceVersion=1"]).await;
+    let event: Value = serde_json::from_str(raw.trim()).unwrap();
+    assert_eq!(event["type"], "ERROR", "{raw}");
+    assert_eq!(event["object"]["code"], 410);
+    assert_eq!(event["object"]["reason"], "Expired");
+    assert_eq!(
+        event["object"]["message"],
+        format!("too old resource version: 1 ({before})")
+    );
+    kubectl(&kc, &["delete", "csb", "ups"]).await;
+
+    demo.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,512 @@
+//! Hot rotation without restart, under load, over real TLS on 127.0.0.1 (docs/known-failures.md
+//! B27): the serving certificate, `--client-ca-file`, `--requestheader-client-ca-file` and
+//! the proxy client certificate are re-read from their files when they change
+//! (`reload::watch_files`), and an APIService's `caBundle` is updated through the
+//! registry. Each rotation is checked on a new connection, while a load of requests on
+//! credentials that stay valid runs throughout and must not see a single failure.
+
+mod common;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{APISERVICE, BASE, pki};
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use kube_aggregator::apiservice::ConditionStatus;
+use kube_aggregator::authn::{
+    AuthenticationLayer, BearerToken, RequestHeaderAuthenticator, RequestHeaderConfig,
+    TokenFileAuthenticator, Union, X509Authenticator,
+};
+use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer};
+use kube_aggregator::availability::StaticServiceResolver;
+use kube_aggregator::reload::watch_files;
+use kube_aggregator::rt::{Executor, Timer};
+use kube_aggregator::server::{self, ServingTls};
+use kube_aggregator::source::ApiServiceEvent;
+use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
+use kube_aggregator::{AggregatorLayer, Body, Registry};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::WebPkiClientVerifier;
+use rustls_pki_types::pem::PemObject;
+use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceBuilder;
+
+const RELOAD: Duration = Duration::from_millis(100);
+const TOKEN: &str = "load-token";
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
+    CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .expect("PEM certificates")
+}
+
+fn roots(pems: &[&str]) -> rustls::RootCertStore {
+    let mut roots = rustls::RootCertStore::empty();
+    for pem in pems {
+        for c in certs(pem) {
+            roots.add(c).expect("trust anchor");
+        }
+    }
+    roots
+}
+
+fn common_name(der: &[u8]) -> String {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).expect("a certificate");
+    cert.subject()
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Writes `contents` to `path` the way rotation tools do: a new file renamed over the old.
+fn rotate(path: &Path, contents: &str) {
+    let tmp = path.with_extension("new");
+    std::fs::write(&tmp, contents).expect("write");
+    std::fs::rename(&tmp, path).expect("rename");
+}
+
+/// An HTTP/2 extension server that requires a front-proxy client certificate and answers
+/// with the CN of the one it was given; its serving certificate can be replaced.
+struct Backend {
+    addr: SocketAddr,
+    tls: Arc<Mutex<Arc<rustls::ServerConfig>>>,
+    front_proxy_ca: String,
+}
+
+impl Backend {
+    async fn start(front_proxy_ca: &str, serving: &pki::Leaf) -> Backend {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let tls = Arc::new(Mutex::new(Backend::config(front_proxy_ca, serving)));
+        let current = tls.clone();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let config = current.lock().unwrap().clone();
+                tokio::spawn(async move {
+                    let Ok(stream) = tokio_rustls::TlsAcceptor::from(config).accept(tcp).await
+                    else {
+                        return;
+                    };
+                    let cn = stream
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .and_then(|c| c.first())
+                        .map(|c| common_name(c))
+                        .unwrap_or_default();
+                    let svc = hyper::service::service_fn(move |_: Request<Incoming>| {
+                        let cn = cn.clone();
+                        async move { Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(cn)))) }
+                    });
+                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        Backend {
+            addr,
+            tls,
+            front_proxy_ca: front_proxy_ca.to_owned(),
+        }
+    }
+
+    fn config(front_proxy_ca: &str, serving: &pki::Leaf) -> Arc<rustls::ServerConfig> {
+        let verifier = WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots(&[front_proxy_ca])),
+            provider(),
+        )
+        .build()
+        .expect("client verifier");
+        let mut config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(
+                certs(&serving.cert_pem),
+                PrivateKeyDer::from_pem_slice(serving.key_pem.as_bytes()).expect("key"),
+            )
+            .expect("serving certificate");
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        Arc::new(config)
+    }
+
+    /// New connections get `serving`.
+    fn serve_with(&self, serving: &pki::Leaf) {
+        *self.tls.lock().unwrap() = Backend::config(&self.front_proxy_ca, serving);
+    }
+}
+
+/// A client trusting `serving_cas`, presenting `cert` (if any) and sending `headers`; the
+/// status, the body, and the CN of the gateway's certificate. One connection per call.
+async fn call(
+    addr: SocketAddr,
+    serving_cas: &[&str],
+    cert: Option<&pki::Leaf>,
+    headers: &[(&str, &str)],
+) -> (StatusCode, String, String) {
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots(serving_cas));
+    let mut config = match cert {
+        Some(leaf) => builder
+            .with_client_auth_cert(
+                certs(&leaf.cert_pem),
+                PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).expect("key"),
+            )
+            .expect("client certificate"),
+        None => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let exchange = async {
+        let tcp = TcpStream::connect(addr).await.expect("connect");
+        let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(ServerName::try_from("localhost").expect("name"), tcp)
+            .await
+            .expect("TLS handshake");
+        let server_cn = common_name(
+            &tls.get_ref()
+                .1
+                .peer_certificates()
+                .expect("a server certificate")[0],
+        );
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+            .await
+            .expect("HTTP/1.1 handshake");
+        tokio::spawn(conn);
+        let mut req = Request::get(format!("{BASE}/widgets")).header("host", "localhost");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let res = sender
+            .send_request(req.body(Empty::<Bytes>::new()).expect("request"))
+            .await
+            .expect("an answer");
+        let status = res.status();
+        let body = res.into_body().collect().await.expect("body").to_bytes();
+        (
+            status,
+            String::from_utf8_lossy(&body).into_owned(),
+            server_cn,
+        )
+    };
+    tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .expect("an answer within 10 s")
+}
+
+/// Retries `check` (a fresh request each time) until it holds, for at most 5 s.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what}: not within 5 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+struct Files {
+    dir: PathBuf,
+}
+
+impl Files {
+    fn new() -> Files {
+        let dir =
+            std::env::temp_dir().join(format!("kube-aggregator-rotation-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        Files { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn write(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.path(name);
+        std::fs::write(&path, contents).expect("write");
+        path
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_certificate_rotates_under_load_without_a_failed_request() {
+    let (serving_ca, serving_ca2) = (pki::Ca::new("gateway-ca"), pki::Ca::new("gateway-ca-2"));
+    let (client_ca, client_ca2) = (pki::Ca::new("client-ca"), pki::Ca::new("client-ca-2"));
+    let (rh_ca, rh_ca2) = (
+        pki::Ca::new("requestheader-ca"),
+        pki::Ca::new("requestheader-ca-2"),
+    );
+    let front_proxy_ca = pki::Ca::new("front-proxy-ca");
+    let (backend_ca, backend_ca2) = (pki::Ca::new("backend-ca"), pki::Ca::new("backend-ca-2"));
+    let backend_sans = ["backend.test-ns.svc"];
+
+    let files = Files::new();
+    let serving = serving_ca.server("gateway", &["localhost"]);
+    let tls_crt = files.write("tls.crt", &serving.cert_pem);
+    let tls_key = files.write("tls.key", &serving.key_pem);
+    let client_ca_file = files.write("client-ca.crt", &client_ca.cert_pem);
+    let rh_ca_file = files.write("requestheader-ca.crt", &rh_ca.cert_pem);
+    let proxy = front_proxy_ca.client("front-proxy-client", &[]);
+    let proxy_crt = files.write("proxy.crt", &proxy.cert_pem);
+    let proxy_key = files.write("proxy.key", &proxy.key_pem);
+
+    // The backend, and the APIService trusting its CA.
+    let backend = Backend::start(
+        &front_proxy_ca.cert_pem,
+        &backend_ca.server("backend", &backend_sans),
+    )
+    .await;
+    let proxy_cert =
+        ClientCertificate::from_pem(proxy.cert_pem.as_bytes(), proxy.key_pem.as_bytes())
+            .expect("proxy certificate");
+    let registry = Registry::new(RustlsTransport::new(
+        proxy_cert.clone(),
+        Executor::tokio(),
+        Timer::tokio(),
+    ));
+    let mut apiservice = common::widgets_apiservice(&common::Pki::new());
+    apiservice.spec.ca_bundle = backend_ca.cert_pem.clone().into_bytes();
+    registry
+        .apply(ApiServiceEvent::Applied(apiservice.clone()))
+        .expect("a valid APIService");
+    registry.set_available_condition(
+        APISERVICE,
+        ConditionStatus::True,
+        "Passed",
+        "all checks passed",
+    );
+    let mut resolver = StaticServiceResolver::new();
+    resolver
+        .insert("test-ns", "backend", 443, &backend.addr.to_string())
+        .expect("resolver entry");
+
+    // The gateway: x509, request-header and a static token; files watched.
+    let x509 = X509Authenticator::from_pem(client_ca.cert_pem.as_bytes()).expect("client CA");
+    let front = RequestHeaderAuthenticator::from_pem(
+        rh_ca.cert_pem.as_bytes(),
+        RequestHeaderConfig {
+            username_headers: vec!["X-Remote-User".into()],
+            uid_headers: vec![],
+            group_headers: vec!["X-Remote-Group".into()],
+            extra_header_prefixes: vec!["X-Remote-Extra-".into()],
+        },
+    )
+    .expect("requestheader CA");
+    let tokens = TokenFileAuthenticator::from_csv(&format!("{TOKEN},loader,1\n")).expect("tokens");
+    let authenticator = Union::new()
+        .push(front.clone())
+        .push(x509.clone())
+        .push(BearerToken::new(tokens));
+    let hints = |client: &[u8], rh: &[u8]| [client, b"\n", rh].concat();
+    let tls = ServingTls::new(
+        server::server_config(
+            serving.cert_pem.as_bytes(),
+            serving.key_pem.as_bytes(),
+            &hints(client_ca.cert_pem.as_bytes(), rh_ca.cert_pem.as_bytes()),
+            true,
+        )
+        .expect("serving TLS"),
+    );
+    let serving_tls = tls.clone();
+    tokio::spawn(watch_files(
+        [
+            tls_crt.clone(),
+            tls_key.clone(),
+            client_ca_file.clone(),
+            rh_ca_file.clone(),
+        ],
+        Timer::tokio(),
+        RELOAD,
+        move |f: &[Vec<u8>]| {
+            let config = server::server_config(&f[0], &f[1], &hints(&f[2], &f[3]), true)
+                .map_err(|e| e.to_string())?;
+            x509.set_ca_pem(&f[2]).map_err(|e| e.to_string())?;
+            front.set_ca_pem(&f[3]).map_err(|e| e.to_string())?;
+            serving_tls.store(config);
+            Ok(())
+        },
+    ));
+    let reloaded_proxy = proxy_cert.clone();
+    tokio::spawn(watch_files(
+        [proxy_crt.clone(), proxy_key.clone()],
+        Timer::tokio(),
+        RELOAD,
+        move |f: &[Vec<u8>]| {
+            reloaded_proxy
+                .set_pem(&f[0], &f[1])
+                .map_err(|e| e.to_string())
+        },
+    ));
+    let service = ServiceBuilder::new()
+        .layer(AuthenticationLayer::new(authenticator))
+        .layer(AuthorizationLayer::new(AlwaysAllow))
+        .layer(AggregatorLayer::new(
+            registry.clone(),
+            resolver,
+            Timer::tokio(),
+        ))
+        .service(tower::service_fn(|_: Request<Body>| async {
+            Ok::<_, Infallible>(Response::new(Body::full("host")))
+        }));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    tokio::spawn(server::serve_tls(
+        listener,
+        tls,
+        service,
+        std::future::pending(),
+    ));
+
+    // The load: a bearer token, trusting both serving CAs, never failing.
+    let both_serving = [serving_ca.cert_pem.clone(), serving_ca2.cert_pem.clone()];
+    let stop = Arc::new(AtomicBool::new(false));
+    let (sent, failed) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(Mutex::new(Vec::new())),
+    );
+    let load: Vec<_> = (0..4)
+        .map(|_| {
+            let (stop, sent, failed, cas) = (
+                stop.clone(),
+                sent.clone(),
+                failed.clone(),
+                both_serving.clone(),
+            );
+            tokio::spawn(async move {
+                let bearer = format!("Bearer {TOKEN}");
+                while !stop.load(Ordering::SeqCst) {
+                    let cas: Vec<&str> = cas.iter().map(String::as_str).collect();
+                    let (status, body, _) =
+                        call(addr, &cas, None, &[("authorization", &bearer)]).await;
+                    sent.fetch_add(1, Ordering::SeqCst);
+                    if status != StatusCode::OK {
+                        failed.lock().unwrap().push((status, body));
+                    }
+                }
+            })
+        })
+        .collect();
+    let cas1 = [serving_ca.cert_pem.as_str()];
+    let both: Vec<&str> = both_serving.iter().map(String::as_str).collect();
+
+    // Before: everything as configured at start.
+    let alice = client_ca.client("alice", &["dev"]);
+    let (status, body, server_cn) = call(addr, &cas1, Some(&alice), &[]).await;
+    assert_eq!(
+        (status, body.as_str(), server_cn.as_str()),
+        (StatusCode::OK, "front-proxy-client", "gateway")
+    );
+
+    // 1. The serving certificate: new handshakes present the new one.
+    let serving2 = serving_ca2.server("gateway-2", &["localhost"]);
+    rotate(&tls_key, &serving2.key_pem);
+    rotate(&tls_crt, &serving2.cert_pem);
+    eventually("the new serving certificate", || async {
+        call(addr, &both, Some(&alice), &[]).await.2 == "gateway-2"
+    })
+    .await;
+
+    // 2. --client-ca-file: certificates of the new CA authenticate, of the old one not.
+    let bob = client_ca2.client("bob", &["dev"]);
+    rotate(&client_ca_file, &client_ca2.cert_pem);
+    eventually("the new client CA", || async {
+        call(addr, &both, Some(&bob), &[]).await.0 == StatusCode::OK
+    })
+    .await;
+    assert_eq!(
+        call(addr, &both, Some(&alice), &[]).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+
+    // 3. --requestheader-client-ca-file: a front proxy of the new CA may assert users.
+    let proxy_old = rh_ca.client("front-proxy", &[]);
+    let proxy_new = rh_ca2.client("front-proxy", &[]);
+    let asserted = [("x-remote-user", "carol")];
+    assert_eq!(
+        call(addr, &both, Some(&proxy_old), &asserted).await.0,
+        StatusCode::OK
+    );
+    rotate(&rh_ca_file, &rh_ca2.cert_pem);
+    eventually("the new requestheader CA", || async {
+        call(addr, &both, Some(&proxy_new), &asserted).await.0 == StatusCode::OK
+    })
+    .await;
+    assert_eq!(
+        call(addr, &both, Some(&proxy_old), &asserted).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+
+    // 4. The proxy client certificate: backends see the new one; old connections drain.
+    let proxy2 = front_proxy_ca.client("front-proxy-client-2", &[]);
+    rotate(&proxy_key, &proxy2.key_pem);
+    rotate(&proxy_crt, &proxy2.cert_pem);
+    eventually("the new proxy client certificate", || async {
+        call(addr, &both, Some(&bob), &[]).await.1 == "front-proxy-client-2"
+    })
+    .await;
+
+    // 5. The APIService's caBundle, while the backend changes CA: first both, then the new.
+    let mut both_bundles = apiservice.clone();
+    both_bundles.spec.ca_bundle =
+        format!("{}{}", backend_ca.cert_pem, backend_ca2.cert_pem).into_bytes();
+    registry
+        .apply(ApiServiceEvent::Applied(both_bundles))
+        .expect("valid");
+    backend.serve_with(&backend_ca2.server("backend", &backend_sans));
+    let mut new_only = apiservice.clone();
+    new_only.spec.ca_bundle = backend_ca2.cert_pem.clone().into_bytes();
+    registry
+        .apply(ApiServiceEvent::Applied(new_only))
+        .expect("valid");
+    let (status, body, _) = call(addr, &both, Some(&bob), &[]).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::OK, "front-proxy-client-2")
+    );
+
+    // A half-written pair (the new certificate before its key) is refused; the last good
+    // pair stays.
+    let proxy3 = front_proxy_ca.client("front-proxy-client-3", &[]);
+    rotate(&proxy_crt, &proxy3.cert_pem);
+    tokio::time::sleep(RELOAD * 4).await;
+    assert_eq!(
+        call(addr, &both, Some(&bob), &[]).await.1,
+        "front-proxy-client-2"
+    );
+    rotate(&proxy_key, &proxy3.key_pem);
+    eventually("the completed pair", || async {
+        call(addr, &both, Some(&bob), &[]).await.1 == "front-proxy-client-3"
+    })
+    .await;
+
+    stop.store(true, Ordering::SeqCst);
+    for l in load {
+        l.await.expect("load task");
+    }
+    assert_eq!(
+        *failed.lock().unwrap(),
+        Vec::new(),
+        "requests of the load that failed"
+    );
+    assert!(sent.load(Ordering::SeqCst) > 20, "the load hardly ran");
+    let _ = std::fs::remove_dir_all(&files.dir);
+}
