@@ -269,8 +269,8 @@ impl PoolInner {
                 tracing::debug!(%authority, %error, "backend never processed the request; sending it again");
                 let req = replay.map(|r| r.map(|()| Body::empty()));
                 match req {
-                    Some(req) => self
-                        .attempt(&authority, req, retry == Retry::Fresh)
+                    // Boxed: the retry's state stays out of every request's future.
+                    Some(req) => Box::pin(self.attempt(&authority, req, retry == Retry::Fresh))
                         .await
                         .map_err(|e| e.error),
                     None => Err(error),
@@ -353,7 +353,7 @@ impl PoolInner {
                     if !ended {
                         // A dial ends within the connect and handshake timeouts.
                         let wait = self.config.connect_timeout + self.config.tls_handshake_timeout;
-                        let _ = tokio::time::timeout(wait, notified).await;
+                        let _ = Box::pin(tokio::time::timeout(wait, notified)).await;
                     }
                 }
                 pick => break pick,
@@ -363,34 +363,42 @@ impl PoolInner {
             Pick::Wait(..) => unreachable!("the loop above never ends with Wait"),
             Pick::Http2(conn) => self.send_h2(conn, req).await,
             Pick::Http1(send) => self.send_h1(authority, send, req, true).await,
-            Pick::Dial => {
-                let generation = self.client_cert.generation();
-                let dialed = self.connector.connect(authority).await;
-                self.dialed(authority, dialed.as_ref().ok().map(|(_, h2)| *h2));
-                let (io, h2) = dialed.map_err(|e| AttemptError {
-                    error: Box::new(e),
-                    retry: Retry::No,
-                })?;
-                if h2 {
-                    let handshake = self.handshake_h2(io, generation).await;
-                    let conn = {
-                        let mut hosts = lock(&self.hosts);
-                        let host = hosts.entry(authority.clone()).or_default();
-                        host.dialing = host.dialing.saturating_sub(1);
-                        host.dials_ended += 1;
-                        host.dialed.notify_waiters();
-                        if let Ok(conn) = &handshake {
-                            conn.in_flight.fetch_add(1, Ordering::AcqRel);
-                            host.http2.push(conn.clone());
-                        }
-                        handshake
-                    }?;
-                    self.send_h2(conn, req).await
-                } else {
-                    let send = self.handshake_h1(io).await?;
-                    self.send_h1(authority, send, req, false).await
+            // Boxed: dialling (TCP, TLS, the HTTP/2 handshake) is rare, and its futures are
+            // large; inline, every request's future would carry (and copy) their space.
+            Pick::Dial => Box::pin(self.dial_and_send(authority, req)).await,
+        }
+    }
+
+    async fn dial_and_send(
+        self: &Arc<Self>,
+        authority: &Authority,
+        req: Request<Body>,
+    ) -> Result<Response<Body>, AttemptError> {
+        let generation = self.client_cert.generation();
+        let dialed = self.connector.connect(authority).await;
+        self.dialed(authority, dialed.as_ref().ok().map(|(_, h2)| *h2));
+        let (io, h2) = dialed.map_err(|e| AttemptError {
+            error: Box::new(e),
+            retry: Retry::No,
+        })?;
+        if h2 {
+            let handshake = self.handshake_h2(io, generation).await;
+            let conn = {
+                let mut hosts = lock(&self.hosts);
+                let host = hosts.entry(authority.clone()).or_default();
+                host.dialing = host.dialing.saturating_sub(1);
+                host.dials_ended += 1;
+                host.dialed.notify_waiters();
+                if let Ok(conn) = &handshake {
+                    conn.in_flight.fetch_add(1, Ordering::AcqRel);
+                    host.http2.push(conn.clone());
                 }
-            }
+                handshake
+            }?;
+            self.send_h2(conn, req).await
+        } else {
+            let send = self.handshake_h1(io).await?;
+            self.send_h1(authority, send, req, false).await
         }
     }
 
