@@ -1,11 +1,13 @@
 //! Hot rotation without restart, under load, over real TLS on 127.0.0.1 (docs/known-failures.md
-//! B27): the serving certificate, `--client-ca-file`, `--requestheader-client-ca-file` and
-//! the proxy client certificate are re-read from their files when they change
-//! (`reload::watch_files`), and an APIService's `caBundle` is updated through the
-//! registry. Each rotation is checked on a new connection, while a load of requests on
+//! B27), on the gateway example as an operator runs it: the serving certificate,
+//! `--client-ca-file`, `--requestheader-client-ca-file` and the proxy client certificate
+//! are re-read from their files when they change (`--certificate-reload-interval`, on
+//! `reload::watch_files`), and an APIService's `caBundle` from its manifest in
+//! `--apiservice-dir`. Each rotation is checked on a new connection, while a load of requests on
 //! credentials that stay valid runs throughout and must not see a single failure.
 
-mod common;
+#[path = "../examples/support/mod.rs"]
+mod support;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -15,30 +17,20 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{APISERVICE, BASE, pki};
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use kube_aggregator::apiservice::ConditionStatus;
-use kube_aggregator::authn::{
-    AuthenticationLayer, BearerToken, RequestHeaderAuthenticator, RequestHeaderConfig,
-    TokenFileAuthenticator, Union, X509Authenticator,
-};
-use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer};
-use kube_aggregator::availability::StaticServiceResolver;
-use kube_aggregator::reload::watch_files;
-use kube_aggregator::rt::{Executor, Timer};
-use kube_aggregator::server::{self, ServingTls};
-use kube_aggregator::source::ApiServiceEvent;
-use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
-use kube_aggregator::{AggregatorLayer, Body, Registry};
+use kube_aggregator::apiservice::ApiService;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
 use rustls_pki_types::pem::PemObject;
+use support::flags::GatewayOptions;
+use support::{gateway, pki};
 use tokio::net::{TcpListener, TcpStream};
-use tower::ServiceBuilder;
 
+const APISERVICE: &str = "v1alpha1.widgets.example.io";
+const BASE: &str = "/apis/widgets.example.io/v1alpha1";
 const RELOAD: Duration = Duration::from_millis(100);
 const TOKEN: &str = "load-token";
 
@@ -223,6 +215,14 @@ where
     }
 }
 
+/// Writes `apiservice` as the JSON manifest the gateway's `--apiservice-dir` reads.
+fn write_manifest(path: &Path, apiservice: &ApiService) {
+    let mut manifest = serde_json::to_value(apiservice).expect("APIService JSON");
+    manifest["apiVersion"] = "apiregistration.k8s.io/v1".into();
+    manifest["kind"] = "APIService".into();
+    rotate(path, &manifest.to_string());
+}
+
 struct Files {
     dir: PathBuf,
 }
@@ -275,106 +275,59 @@ async fn every_certificate_rotates_under_load_without_a_failed_request() {
         &backend_ca.server("backend", &backend_sans),
     )
     .await;
-    let proxy_cert =
-        ClientCertificate::from_pem(proxy.cert_pem.as_bytes(), proxy.key_pem.as_bytes())
-            .expect("proxy certificate");
-    let registry = Registry::new(RustlsTransport::new(
-        proxy_cert.clone(),
-        Executor::tokio(),
-        Timer::tokio(),
-    ));
-    let mut apiservice = common::widgets_apiservice(&common::Pki::new());
+    // The gateway example, as an operator runs it: every certificate and CA from a file,
+    // the APIService from a manifest directory, all re-read while it serves.
+    let mut apiservice: ApiService = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": APISERVICE},
+        "spec": {"group": "widgets.example.io", "version": "v1alpha1",
+                 "service": {"namespace": "test-ns", "name": "backend", "port": 443},
+                 "groupPriorityMinimum": 1000, "versionPriority": 15}
+    }))
+    .expect("an APIService");
     apiservice.spec.ca_bundle = backend_ca.cert_pem.clone().into_bytes();
-    registry
-        .apply(ApiServiceEvent::Applied(apiservice.clone()))
-        .expect("a valid APIService");
-    registry.set_available_condition(
-        APISERVICE,
-        ConditionStatus::True,
-        "Passed",
-        "all checks passed",
+    let apiservices = files.path("apiservices");
+    std::fs::create_dir_all(&apiservices).expect("manifest dir");
+    let manifest = apiservices.join("widgets.json");
+    write_manifest(&manifest, &apiservice);
+    let endpoints = files.write(
+        "endpoints.json",
+        &serde_json::json!([{"namespace": "test-ns", "name": "backend", "port": 443,
+                             "address": backend.addr.to_string()}])
+        .to_string(),
     );
-    let mut resolver = StaticServiceResolver::new();
-    resolver
-        .insert("test-ns", "backend", 443, &backend.addr.to_string())
-        .expect("resolver entry");
-
-    // The gateway: x509, request-header and a static token; files watched.
-    let x509 = X509Authenticator::from_pem(client_ca.cert_pem.as_bytes()).expect("client CA");
-    let front = RequestHeaderAuthenticator::from_pem(
-        rh_ca.cert_pem.as_bytes(),
-        RequestHeaderConfig {
-            username_headers: vec!["X-Remote-User".into()],
-            uid_headers: vec![],
-            group_headers: vec!["X-Remote-Group".into()],
-            extra_header_prefixes: vec!["X-Remote-Extra-".into()],
-        },
-    )
-    .expect("requestheader CA");
-    let tokens = TokenFileAuthenticator::from_csv(&format!("{TOKEN},loader,1\n")).expect("tokens");
-    let authenticator = Union::new()
-        .push(front.clone())
-        .push(x509.clone())
-        .push(BearerToken::new(tokens));
-    let hints = |client: &[u8], rh: &[u8]| [client, b"\n", rh].concat();
-    let tls = ServingTls::new(
-        server::server_config(
-            serving.cert_pem.as_bytes(),
-            serving.key_pem.as_bytes(),
-            &hints(client_ca.cert_pem.as_bytes(), rh_ca.cert_pem.as_bytes()),
-            true,
-        )
-        .expect("serving TLS"),
-    );
-    let serving_tls = tls.clone();
-    tokio::spawn(watch_files(
-        [
-            tls_crt.clone(),
-            tls_key.clone(),
-            client_ca_file.clone(),
-            rh_ca_file.clone(),
-        ],
-        Timer::tokio(),
-        RELOAD,
-        move |f: &[Vec<u8>]| {
-            let config = server::server_config(&f[0], &f[1], &hints(&f[2], &f[3]), true)
-                .map_err(|e| e.to_string())?;
-            x509.set_ca_pem(&f[2]).map_err(|e| e.to_string())?;
-            front.set_ca_pem(&f[3]).map_err(|e| e.to_string())?;
-            serving_tls.store(config);
-            Ok(())
-        },
-    ));
-    let reloaded_proxy = proxy_cert.clone();
-    tokio::spawn(watch_files(
-        [proxy_crt.clone(), proxy_key.clone()],
-        Timer::tokio(),
-        RELOAD,
-        move |f: &[Vec<u8>]| {
-            reloaded_proxy
-                .set_pem(&f[0], &f[1])
-                .map_err(|e| e.to_string())
-        },
-    ));
-    let service = ServiceBuilder::new()
-        .layer(AuthenticationLayer::new(authenticator))
-        .layer(AuthorizationLayer::new(AlwaysAllow))
-        .layer(AggregatorLayer::new(
-            registry.clone(),
-            resolver,
-            Timer::tokio(),
-        ))
-        .service(tower::service_fn(|_: Request<Body>| async {
-            Ok::<_, Infallible>(Response::new(Body::full("host")))
-        }));
+    let tokens = files.write("tokens.csv", &format!("{TOKEN},loader,1\n"));
+    let flag = |name: &str, path: &Path| format!("--{name}={}", path.display());
+    let opts = GatewayOptions::parse([
+        flag("tls-cert-file", &tls_crt),
+        flag("tls-private-key-file", &tls_key),
+        flag("client-ca-file", &client_ca_file),
+        flag("requestheader-client-ca-file", &rh_ca_file),
+        "--requestheader-username-headers=X-Remote-User".to_owned(),
+        "--requestheader-group-headers=X-Remote-Group".to_owned(),
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-".to_owned(),
+        flag("token-auth-file", &tokens),
+        flag("proxy-client-cert-file", &proxy_crt),
+        flag("proxy-client-key-file", &proxy_key),
+        flag("apiservice-dir", &apiservices),
+        "--apiservice-dir-poll-interval=100ms".to_owned(),
+        flag("service-endpoints", &endpoints),
+        "--authorization-mode=AlwaysAllow".to_owned(),
+        format!("--certificate-reload-interval={}ms", RELOAD.as_millis()),
+    ])
+    .unwrap_or_else(|e| panic!("gateway flags: {e:?}"));
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
-    tokio::spawn(server::serve_tls(
-        listener,
-        tls,
-        service,
-        std::future::pending(),
-    ));
+    let (gateway, _serving) = gateway::start(opts, Some(listener), std::future::pending())
+        .await
+        .unwrap_or_else(|e| panic!("the gateway starts: {}", e.0));
+    let addr = gateway.local_addr;
+    let registry = gateway.registry.clone();
+    eventually("the APIService available", || async {
+        registry
+            .snapshot()
+            .get(APISERVICE)
+            .is_some_and(|r| r.is_available())
+    })
+    .await;
 
     // The load: a bearer token, trusting both serving CAs, never failing.
     let both_serving = [serving_ca.cert_pem.clone(), serving_ca2.cert_pem.clone()];
@@ -464,19 +417,31 @@ async fn every_certificate_rotates_under_load_without_a_failed_request() {
     })
     .await;
 
-    // 5. The APIService's caBundle, while the backend changes CA: first both, then the new.
+    // 5. The APIService's caBundle, while the backend changes CA: first both, then the new,
+    // each written to the manifest the gateway watches.
+    let bundle_applied = |bundle: String| {
+        let registry = registry.clone();
+        async move {
+            registry
+                .snapshot()
+                .get(APISERVICE)
+                .is_some_and(|r| r.apiservice.spec.ca_bundle == bundle.as_bytes())
+        }
+    };
     let mut both_bundles = apiservice.clone();
     both_bundles.spec.ca_bundle =
         format!("{}{}", backend_ca.cert_pem, backend_ca2.cert_pem).into_bytes();
-    registry
-        .apply(ApiServiceEvent::Applied(both_bundles))
-        .expect("valid");
+    write_manifest(&manifest, &both_bundles);
+    let both_pem = format!("{}{}", backend_ca.cert_pem, backend_ca2.cert_pem);
+    eventually("both CA bundles", || bundle_applied(both_pem.clone())).await;
     backend.serve_with(&backend_ca2.server("backend", &backend_sans));
     let mut new_only = apiservice.clone();
     new_only.spec.ca_bundle = backend_ca2.cert_pem.clone().into_bytes();
-    registry
-        .apply(ApiServiceEvent::Applied(new_only))
-        .expect("valid");
+    write_manifest(&manifest, &new_only);
+    eventually("the new CA bundle", || {
+        bundle_applied(backend_ca2.cert_pem.clone())
+    })
+    .await;
     let (status, body, _) = call(addr, &both, Some(&bob), &[]).await;
     assert_eq!(
         (status, body.as_str()),

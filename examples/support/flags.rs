@@ -231,6 +231,9 @@ pub struct GatewayFlags {
     /// How often --apiservice-dir is scanned for changes.
     #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "2s", value_parser = duration)]
     apiservice_dir_poll_interval: Duration,
+    /// How often the certificate and CA files (--tls-cert-file, --tls-private-key-file, --client-ca-file, --requestheader-client-ca-file, --proxy-client-cert-file, --proxy-client-key-file) are checked for changes; changed files are loaded without a restart.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "1m0s", value_parser = duration)]
+    certificate_reload_interval: Duration,
     /// Number for the log level verbosity.
     #[arg(verbatim_doc_comment, short = 'v', long = "v", value_name = "int", default_value = "0", value_parser = int::<u8>)]
     v: u8,
@@ -658,6 +661,10 @@ pub struct GatewayOptions {
     pub discovery_check_timeout: Duration,
     /// `--apiservice-dir-poll-interval`, default 2s, greater than zero.
     pub apiservice_dir_poll_interval: Duration,
+    /// `--certificate-reload-interval`, default 1m, greater than zero: how often the
+    /// certificate and CA files are checked for changes (kube-apiserver's dynamic
+    /// certificate controllers re-check theirs every minute).
+    pub certificate_reload_interval: Duration,
     /// `--v` / `-v`, log verbosity, default 0.
     pub v: u8,
     /// `--enable-http2`, default true.
@@ -725,6 +732,7 @@ impl GatewayOptions {
             availability_resync_period: f.availability_resync_period,
             discovery_check_timeout: f.discovery_check_timeout,
             apiservice_dir_poll_interval: f.apiservice_dir_poll_interval,
+            certificate_reload_interval: f.certificate_reload_interval,
             v: f.v,
             enable_http2: f.enable_http2,
             http2_max_streams_per_connection: f.http2_max_streams_per_connection,
@@ -807,6 +815,10 @@ impl GatewayOptions {
                 "apiservice-dir-poll-interval",
                 self.apiservice_dir_poll_interval,
             ),
+            (
+                "certificate-reload-interval",
+                self.certificate_reload_interval,
+            ),
         ] {
             if value.is_zero() {
                 return invalid(format!("--{name} must be greater than zero"));
@@ -847,6 +859,7 @@ impl Default for GatewayOptions {
             availability_resync_period: Duration::from_secs(30),
             discovery_check_timeout: Duration::from_secs(5),
             apiservice_dir_poll_interval: Duration::from_secs(2),
+            certificate_reload_interval: Duration::from_secs(60),
             v: 0,
             enable_http2: true,
             http2_max_streams_per_connection: 0,

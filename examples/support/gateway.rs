@@ -24,7 +24,9 @@ use kube_aggregator::availability::{
 };
 use kube_aggregator::discovery::DiscoveryManager;
 use kube_aggregator::registry::Registry;
+use kube_aggregator::reload::watch_files;
 use kube_aggregator::rt::{Executor, Timer};
+use kube_aggregator::server::ServingTls;
 use kube_aggregator::source::{ApiServiceEvent, ManifestDir};
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
 use kube_aggregator::{Aggregator, Body, server};
@@ -65,9 +67,10 @@ pub async fn start(
     let key = read("tls-private-key-file", &opts.tls_private_key_file)?;
     let executor = Executor::tokio();
     let timer = Timer::tokio();
-    let (authenticator, hint_cas) = authenticator(&opts, &executor, &timer)?;
-    let tls = server::server_config(&cert, &key, &hint_cas, opts.enable_http2)
+    let (authenticator, reloadable) = authenticator(&opts, &executor, &timer)?;
+    let tls = server::server_config(&cert, &key, &reloadable.hint_cas(), opts.enable_http2)
         .map_err(|e| StartError(format!("--tls-cert-file/--tls-private-key-file: {e}")))?;
+    let tls = ServingTls::new(tls);
 
     let proxy_cert = match (&opts.proxy_client_cert_file, &opts.proxy_client_key_file) {
         (Some(c), Some(k)) => ClientCertificate::from_pem(
@@ -87,6 +90,7 @@ pub async fn start(
             ));
         }
     };
+    reloadable.watch(&opts, &timer, tls.clone(), proxy_cert.clone());
 
     let mut resolver = StaticServiceResolver::new();
     if let Some(path) = &opts.service_endpoints {
@@ -232,22 +236,129 @@ pub async fn start(
     ))
 }
 
+/// The authenticators whose CA bundles are re-read when their files change, and the CA
+/// bundles the TLS handshake advertises (the client CA, then the request-header CA).
+struct Reloadable {
+    x509: Option<(X509Authenticator, Vec<u8>)>,
+    front_proxy: Option<(RequestHeaderAuthenticator, Vec<u8>)>,
+}
+
+impl Reloadable {
+    /// The CA certificates (PEM) whose names the TLS handshake advertises.
+    fn hint_cas(&self) -> Vec<u8> {
+        hint_cas(
+            self.x509.as_ref().map(|(_, pem)| pem.as_slice()),
+            self.front_proxy.as_ref().map(|(_, pem)| pem.as_slice()),
+        )
+    }
+
+    /// Watches the serving certificate and key, the two CA files and the proxy client
+    /// certificate every `--certificate-reload-interval`, as kube-apiserver's dynamic
+    /// certificate controllers do: a changed set is loaded without a restart (new
+    /// handshakes and new backend connections use it; open ones keep theirs); a set that
+    /// does not load (a certificate written before its key) is logged and the last good
+    /// one stays.
+    fn watch(
+        self,
+        opts: &GatewayOptions,
+        timer: &Timer,
+        serving: ServingTls,
+        proxy_cert: ClientCertificate,
+    ) {
+        let interval = opts.certificate_reload_interval;
+        let enable_http2 = opts.enable_http2;
+        // The serving files and the CA files together: the CA names are part of the
+        // serving configuration (the handshake's certificate request lists them).
+        let mut files = vec![
+            opts.tls_cert_file.clone(),
+            opts.tls_private_key_file.clone(),
+        ];
+        let ca_files = [&opts.client_ca_file, &opts.requestheader_client_ca_file];
+        files.extend(ca_files.iter().filter_map(|f| (*f).clone()));
+        let Reloadable { x509, front_proxy } = self;
+        let (x509, front_proxy) = (x509.map(|(a, _)| a), front_proxy.map(|(a, _)| a));
+        tokio::spawn(watch_files(
+            files,
+            timer.clone(),
+            interval,
+            move |f: &[Vec<u8>]| {
+                let mut cas = f[2..].iter();
+                let client_ca = x509.as_ref().and_then(|_| cas.next());
+                let requestheader_ca = front_proxy.as_ref().and_then(|_| cas.next());
+                let hints = hint_cas(
+                    client_ca.map(Vec::as_slice),
+                    requestheader_ca.map(Vec::as_slice),
+                );
+                // Everything is checked before anything is installed: never half-applied.
+                let config = server::server_config(&f[0], &f[1], &hints, enable_http2)
+                    .map_err(|e| format!("--tls-cert-file/--tls-private-key-file: {e}"))?;
+                if let Some(pem) = client_ca {
+                    X509Authenticator::from_pem(pem)
+                        .map_err(|e| format!("--client-ca-file: {e}"))?;
+                }
+                if let (Some(front_proxy), Some(pem)) = (&front_proxy, requestheader_ca) {
+                    front_proxy
+                        .set_ca_pem(pem)
+                        .map_err(|e| format!("--requestheader-client-ca-file: {e}"))?;
+                }
+                if let (Some(x509), Some(pem)) = (&x509, client_ca) {
+                    x509.set_ca_pem(pem)
+                        .map_err(|e| format!("--client-ca-file: {e}"))?;
+                }
+                serving.store(config);
+                tracing::info!("loaded the changed serving certificate and CA files");
+                Ok(())
+            },
+        ));
+        if let (Some(cert), Some(key)) = (
+            opts.proxy_client_cert_file.clone(),
+            opts.proxy_client_key_file.clone(),
+        ) {
+            tokio::spawn(watch_files(
+                [cert, key],
+                timer.clone(),
+                interval,
+                move |f: &[Vec<u8>]| {
+                    proxy_cert.set_pem(&f[0], &f[1]).map_err(|e| {
+                        format!("--proxy-client-cert-file/--proxy-client-key-file: {e}")
+                    })?;
+                    tracing::info!("loaded the changed proxy client certificate");
+                    Ok(())
+                },
+            ));
+        }
+    }
+}
+
+/// The CA bundles the TLS handshake advertises, one after the other.
+fn hint_cas(client_ca: Option<&[u8]>, requestheader_ca: Option<&[u8]>) -> Vec<u8> {
+    let mut hints = Vec::new();
+    for pem in [client_ca, requestheader_ca].into_iter().flatten() {
+        hints.extend_from_slice(pem);
+        hints.push(b'\n');
+    }
+    hints
+}
+
 /// The authentication chain in kube-apiserver's order (docs/upstream-behaviour.md §7.1): request-header,
 /// x509, static tokens, the TokenReview webhook, all under fail-on-error, then anonymous.
-/// Also returns the CA certificates (PEM) whose names the TLS handshake advertises.
+/// Also returns the authenticators whose CA files are reloaded.
 fn authenticator(
     opts: &GatewayOptions,
     executor: &Executor,
     timer: &Timer,
-) -> Result<(Union, Vec<u8>), StartError> {
+) -> Result<(Union, Reloadable), StartError> {
     let mut union = Union::new();
-    let mut hint_cas = Vec::new();
+    let mut reloadable = Reloadable {
+        x509: None,
+        front_proxy: None,
+    };
     let x509 = match &opts.client_ca_file {
         Some(path) => {
             let pem = read("client-ca-file", path)?;
             let x509 = X509Authenticator::from_pem(&pem)
                 .map_err(|e| StartError(format!("--client-ca-file: {}: {e}", path.display())))?;
-            hint_cas.extend_from_slice(&pem);
+            reloadable.x509 = Some((x509.clone(), pem));
             Some(x509)
         }
         None => None,
@@ -275,8 +386,7 @@ fn authenticator(
                 .check_client_ca_overlap(&x509.ca_certificates())
                 .map_err(|e| StartError(format!("--requestheader-allowed-names: {e}")))?;
         }
-        hint_cas.push(b'\n');
-        hint_cas.extend_from_slice(&pem);
+        reloadable.front_proxy = Some((front_proxy.clone(), pem));
         union = union.push(front_proxy);
     }
     if let Some(x509) = x509 {
@@ -301,7 +411,7 @@ fn authenticator(
     if opts.anonymous_auth {
         union = union.with_anonymous(Anonymous::new());
     }
-    Ok((union, hint_cas))
+    Ok((union, reloadable))
 }
 
 /// The gateway's own handlers: `/metrics`, `/readyz` (which waits for the discovery
