@@ -8,6 +8,15 @@
 //! `X-Remote-*` headers, as the aggregator would send it. HTTP/1.1 and HTTP/2, each over
 //! one kept-alive connection, one request at a time (latency, not throughput: see
 //! `benches/load/` for load).
+//!
+//! Two more groups: `proxy_tls_streams` sends 16 requests at once over one HTTP/2
+//! connection (the client side multiplexed as kubectl's and client-go's are; the
+//! gateway's backend side opens more connections only when the backend's
+//! `SETTINGS_MAX_CONCURRENT_STREAMS` is reached), against the same 16 straight to the
+//! backend; `proxy_tls_rotation` compares the steady request with one made right after
+//! the proxy client certificate was replaced (`ClientCertificate::set_pem`), which must
+//! dial and handshake a new backend connection while the old one drains: the cost of a
+//! rotation, paid once, and the proof that the steady path pays nothing for it.
 
 #[path = "../examples/support/pki.rs"]
 mod pki;
@@ -127,7 +136,7 @@ async fn start_gateway(
     serving_ca: &pki::Ca,
     front_proxy: &pki::Leaf,
     backend: SocketAddr,
-) -> SocketAddr {
+) -> (SocketAddr, ClientCertificate) {
     let timer = Timer::tokio();
     let proxy_cert = ClientCertificate::from_pem(
         front_proxy.cert_pem.as_bytes(),
@@ -141,7 +150,7 @@ async fn start_gateway(
     let x509 = X509Authenticator::new(certs(&client_ca.cert_pem))
         .unwrap_or_else(|e| panic!("client CA: {e}"));
     let (aggregator, worker) = Aggregator::builder(RustlsTransport::new(
-        proxy_cert,
+        proxy_cert.clone(),
         Executor::tokio(),
         timer.clone(),
     ))
@@ -193,7 +202,7 @@ async fn start_gateway(
         service,
         std::future::pending(),
     ));
-    addr
+    (addr, proxy_cert)
 }
 
 /// One kept-alive client connection of either protocol.
@@ -247,6 +256,23 @@ impl Connection {
         }
     }
 
+    /// Sends `n` requests at once over this HTTP/2 connection and reads every answer;
+    /// returns how many were 200.
+    async fn get_many(&self, authority: &str, headers: &[(&str, &str)], n: usize) -> usize {
+        let Connection::Http2(send) = self else {
+            panic!("get_many needs an HTTP/2 connection");
+        };
+        let requests = (0..n).map(|_| {
+            let mut conn = Connection::Http2(send.clone());
+            async move { conn.get(authority, headers).await }
+        });
+        futures_util::future::join_all(requests)
+            .await
+            .into_iter()
+            .filter(|s| *s == StatusCode::OK)
+            .count()
+    }
+
     /// Sends `GET PATH` (with `headers`) and reads the whole answer; returns its status.
     async fn get(&mut self, authority: &str, headers: &[(&str, &str)]) -> StatusCode {
         let mut req = Request::get(format!("https://{authority}{PATH}"));
@@ -297,7 +323,7 @@ fn proxy_tls(c: &mut Criterion) {
     let front_proxy = front_proxy_ca.client("front-proxy-client", &[]);
     let user = client_ca.client("alice", &["system:masters"]);
 
-    let (backend, gateway) = rt.block_on(async {
+    let (backend, (gateway, proxy_cert)) = rt.block_on(async {
         let backend = start_backend(&backend_serving, &front_proxy_ca).await;
         let gateway = start_gateway(
             &gateway_serving,
@@ -350,6 +376,66 @@ fn proxy_tls(c: &mut Criterion) {
             b.iter(|| black_box(rt.block_on(via.get(&gateway_authority, &[]))))
         });
     }
+    group.finish();
+
+    // Several streams in flight on one client connection.
+    const STREAMS: usize = 16;
+    let (direct, via) = rt.block_on(async {
+        let direct = Connection::open(
+            backend,
+            "metrics-server.kube-system.svc",
+            &serving_ca,
+            &front_proxy,
+            true,
+        )
+        .await;
+        let via = Connection::open(gateway, "localhost", &gateway_ca, &user, true).await;
+        (direct, via)
+    });
+    assert_eq!(
+        rt.block_on(via.get_many(&gateway_authority, &[], STREAMS)),
+        STREAMS,
+        "the gateway did not proxy every stream"
+    );
+    let mut group = c.benchmark_group("proxy_tls_streams");
+    group.throughput(criterion::Throughput::Elements(STREAMS as u64));
+    group.bench_function(format!("baseline_direct_http2_x{STREAMS}"), |b| {
+        b.iter(|| {
+            black_box(rt.block_on(direct.get_many(&backend_authority, &direct_headers, STREAMS)))
+        })
+    });
+    group.bench_function(format!("via_aggregator_http2_x{STREAMS}"), |b| {
+        b.iter(|| black_box(rt.block_on(via.get_many(&gateway_authority, &[], STREAMS))))
+    });
+    group.finish();
+
+    // The proxy client certificate replaced before each request, against the steady path.
+    let rotations = [
+        front_proxy_ca.client("front-proxy-client", &[]),
+        front_proxy_ca.client("front-proxy-client", &[]),
+    ];
+    let mut via = rt.block_on(Connection::open(
+        gateway,
+        "localhost",
+        &gateway_ca,
+        &user,
+        true,
+    ));
+    let mut group = c.benchmark_group("proxy_tls_rotation");
+    group.bench_function("steady_http2", |b| {
+        b.iter(|| black_box(rt.block_on(via.get(&gateway_authority, &[]))))
+    });
+    let mut next = 0;
+    group.bench_function("after_rotation_http2", |b| {
+        b.iter(|| {
+            let leaf = &rotations[next % rotations.len()];
+            next += 1;
+            proxy_cert
+                .set_pem(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
+                .unwrap_or_else(|e| panic!("rotation: {e}"));
+            black_box(rt.block_on(via.get(&gateway_authority, &[])))
+        })
+    });
     group.finish();
 }
 

@@ -9,10 +9,12 @@
 //! `write` creates `DIR` (and `DIR/apiservices`) and writes, all PEM unless noted:
 //! - `ca.crt`: the cluster CA. It signs `gateway.crt`/`gateway.key` (serving certificate for
 //!   127.0.0.1 and localhost, used by the gateway and by nginx), `admin.crt`/`admin.key`
-//!   (client certificate CN `load-admin`, O `system:masters`) and `policy.crt`/`policy.key`
+//!   (client certificate CN `load-user`, O `team`) and `policy.crt`/`policy.key`
 //!   (the webhook's serving certificate);
 //! - `front-proxy-ca.crt` and `front-proxy-client.crt`/`.key` (CN `front-proxy-client`): the
-//!   identity a proxy presents to the backend;
+//!   identity a proxy presents to the backend; `front-proxy-client-1.crt`/`.key` to
+//!   `front-proxy-client-5`: further certificates of the same name and CA, which the soak
+//!   (`benches/load/soak.sh`) rotates in;
 //! - `service-ca.crt` and `metrics-server.crt`/`.key` for `metrics-server.kube-system.svc`
 //!   and 127.0.0.1: the backend's serving certificate;
 //! - `apiservices/metrics.k8s.io.yaml`: the `v1beta1.metrics.k8s.io` APIService with
@@ -35,10 +37,12 @@ use std::process::ExitCode;
 use support::policy;
 
 /// The user every proxied request of the load run is made as.
-const USER: &str = "load-admin";
-/// Its group: the demo policy allows it everything, so the webhook answers once per
-/// distinct request shape and the gateway's cache answers the rest.
-const GROUP: &str = "system:masters";
+const USER: &str = "load-user";
+/// Its group: the demo policy lets it read nodes and pods and their metrics. Not
+/// `system:masters`, which the gateway allows before any webhook is asked: the measured
+/// path must include SubjectAccessReview authorization, whose webhook answers once per
+/// distinct request shape and whose cache in the gateway answers the rest.
+const GROUP: &str = support::policy::DEMO_TEAM;
 
 const USAGE: &str = "usage: load_pki write DIR --backend-port PORT --policy-port PORT\n       load_pki serve-policy DIR --policy-port PORT";
 
@@ -123,15 +127,26 @@ fn run(args: Vec<String>) -> Result<(), Failure> {
     }
 }
 
+/// How many further front-proxy client certificates `write` makes for rotations.
+const PROXY_ROTATIONS: usize = 5;
+
 fn write_all(dir: &Path, backend_port: u16, policy_port: u16) -> Result<(), String> {
-    support::demo::write_cluster_files(
+    let files = support::demo::write_cluster_files(
         dir,
         "load",
         (USER, &[GROUP]),
         &format!("127.0.0.1:{backend_port}"),
         &format!("127.0.0.1:{policy_port}"),
-    )
-    .map(drop)
+    )?;
+    for n in 1..=PROXY_ROTATIONS {
+        let leaf = files.front_proxy_ca.client("front-proxy-client", &[]);
+        for (ext, pem) in [("crt", &leaf.cert_pem), ("key", &leaf.key_pem)] {
+            let path = dir.join(format!("front-proxy-client-{n}.{ext}"));
+            std::fs::write(&path, pem)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 fn serve_policy(dir: &Path, port: u16) -> Result<(), String> {

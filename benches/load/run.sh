@@ -242,7 +242,7 @@ PIDS+=("$HAPROXY_PID")
 REQ_PATH=/apis/metrics.k8s.io/v1beta1/nodes
 USER_TLS=(--cert "$D/admin.crt" --key "$D/admin.key" --cacert "$D/ca.crt")
 DIRECT_TLS=(--cert "$D/front-proxy-client.crt" --key "$D/front-proxy-client.key" --cacert "$D/service-ca.crt")
-DIRECT_HEADERS=(-H "X-Remote-User: load-admin" -H "X-Remote-Group: system:masters")
+DIRECT_HEADERS=(-H "X-Remote-User: load-user" -H "X-Remote-Group: team")
 
 target_url() {
   case $1 in

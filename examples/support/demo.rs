@@ -57,6 +57,9 @@ pub struct ClusterFiles {
     pub admin: Leaf,
     /// The policy webhook's serving certificate.
     pub policy: Leaf,
+    /// Signs the front proxy's client certificate (the aggregator's identity towards
+    /// extension servers).
+    pub front_proxy_ca: Ca,
 }
 
 /// Writes the PKI and configuration a gateway in front of the sample metrics server needs,
@@ -134,6 +137,7 @@ pub fn write_cluster_files(
         cluster_ca,
         admin,
         policy: policy_serving,
+        front_proxy_ca,
     })
 }
 
