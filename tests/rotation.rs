@@ -346,14 +346,21 @@ async fn every_certificate_rotates_under_load_without_a_failed_request() {
         },
     ));
     let reloaded_proxy = proxy_cert.clone();
+    // How many proxy certificate pairs the watcher was handed and refused.
+    let proxy_refusals = Arc::new(AtomicUsize::new(0));
+    let refusals = proxy_refusals.clone();
     tokio::spawn(watch_files(
         [proxy_crt.clone(), proxy_key.clone()],
         Timer::tokio(),
         RELOAD,
         move |f: &[Vec<u8>]| {
-            reloaded_proxy
+            let set = reloaded_proxy
                 .set_pem(&f[0], &f[1])
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string());
+            if set.is_err() {
+                refusals.fetch_add(1, Ordering::SeqCst);
+            }
+            set
         },
     ));
     let service = ServiceBuilder::new()
@@ -486,8 +493,12 @@ async fn every_certificate_rotates_under_load_without_a_failed_request() {
     // A half-written pair (the new certificate before its key) is refused; the last good
     // pair stays.
     let proxy3 = front_proxy_ca.client("front-proxy-client-3", &[]);
+    let refused = proxy_refusals.load(Ordering::SeqCst);
     rotate(&proxy_crt, &proxy3.cert_pem);
-    tokio::time::sleep(RELOAD * 4).await;
+    eventually("the half-written pair refused", || async {
+        proxy_refusals.load(Ordering::SeqCst) == refused + 1
+    })
+    .await;
     assert_eq!(
         call(addr, &both, Some(&bob), &[]).await.1,
         "front-proxy-client-2"
