@@ -280,10 +280,20 @@ mod tests {
         assert!(json.contains("\"details\":{\"name\":\"v1.foo\",\"group\":\"apiregistration.k8s.io\",\"kind\":\"apiservices\"},\"code\":404"));
     }
 
-    #[test]
-    fn internal_error_escapes_html() {
-        let res = internal_error("/<script>", &"ARGH");
+    #[tokio::test]
+    async fn internal_error_escapes_html() {
+        use http_body_util::BodyExt as _;
+        let res = internal_error("/<script>?a=1&b=2", &"<b>ARGH</b> & more");
         assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            res.headers()[header::CONTENT_TYPE],
+            "text/plain; charset=utf-8"
+        );
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(
+            std::str::from_utf8(&body).unwrap(),
+            "Internal Server Error: \"/&lt;script&gt;?a=1&amp;b=2\": &lt;b&gt;ARGH&lt;/b&gt; &amp; more\n"
+        );
         assert_eq!(html_escape("/<script>&"), "/&lt;script&gt;&amp;");
     }
 }

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{Backend, GROUP, H2_AND_HTTP11, Pki, ok, pki};
+use common::{Backend, GROUP, H2_AND_HTTP11, JumpClock, Pki, ok, pki};
 use http::{Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
@@ -512,14 +512,17 @@ async fn allow_is_cached_and_deny_is_asked_again_after_its_ttl() {
         status(allowed, false, "")
     })
     .await;
-    let unauthorized_ttl = Duration::from_millis(400);
+    // The cache reads the injected clock, which the test moves: TTLs far longer than the
+    // test takes, so only the moves end them.
+    let unauthorized_ttl = Duration::from_secs(60);
+    let clock = JumpClock::default();
     let authorizer = SubjectAccessReviewAuthorizer::from_kubeconfig(
         &webhook.config_file("cache"),
         Executor::tokio(),
-        Timer::tokio(),
+        clock.timer(),
     )
     .expect("webhook kubeconfig")
-    .authorized_ttl(Duration::from_secs(60))
+    .authorized_ttl(Duration::from_secs(300))
     .unauthorized_ttl(unauthorized_ttl);
     let bob = Bob::new(&pki, gateway(&pki, backend.addr, authorizer).await);
     let allowed = format!("{BASE}/namespaces/ns1/widgets/w1");
@@ -534,7 +537,10 @@ async fn allow_is_cached_and_deny_is_asked_again_after_its_ttl() {
     }
     assert_eq!(webhook.count(), 2, "the Deny is reused within its TTL");
 
-    tokio::time::sleep(unauthorized_ttl + Duration::from_millis(100)).await;
+    clock.advance(unauthorized_ttl / 2);
+    assert_eq!(bob.get(&denied).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(webhook.count(), 2, "the Deny is reused until its TTL ends");
+    clock.advance(unauthorized_ttl / 2 + Duration::from_secs(1));
     assert_eq!(bob.get(&denied).await.0, StatusCode::FORBIDDEN);
     assert_eq!(webhook.count(), 3, "the Deny is asked again after its TTL");
     assert_eq!(bob.get(&allowed).await.0, StatusCode::OK);

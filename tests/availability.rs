@@ -203,6 +203,8 @@ struct Seen {
     uid: Option<String>,
     /// CN of the client certificate the connection was made with.
     peer: Option<String>,
+    /// When the request arrived.
+    at: Instant,
 }
 
 struct BackendState {
@@ -331,6 +333,7 @@ fn respond(
             .collect(),
         uid: header("x-remote-uid"),
         peer,
+        at: Instant::now(),
     };
     let user = seen.user.clone().unwrap_or_default();
     state.requests.lock().expect("requests lock").push(seen);
@@ -364,32 +367,47 @@ fn respond(
 }
 
 /// A listener that accepts TCP and never answers the TLS handshake (known failure B14's
-/// black-holed endpoint), recording when each connection arrived.
+/// black-holed endpoint), recording when each connection arrived and from where, in the
+/// order of the listen queue.
 struct BlackHole {
-    accepted: Arc<Mutex<Vec<Instant>>>,
+    addr: SocketAddr,
+    accepted: Arc<Mutex<Vec<(Instant, SocketAddr)>>>,
     task: JoinHandle<()>,
 }
 
 impl BlackHole {
     fn bind(addr: SocketAddr) -> BlackHole {
         let listener = bind_reusable(addr);
+        let addr = listener.local_addr().expect("local address");
         let accepted = Arc::new(Mutex::new(Vec::new()));
         let log = accepted.clone();
         let task = tokio::spawn(async move {
             // Held open so the client waits for a ServerHello that never comes.
             let mut held = Vec::new();
             loop {
-                if let Ok((tcp, _)) = listener.accept().await {
-                    log.lock().expect("accepted lock").push(Instant::now());
+                if let Ok((tcp, peer)) = listener.accept().await {
+                    log.lock()
+                        .expect("accepted lock")
+                        .push((Instant::now(), peer));
                     held.push(tcp);
                 }
             }
         });
-        BlackHole { accepted, task }
+        BlackHole {
+            addr,
+            accepted,
+            task,
+        }
     }
 
     fn accepted(&self) -> Vec<Instant> {
-        self.accepted.lock().expect("accepted lock").clone()
+        let log = self.accepted.lock().expect("accepted lock");
+        log.iter().map(|(at, _)| *at).collect()
+    }
+
+    fn peers(&self) -> Vec<SocketAddr> {
+        let log = self.accepted.lock().expect("accepted lock");
+        log.iter().map(|(_, peer)| *peer).collect()
     }
 
     async fn close(self) {
@@ -400,17 +418,18 @@ impl BlackHole {
 
 // ---- The gateway ---------------------------------------------------------------------------
 
-/// Counts resolutions, to show that a gated request never even looks for an endpoint.
+/// Counts resolutions, to show that a gated request never even looks for an endpoint;
+/// the test can point it elsewhere ([`Gateway::route_to`]).
 #[derive(Clone)]
 struct CountingResolver {
-    inner: StaticServiceResolver,
+    inner: Arc<Mutex<StaticServiceResolver>>,
     calls: Arc<AtomicUsize>,
 }
 
 impl ServiceResolver for CountingResolver {
     fn resolve(&self, service: &ServiceReference) -> ResolveFuture {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        self.inner.resolve(service)
+        self.inner.lock().expect("resolver lock").resolve(service)
     }
 }
 
@@ -420,6 +439,7 @@ struct Gateway {
     addr: SocketAddr,
     client: Arc<rustls::ClientConfig>,
     resolutions: Arc<AtomicUsize>,
+    routes: Arc<Mutex<StaticServiceResolver>>,
 }
 
 impl Gateway {
@@ -434,8 +454,9 @@ impl Gateway {
         )
         .expect("gateway TLS");
         let resolutions = Arc::new(AtomicUsize::new(0));
+        let routes = Arc::new(Mutex::new(resolver));
         let resolver = CountingResolver {
-            inner: resolver,
+            inner: routes.clone(),
             calls: resolutions.clone(),
         };
         let local = tower::service_fn(|_req: Request<Body>| async {
@@ -472,7 +493,18 @@ impl Gateway {
             addr,
             client: Arc::new(client),
             resolutions,
+            routes,
         }
+    }
+
+    /// From now on the gateway (not the controller, which has a resolver of its own)
+    /// finds the widget Service at `addr`.
+    fn route_to(&self, addr: SocketAddr) {
+        let mut routes = StaticServiceResolver::new();
+        routes
+            .insert(NAMESPACE, SERVICE, 443, &addr.to_string())
+            .expect("address");
+        *self.routes.lock().expect("resolver lock") = routes;
     }
 
     /// `GET path` as alice over a fresh HTTP/1.1 connection.
@@ -718,14 +750,14 @@ async fn unavailable_backend_flips_the_condition_gates_requests_and_recovers() {
         // new lastTransitionTime if failed syncs rewrote it.
         wall_clock_past(&flipped_at).await;
         let hole = BlackHole::bind(f.backend.addr);
-        let first = eventually("the controller's probe reaching the black hole", SOON, || {
+        eventually("the controller's probe reaching the black hole", SOON, || {
             hole.accepted().first().copied().ok_or_else(|| "no connection yet".to_owned())
         })
         .await;
-        // The probe that connected now waits its full timeout, so until then every new
-        // connection to this port would come from the gateway.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let before = hole.accepted().len();
+        // While the probe waits out its timeout, the gateway (only the gateway) finds the
+        // Service at a decoy, so a dial made for the gated request could only land there.
+        let decoy = BlackHole::bind(SocketAddr::from(([127, 0, 0, 1], 0)));
+        f.gateway.route_to(decoy.addr);
         let resolutions = f.gateway.resolutions.load(Ordering::SeqCst);
 
         let gated = f.gateway.get(RESOURCE_PATH).await;
@@ -733,17 +765,24 @@ async fn unavailable_backend_flips_the_condition_gates_requests_and_recovers() {
         assert_eq!(gated.body, "service unavailable\n");
         assert_eq!(gated.headers[header::CONTENT_TYPE], "text/plain; charset=utf-8");
         assert_eq!(gated.headers["x-content-type-options"], "nosniff");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        assert!(
-            first.elapsed() < PROBE_TIMEOUT,
-            "the quiet window outlasted the probe timeout; the check below proves nothing"
-        );
-        assert_eq!(hole.accepted().len(), before, "the gated request dialed the backend");
         assert_eq!(
             f.gateway.resolutions.load(Ordering::SeqCst),
             resolutions,
             "the gated request resolved the service"
         );
+        // A connection of ours, made after the answer: the decoy accepts in queue order,
+        // so a dial for the gated request would have been accepted before it.
+        let ours = TcpStream::connect(decoy.addr).await.expect("connect to the decoy");
+        let own = ours.local_addr().expect("local address");
+        let peers = eventually("the decoy accepting our connection", SOON, || {
+            let peers = decoy.peers();
+            if peers.contains(&own) { Ok(peers) } else { Err(format!("{peers:?}")) }
+        })
+        .await;
+        assert_eq!(peers, [own], "the gated request dialed the backend");
+        drop(ours);
+        decoy.close().await;
+        f.gateway.route_to(f.backend.addr);
 
         let hung = wait_condition(&f.registry, "the probe timing out on the black hole", SOON, |c| {
             c.message.contains("context deadline exceeded")
@@ -998,12 +1037,21 @@ async fn metrics_follow_transitions_and_deletion() {
             .await;
 
         // Failures keep coming back within the backoff cap, but neither spin nor count
-        // again: 5 attempts per check, delays 10, 20, 40, 80, 160, 200, 200... ms.
+        // again: 5 attempts per check, delays 10, 20, 40, 80, 160, 200, 200... ms after
+        // each failed check. Thirty probes span at least six checks, so five delays: at
+        // least 10 + 20 + 40 + 80 + 160 ms from the first of them to the last.
         let before = f.backend.state.requests().len();
-        tokio::time::sleep(Duration::from_millis(600)).await;
-        let during = f.backend.state.requests().len() - before;
-        assert!(during >= 5, "the controller stopped retrying: {during} probes in 600 ms");
-        assert!(during <= 60, "retry storm: {during} probes in 600 ms");
+        let probes = eventually("thirty more probes", SOON, || {
+            let seen = f.backend.state.requests();
+            if seen.len() >= before + 30 {
+                Ok(seen[before..before + 30].to_vec())
+            } else {
+                Err(format!("{} probes", seen.len() - before))
+            }
+        })
+        .await;
+        let span = probes[29].at.saturating_duration_since(probes[0].at);
+        assert!(span >= Duration::from_millis(310), "retry storm: 30 probes in {span:?}");
         let text = f.metrics.render();
         assert!(text.contains(&counter), "{text}");
 
@@ -1021,8 +1069,9 @@ async fn metrics_follow_transitions_and_deletion() {
 
 /// A local APIService is Available=True, reason Local, as soon as it is applied; the
 /// controller never probes it, and deleting it forgets its gauge as upstream's local
-/// controller does (`ForgetAPIService` on NotFound).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// controller does (`ForgetAPIService` on NotFound). Nothing here is dialed, so it runs
+/// on tokio's paused clock, which the controller's timer follows.
+#[tokio::test(start_paused = true)]
 async fn local_apiservice_is_available_on_apply() {
     with_timeout(async {
         let pki = Pki::new();
@@ -1073,7 +1122,7 @@ async fn local_apiservice_is_available_on_apply() {
             }
         })
         .await;
-        // Several resync periods later nothing has changed.
+        // Several resync periods later (on the paused clock: at once) nothing has changed.
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert_eq!(condition(&registry, name), Some(c));
 

@@ -415,17 +415,14 @@ async fn a_slow_backend_gets_the_504_and_its_stream_is_released_while_a_watch_ou
     }
 }
 
-/// Sends `count` GETs of `path` over `connections` HTTP/2 connections at once; returns
-/// the statuses (and a `Retry-After`) of those answered within `within`, or as soon as
-/// `expected` were.
+/// Sends `count` GETs of `path` over `connections` HTTP/2 connections at once; the
+/// status (and `Retry-After`) of each as it is answered.
 async fn pile_up(
     client: &Client,
     path: &str,
     count: usize,
     connections: usize,
-    within: Duration,
-    expected: usize,
-) -> Vec<(StatusCode, Option<String>)> {
+) -> mpsc::UnboundedReceiver<(StatusCode, Option<String>)> {
     let mut senders = Vec::new();
     for _ in 0..connections {
         let tls = client.connect().await;
@@ -436,7 +433,7 @@ async fn pile_up(
         tokio::spawn(conn);
         senders.push(sender);
     }
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::unbounded_channel();
     for i in 0..count {
         let mut sender = senders[i % connections].clone();
         let tx = tx.clone();
@@ -454,20 +451,39 @@ async fn pile_up(
         });
     }
     drop(tx);
-    let mut out = Vec::new();
-    let deadline = tokio::time::Instant::now() + within;
-    while let Ok(Some(r)) = tokio::time::timeout_at(deadline, rx.recv()).await {
-        out.push(r);
-        if out.len() == expected {
-            // Anything more would show within a moment.
-            let more = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
-            if let Ok(Some(r)) = more {
-                out.push(r);
-            }
-            break;
+    rx
+}
+
+/// The first `n` answers of [`pile_up`], each within [`WAIT`] of the one before.
+async fn answers(
+    rx: &mut mpsc::UnboundedReceiver<(StatusCode, Option<String>)>,
+    n: usize,
+) -> Vec<(StatusCode, Option<String>)> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        match tokio::time::timeout(WAIT, rx.recv()).await {
+            Ok(Some(answer)) => out.push(answer),
+            Ok(None) => panic!("only {} of {n} requests answered", out.len()),
+            Err(_) => panic!(
+                "{} of {n} requests answered, no more within {WAIT:?}",
+                out.len()
+            ),
         }
     }
     out
+}
+
+/// Waits until the backend has seen `n` requests.
+async fn arrived(backend: &AsyncBackend, n: usize) {
+    let deadline = Instant::now() + WAIT;
+    while backend.arrived.load(Ordering::SeqCst) < n {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {n} requests reached the backend within {WAIT:?}",
+            backend.arrived.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -485,24 +501,25 @@ async fn a_pile_up_on_one_apiservice_leaves_the_others_answering() {
     .await;
     let admin = pki.client_ca.client("admin", &[]);
     let client = Client::new(&pki, addr, Some(&admin), Protocol::Http2);
-    let answered = pile_up(
+    let mut pending = pile_up(
         &client,
         &format!("{WIDGETS}/namespaces/a/widgets/w/hang"),
         1000,
         4,
-        Duration::from_secs(20),
-        990,
     )
     .await;
-    assert_eq!(
-        answered.len(),
-        990,
-        "10 hang at the backend, the rest are refused at once"
-    );
+    // 10 hang at the backend, the rest are refused at once; once the 10 are there, no
+    // request is left to answer.
+    let answered = answers(&mut pending, 990).await;
     assert!(
         answered
             .iter()
             .all(|(s, r)| *s == StatusCode::TOO_MANY_REQUESTS && r.as_deref() == Some("1"))
+    );
+    arrived(&backend, 10).await;
+    assert!(
+        pending.try_recv().is_err(),
+        "a hanging request was answered"
     );
     assert_eq!(limits.in_flight_for("v1alpha1.widgets.example.io"), 10);
     assert_eq!(limits.in_flight().read_only, 10);
@@ -536,19 +553,23 @@ async fn the_global_limit_answers_429_with_retry_after_and_masters_are_exempt() 
     .0;
     let admin = pki.client_ca.client("admin", &[]);
     let client = Client::new(&pki, addr, Some(&admin), Protocol::Http2);
-    let answered = pile_up(
+    let mut pending = pile_up(
         &client,
         &format!("{WIDGETS}/namespaces/a/widgets/w/hang"),
         3,
         1,
-        Duration::from_millis(500),
-        usize::MAX,
     )
     .await;
-    assert!(answered.is_empty(), "{answered:?}");
+    // The three take the three read-only places and hang at the backend; the next request
+    // is refused, so none of the three has been answered (it would have freed its place).
+    arrived(&backend, 3).await;
     let reply = Client::new(&pki, addr, Some(&admin), Protocol::Http1)
         .get(&format!("{GADGETS}/gadgets"))
         .await;
+    assert!(
+        pending.try_recv().is_err(),
+        "a hanging request was answered"
+    );
     assert_eq!(reply.status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(reply.body, "Too many requests, please try again later.\n");
     assert_eq!(reply.headers["retry-after"], "1");

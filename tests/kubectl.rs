@@ -124,6 +124,21 @@ async fn kubectl_reaches_the_extension_server_through_the_aggregator() {
         .expect("the APIService is listed");
     assert_eq!(&row[1..3], ["kube-system/metrics-server", "True"]);
 
+    // The gateway's /metrics: upstream's names, types and labels, Prometheus text 0.0.4.
+    let exposition = kubectl(&kc, &cache, &["get", "--raw", "/metrics"]).await;
+    for line in [
+        "# HELP aggregator_unavailable_apiservice [ALPHA] Gauge of APIServices which are marked as unavailable broken down by APIService name.",
+        "# TYPE aggregator_unavailable_apiservice gauge",
+        "aggregator_unavailable_apiservice{name=\"v1beta1.metrics.k8s.io\"} 0",
+        "# HELP aggregator_unavailable_apiservice_total [ALPHA] Counter of APIServices which are marked as unavailable broken down by APIService name and reason.",
+        "# TYPE aggregator_unavailable_apiservice_total counter",
+    ] {
+        assert!(
+            exposition.lines().any(|l| l == line),
+            "{line:?} in\n{exposition}"
+        );
+    }
+
     // The unprivileged user: the demo policy (a SubjectAccessReview webhook) lets it read
     // core nodes but not metrics, and kubectl prints the upstream Forbidden wording.
     let (ok, _, stderr) = run_kubectl(&kc, &cache, &["--user=demo-viewer", "top", "nodes"]).await;

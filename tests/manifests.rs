@@ -511,8 +511,23 @@ async fn manifest_dir_with_an_invalid_apiservice_applies_the_rest() {
         names(&applied),
         ["v1.good.example.io", "v1.local.example.io"]
     );
-    // Give the source a few more polls: nothing else arrives.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(registry.snapshot().get("v1.bad.example.io").is_none());
+    // A file written later is applied by a later poll; by then the invalid one has had
+    // every chance to arrive, and has not.
+    dir.write(
+        "zz-later.json",
+        &list_json(&[remote("v1", "later.example.io", 1000, 15)]),
+    );
+    let applied = eventually(&registry, "the later file's APIService", |t| {
+        t.get("v1.later.example.io").is_some()
+    })
+    .await;
+    assert_eq!(
+        names(&applied),
+        [
+            "v1.good.example.io",
+            "v1.later.example.io",
+            "v1.local.example.io"
+        ]
+    );
     task.abort();
 }

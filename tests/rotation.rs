@@ -452,6 +452,8 @@ async fn every_certificate_rotates_under_load_without_a_failed_request() {
     // pair stays.
     let proxy3 = front_proxy_ca.client("front-proxy-client-3", &[]);
     rotate(&proxy_crt, &proxy3.cert_pem);
+    // The watcher inside the gateway has no observable refusal, so this negative check
+    // spans four reload periods: each of them saw the half-written pair and refused it.
     tokio::time::sleep(RELOAD * 4).await;
     assert_eq!(
         call(addr, &both, Some(&bob), &[]).await.1,

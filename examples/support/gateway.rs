@@ -30,6 +30,7 @@ use kube_aggregator::server::ServingTls;
 use kube_aggregator::source::{ApiServiceEvent, ManifestDir};
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
 use kube_aggregator::{Aggregator, Body, server};
+use prometheus_client::encoding::prometheus_text;
 use tokio::net::TcpListener;
 use tower::Layer;
 
@@ -195,12 +196,16 @@ pub async fn start(
     tokio::spawn(worker);
 
     let metrics = aggregator.metrics().clone();
+    // The registry `/metrics` encodes: the aggregator's metrics beside any of the host's.
+    let mut exposition = prometheus_client::registry::Registry::default();
+    metrics.register(&mut exposition);
+    let exposition = Arc::new(exposition);
     let discovery = aggregator.discovery().clone();
-    let (inner_metrics, inner_discovery) = (metrics.clone(), discovery.clone());
+    let inner_discovery = discovery.clone();
     let inner = tower::service_fn(move |req: Request<Body>| {
-        let metrics = inner_metrics.clone();
+        let exposition = exposition.clone();
         let ready = inner_discovery.has_synced();
-        async move { Ok::<_, Infallible>(local(req, &metrics, ready)) }
+        async move { Ok::<_, Infallible>(local(req, &exposition, ready)) }
     });
     let service = aggregator.layer(inner);
     let registry = aggregator.registry().clone();
@@ -419,7 +424,7 @@ fn authenticator(
 /// hook), then the core API (health included).
 fn local(
     req: Request<Body>,
-    metrics: &AvailabilityMetrics,
+    exposition: &prometheus_client::registry::Registry,
     discovery_synced: bool,
 ) -> Response<Body> {
     let (parts, _body) = req.into_parts();
@@ -439,10 +444,13 @@ fn local(
         return res;
     }
     if parts.uri.path() == "/metrics" {
-        let mut res = Response::new(Body::full(metrics.render()));
+        // kube-apiserver's format: Prometheus text 0.0.4 (see `AvailabilityMetrics`).
+        let mut text = String::new();
+        let _ = prometheus_text::encode(&mut text, exposition);
+        let mut res = Response::new(Body::full(text));
         res.headers_mut().insert(
             header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            HeaderValue::from_static(prometheus_text::CONTENT_TYPE),
         );
         return res;
     }

@@ -1,13 +1,63 @@
-//! The availability metrics of kube-aggregator `pkg/controllers/status/metrics/metrics.go`.
+//! The availability metrics of kube-aggregator, as
+//! [`pkg/controllers/status/metrics/metrics.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/status/metrics/metrics.go)
+//! defines them, exposed through [`prometheus_client`].
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// `aggregator_unavailable_apiservice` (gauge, label `name`) and
-/// `aggregator_unavailable_apiservice_total` (counter, labels `name`, `reason`).
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+
+const GAUGE: &str = "aggregator_unavailable_apiservice";
+const GAUGE_HELP: &str =
+    "[ALPHA] Gauge of APIServices which are marked as unavailable broken down by APIService name.";
+/// The counter's family name; the encoders add the `_total` suffix of its series.
+const COUNTER: &str = "aggregator_unavailable_apiservice";
+const COUNTER_HELP: &str = "[ALPHA] Counter of APIServices which are marked as unavailable broken down by APIService name and reason.";
+
+/// `aggregator_unavailable_apiservice` (gauge, label `name`: 1 unavailable, 0 available)
+/// and `aggregator_unavailable_apiservice_total` (counter, labels `name` and `reason`),
+/// maintained by the [`AvailabilityController`](super::AvailabilityController).
+///
+/// A host that keeps a [`prometheus_client`] [`Registry`] adds both with
+/// [`register`](AvailabilityMetrics::register) (or registers the metrics as a
+/// [`Collector`] itself); [`render`](AvailabilityMetrics::render) gives them alone in the
+/// Prometheus text format, for a host without a registry.
+///
+/// Series come out sorted by label values, as the Go client's registry gathers them, which
+/// is why the metrics are a [`Collector`] over sorted maps rather than two `Family`s
+/// (whose series come out in hash order). Upstream's names make the counter's family name
+/// (without `_total`) equal the gauge's, which the Prometheus text format (version 0.0.4,
+/// [`prometheus_text`](prometheus_client::encoding::prometheus_text), what kube-apiserver
+/// serves) keeps apart and OpenMetrics does not: encode with the former.
+///
+/// ```
+/// use kube_aggregator::availability::AvailabilityMetrics;
+/// use prometheus_client::encoding::prometheus_text;
+/// use prometheus_client::registry::Registry;
+///
+/// let metrics = AvailabilityMetrics::default();
+/// let mut registry = Registry::default();
+/// metrics.register(&mut registry);
+///
+/// metrics.set_unavailable("v1beta1.metrics.k8s.io", true);
+/// let mut text = String::new();
+/// prometheus_text::encode(&mut text, &registry)?;
+/// assert!(text.contains("aggregator_unavailable_apiservice{name=\"v1beta1.metrics.k8s.io\"} 1\n"));
+/// # Ok::<(), std::fmt::Error>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct AvailabilityMetrics {
+    series: Arc<Series>,
+}
+
+/// The values, shared with every registry the metrics are registered in.
+#[derive(Debug, Default)]
+struct Series {
     gauge: Mutex<BTreeMap<String, bool>>,
     counter: Mutex<BTreeMap<(String, String), u64>>,
 }
@@ -15,56 +65,68 @@ pub struct AvailabilityMetrics {
 impl AvailabilityMetrics {
     /// Sets the gauge of `name`: 1 when unavailable, 0 when available.
     pub fn set_unavailable(&self, name: &str, unavailable: bool) {
-        lock(&self.gauge).insert(name.to_owned(), unavailable);
+        lock(&self.series.gauge).insert(name.to_owned(), unavailable);
     }
 
     /// Counts a transition of `name` from available to unavailable with `reason`.
     pub fn unavailable_transition(&self, name: &str, reason: &str) {
-        *lock(&self.counter)
+        *lock(&self.series.counter)
             .entry((name.to_owned(), reason.to_owned()))
             .or_default() += 1;
     }
 
-    /// Forgets the gauge of a deleted APIService.
+    /// Forgets the gauge of a deleted APIService (its counter series stay, as upstream's).
     pub fn forget(&self, name: &str) {
-        lock(&self.gauge).remove(name);
+        lock(&self.series.gauge).remove(name);
     }
 
-    /// The Prometheus text exposition of both metrics.
+    /// Adds both metrics to `registry`; every encoding of it reads their current values.
+    /// Under a [`sub_registry_with_prefix`](Registry::sub_registry_with_prefix) the names
+    /// take the prefix.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register_collector(Box::new(self.series.clone()));
+    }
+
+    /// Both metrics, and nothing else, in the Prometheus text format (version 0.0.4,
+    /// Content-Type [`prometheus_text::CONTENT_TYPE`](prometheus_client::encoding::prometheus_text::CONTENT_TYPE)).
     pub fn render(&self) -> String {
+        let mut registry = Registry::default();
+        self.register(&mut registry);
         let mut out = String::new();
-        out.push_str("# HELP aggregator_unavailable_apiservice [ALPHA] Gauge of APIServices which are marked as unavailable broken down by APIService name.\n");
-        out.push_str("# TYPE aggregator_unavailable_apiservice gauge\n");
-        for (name, unavailable) in lock(&self.gauge).iter() {
-            let _ = writeln!(
-                out,
-                "aggregator_unavailable_apiservice{{name=\"{}\"}} {}",
-                escape(name),
-                u8::from(*unavailable)
-            );
-        }
-        out.push_str("# HELP aggregator_unavailable_apiservice_total [ALPHA] Counter of APIServices which are marked as unavailable broken down by APIService name and reason.\n");
-        out.push_str("# TYPE aggregator_unavailable_apiservice_total counter\n");
-        for ((name, reason), n) in lock(&self.counter).iter() {
-            let _ = writeln!(
-                out,
-                "aggregator_unavailable_apiservice_total{{name=\"{}\",reason=\"{}\"}} {n}",
-                escape(name),
-                escape(reason)
-            );
-        }
+        // A `String` never refuses a write, and the collector fails only when the writer does.
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &registry);
         out
     }
 }
 
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+impl Collector for AvailabilityMetrics {
+    fn encode(&self, encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        self.series.encode(encoder)
+    }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+impl Collector for Series {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let gauge = lock(&self.gauge);
+        let mut family = encoder.encode_descriptor(GAUGE, GAUGE_HELP, None, MetricType::Gauge)?;
+        for (name, unavailable) in gauge.iter() {
+            let labels = [("name", name.as_str())];
+            ConstGauge::new(i64::from(*unavailable)).encode(family.encode_family(&labels)?)?;
+        }
+        drop(gauge);
+        let counter = lock(&self.counter);
+        let mut family =
+            encoder.encode_descriptor(COUNTER, COUNTER_HELP, None, MetricType::Counter)?;
+        for ((name, reason), n) in counter.iter() {
+            let labels = [("name", name.as_str()), ("reason", reason.as_str())];
+            ConstCounter::new(*n).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -74,14 +136,57 @@ mod tests {
     #[test]
     fn exposition_matches_upstream() {
         let m = AvailabilityMetrics::default();
-        m.set_unavailable("available", false);
         m.set_unavailable("unavailable", true);
+        m.set_unavailable("available", false);
         let text = m.render();
-        assert!(text.contains("# HELP aggregator_unavailable_apiservice [ALPHA] Gauge of APIServices which are marked as unavailable broken down by APIService name.\n# TYPE aggregator_unavailable_apiservice gauge\naggregator_unavailable_apiservice{name=\"available\"} 0\naggregator_unavailable_apiservice{name=\"unavailable\"} 1\n"));
+        assert!(text.starts_with("# HELP aggregator_unavailable_apiservice [ALPHA] Gauge of APIServices which are marked as unavailable broken down by APIService name.\n# TYPE aggregator_unavailable_apiservice gauge\naggregator_unavailable_apiservice{name=\"available\"} 0\naggregator_unavailable_apiservice{name=\"unavailable\"} 1\n"), "{text}");
         m.forget("available");
         m.forget("unavailable");
-        assert!(!m.render().contains("aggregator_unavailable_apiservice{"));
+        assert_eq!(
+            m.render(),
+            "# HELP aggregator_unavailable_apiservice [ALPHA] Gauge of APIServices which are marked as unavailable broken down by APIService name.\n\
+             # TYPE aggregator_unavailable_apiservice gauge\n\
+             # HELP aggregator_unavailable_apiservice_total [ALPHA] Counter of APIServices which are marked as unavailable broken down by APIService name and reason.\n\
+             # TYPE aggregator_unavailable_apiservice_total counter\n"
+        );
         m.unavailable_transition("v1.x", "FailedDiscoveryCheck");
-        assert!(m.render().contains("aggregator_unavailable_apiservice_total{name=\"v1.x\",reason=\"FailedDiscoveryCheck\"} 1\n"));
+        m.unavailable_transition("v1.x", "FailedDiscoveryCheck");
+        assert!(m.render().ends_with("# TYPE aggregator_unavailable_apiservice_total counter\naggregator_unavailable_apiservice_total{name=\"v1.x\",reason=\"FailedDiscoveryCheck\"} 2\n"));
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        let m = AvailabilityMetrics::default();
+        m.set_unavailable("a\"b\\c\nd", true);
+        assert!(
+            m.render()
+                .contains("aggregator_unavailable_apiservice{name=\"a\\\"b\\\\c\\nd\"} 1\n")
+        );
+    }
+
+    #[test]
+    fn a_host_registry_encodes_them_beside_its_own() {
+        let metrics = AvailabilityMetrics::default();
+        let mut registry = Registry::default();
+        let requests = prometheus_client::metrics::counter::Counter::<u64>::default();
+        registry.register(
+            "host_requests",
+            "Requests the host served",
+            requests.clone(),
+        );
+        metrics.register(registry.sub_registry_with_prefix("embedded"));
+        requests.inc();
+        metrics.set_unavailable("v1.x", true);
+        let mut text = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut text, &registry).unwrap();
+        assert!(text.contains("host_requests_total 1\n"), "{text}");
+        assert!(
+            text.contains("embedded_aggregator_unavailable_apiservice{name=\"v1.x\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE embedded_aggregator_unavailable_apiservice_total counter\n"),
+            "{text}"
+        );
     }
 }

@@ -154,7 +154,8 @@ impl Aggregator {
         &self.registry
     }
 
-    /// The availability metrics the worker maintains.
+    /// The availability metrics the worker maintains; a host with a `prometheus-client`
+    /// registry adds them with [`AvailabilityMetrics::register`].
     pub fn metrics(&self) -> &Arc<AvailabilityMetrics> {
         &self.metrics
     }

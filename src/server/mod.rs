@@ -224,6 +224,17 @@ pub async fn serve_tls_with<S>(
 {
     let tls: ServingTls = tls.into();
     let config = Arc::new(config);
+    // The drain is ours rather than hyper-util's `server::graceful::GracefulShutdown`,
+    // whose `Watcher::watch` takes a connection by value and is from then on the only
+    // thing that can call its `graceful_shutdown` (`GracefulConnection` is sealed, so no
+    // wrapper of ours could be watched instead). Each connection here must be asked to
+    // finish for three more reasons than the server stopping: its idle timeout (a GOAWAY
+    // on HTTP/2, as Go's `IdleTimeout`), a response marked `CloseConnection` (the HTTP/2
+    // 401) and the 400 for a missing or repeated `Host`; and it is dropped when it has not
+    // finished `read_header_timeout` after an idle close. So the connection's own loop
+    // (`conn::serve`) selects on this stop signal beside those, and the `JoinSet` gives
+    // `shutdown_timeout` its bound and the abort after it, which
+    // `GracefulShutdown::shutdown` (it waits for every watcher without a limit) would not.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);

@@ -559,6 +559,13 @@ where
         }
     })
     .await;
+    // The discovery manager's first fetches too, so that no fetch of its own races the
+    // test's requests for a backend connection.
+    within(
+        "the first discovery fetches",
+        aggregator.discovery().synced(),
+    )
+    .await;
     (addr, aggregator)
 }
 
@@ -1005,4 +1012,42 @@ impl Lines {
 /// The plain backend answer: 200 `some data` to everything.
 pub(crate) fn ok(_: &Seen) -> Response<Body> {
     respond(200, "some data")
+}
+
+/// A timer on tokio's clock that can be moved ahead by hand: `now` is tokio's now plus
+/// every [`JumpClock::advance`] so far, and sleeps measure against that `now`. For what
+/// reads the injected clock only to compare times (TTLs), so a test moves past a TTL
+/// instead of waiting it out.
+#[derive(Clone, Default)]
+pub(crate) struct JumpClock(Arc<std::sync::Mutex<Duration>>);
+
+impl JumpClock {
+    pub(crate) fn advance(&self, by: Duration) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) += by;
+    }
+
+    pub(crate) fn timer(&self) -> Timer {
+        Timer::new(self.clone())
+    }
+}
+
+impl hyper::rt::Timer for JumpClock {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        hyper_util::rt::TokioTimer::new().sleep(duration)
+    }
+
+    fn sleep_until(&self, deadline: std::time::Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        self.sleep(deadline.saturating_duration_since(self.now()))
+    }
+
+    fn now(&self) -> std::time::Instant {
+        let ahead = *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        tokio::time::Instant::now().into_std() + ahead
+    }
 }
