@@ -2,6 +2,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -10,8 +11,7 @@ use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
 
-use super::PoolInner;
-use super::h2::StreamSlot;
+use super::{H2Conn, PoolInner};
 use crate::body::Body;
 
 /// What a finished response gives back to the pool.
@@ -81,5 +81,14 @@ impl http_body::Body for PooledBody {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// One request counted on an HTTP/2 connection until dropped.
+pub(super) struct StreamSlot(pub(super) Arc<H2Conn>);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }

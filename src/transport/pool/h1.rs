@@ -2,7 +2,6 @@
 //! and which failures show a reused connection closed under the request.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use http::uri::Authority;
 use http::{Request, Response, Uri};
@@ -11,14 +10,8 @@ use hyper::client::conn::http1;
 use super::body::{PooledBody, Release};
 use super::connect::Io;
 use super::retry::{AttemptError, Retry};
-use super::{PoolInner, lock};
+use super::{Idle, PoolInner, lock};
 use crate::body::Body;
-
-pub(super) struct Idle {
-    pub(super) send: http1::SendRequest<Body>,
-    pub(super) since: Instant,
-    pub(super) cert_generation: u64,
-}
 
 impl PoolInner {
     pub(super) async fn handshake_h1(

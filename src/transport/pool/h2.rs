@@ -10,23 +10,12 @@ use std::task::{Context, Poll};
 use http::{Request, Response};
 use hyper::client::conn::http2;
 
-use super::PoolInner;
-use super::body::{PooledBody, Release};
+use super::body::{PooledBody, Release, StreamSlot};
 use super::connect::Io;
 use super::retry::{AttemptError, Retry};
+use super::{H2Conn, PoolInner};
 use crate::body::Body;
 use crate::rt::Executor;
-
-pub(super) struct H2Conn {
-    pub(super) send: http2::SendRequest<Body>,
-    pub(super) in_flight: AtomicUsize,
-    /// The backend's `SETTINGS_MAX_CONCURRENT_STREAMS`, as the connection task last saw it.
-    pub(super) max_streams: Arc<AtomicUsize>,
-    /// The proxy client certificate's generation at dial time.
-    pub(super) cert_generation: u64,
-    /// The backend sent GOAWAY: no new streams here.
-    pub(super) draining: std::sync::atomic::AtomicBool,
-}
 
 impl PoolInner {
     pub(super) async fn handshake_h2(
@@ -116,15 +105,6 @@ fn h2_retry(e: &hyper::Error) -> Retry {
             Retry::Elsewhere
         }
         _ => Retry::No,
-    }
-}
-
-/// One request counted on an HTTP/2 connection until dropped.
-pub(super) struct StreamSlot(pub(super) Arc<H2Conn>);
-
-impl Drop for StreamSlot {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

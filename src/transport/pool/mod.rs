@@ -27,14 +27,15 @@ mod retry;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::uri::Authority;
 use http::{Request, Response};
-use hyper::client::conn::http1;
+use hyper::client::conn::{http1, http2};
 use tower::Service;
 
 use super::ClientCertificate;
@@ -42,9 +43,7 @@ use crate::body::{Body, BoxError};
 use crate::rt::{Executor, Timer};
 
 pub(crate) use connect::Connector;
-use h1::Idle;
 pub(crate) use h1::origin_form;
-use h2::H2Conn;
 use retry::{AttemptError, Retry, replay_copy};
 
 /// How the connections to one APIService's backends are managed. Defaults follow
@@ -112,6 +111,23 @@ struct Host {
     /// Signalled when a dial ends; `dials_ended` counts them.
     dialed: Arc<tokio::sync::Notify>,
     dials_ended: u64,
+}
+
+struct H2Conn {
+    send: http2::SendRequest<Body>,
+    in_flight: AtomicUsize,
+    /// The backend's `SETTINGS_MAX_CONCURRENT_STREAMS`, as the connection task last saw it.
+    max_streams: Arc<AtomicUsize>,
+    /// The proxy client certificate's generation at dial time.
+    cert_generation: u64,
+    /// The backend sent GOAWAY: no new streams here.
+    draining: std::sync::atomic::AtomicBool,
+}
+
+struct Idle {
+    send: http1::SendRequest<Body>,
+    since: Instant,
+    cert_generation: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
