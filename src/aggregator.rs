@@ -31,11 +31,11 @@ use tower::{Layer, Service, ServiceExt};
 
 use crate::authn::{ConnectionInfo, UserInfo};
 use crate::authz::ApiPath;
-use crate::availability::ServiceResolver;
 use crate::body::{Body, BoxError};
 use crate::discovery::{AggregatedVersion, DiscoveryManager, Negotiated};
 use crate::openapi::{OpenApiManager, V3Entry};
 use crate::registry::{Registry, RemoteBackend, Route};
+use crate::resolver::ServiceResolver;
 use crate::rt::{Executor, Timer};
 use crate::status::plain_text_error;
 

@@ -30,6 +30,7 @@ pub mod openapi;
 pub mod proxy;
 pub mod registry;
 pub mod reload;
+mod resolver;
 pub mod rt;
 pub mod selfreview;
 #[cfg(feature = "tokio")]

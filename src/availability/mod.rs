@@ -18,10 +18,9 @@
 
 mod controller;
 mod metrics;
-mod resolver;
 
-pub use controller::{AvailabilityConfig, AvailabilityController};
-pub use metrics::AvailabilityMetrics;
-pub use resolver::{
+pub use crate::resolver::{
     InvalidAddress, ResolveError, ResolveFuture, ServiceResolver, StaticServiceResolver,
 };
+pub use controller::{AvailabilityConfig, AvailabilityController};
+pub use metrics::AvailabilityMetrics;

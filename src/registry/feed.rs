@@ -10,8 +10,8 @@ use tower::util::BoxCloneSyncService;
 
 use super::{RoutingTable, TableObserver};
 use crate::apiservice::ServiceReference;
-use crate::availability::ServiceResolver;
 use crate::discovery::{Fetcher, LocalVersion, ServiceKey, Target, TargetSet, TargetSink};
+use crate::resolver::ServiceResolver;
 use crate::transport::{BackendClient, TransportError};
 
 /// [`Registry::feed`]'s observer.

@@ -20,8 +20,8 @@ use arc_swap::{ArcSwap, Guard};
 use crate::apiservice::{
     ApiService, CONDITION_AVAILABLE, ConditionStatus, ValidationError, validate,
 };
-use crate::availability::ServiceResolver;
 use crate::discovery::TargetSink;
+use crate::resolver::ServiceResolver;
 use crate::rt::Timer;
 use crate::sharded::ShardedMap;
 use crate::source::{ApiServiceEvent, ApiServiceSource};
