@@ -81,8 +81,9 @@ impl TokenReviewAuthenticator {
         let client = config
             .client(executor, timer.clone())
             .map_err(|e| e.in_file(path))?;
-        Self::new(client, timer, ttl)
-            .map_err(|e| KubeconfigError::from(KubeconfigErrorKind::Cache(e)).in_file(path))
+        Self::new(client, timer, ttl).map_err(|e| {
+            KubeconfigError::from(KubeconfigErrorKind::Cache(Box::new(e))).in_file(path)
+        })
     }
 
     /// The audiences the webhook's server accepts when its answer names none

@@ -123,9 +123,10 @@ pub enum KubeconfigErrorKind {
     /// The HTTPS client could not be built (the CA bundle, ...).
     #[error(transparent)]
     Transport(#[from] crate::transport::TransportError),
-    /// The webhook's cache could not be set up.
+    /// The webhook's cache could not be set up (the TokenReview cache finds no system
+    /// randomness for its key); the error is the cache's own.
     #[error(transparent)]
-    Cache(#[from] crate::authn::AuthenticationError),
+    Cache(crate::body::BoxError),
 }
 
 #[derive(Deserialize, Default)]
