@@ -40,6 +40,7 @@ impl Executor {
 
     /// The tokio executor (`tokio::spawn`); needs a tokio runtime when called.
     #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn tokio() -> Executor {
         Executor::new(hyper_util::rt::TokioExecutor::new())
     }
@@ -105,6 +106,7 @@ impl Timer {
 
     /// The tokio timer (`tokio::time`, so a paused tokio clock applies).
     #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn tokio() -> Timer {
         Timer::new(hyper_util::rt::TokioTimer::new())
     }

@@ -150,7 +150,7 @@ impl Registry {
 
     /// Keeps `sink` (a [`DiscoveryManager`](crate::discovery::DiscoveryManager), an
     /// [`OpenApiManager`](crate::openapi::OpenApiManager)) following the APIServices:
-    /// every published table becomes a [`TargetSet`] of the remote APIServices, whose
+    /// every published table becomes a [`TargetSet`](crate::discovery::TargetSet) of the remote APIServices, whose
     /// fetchers resolve Services with `resolver` and send through each APIService's
     /// backend client (its TLS settings and the proxy client certificate).
     pub fn feed(&self, resolver: impl ServiceResolver, sink: impl TargetSink) {

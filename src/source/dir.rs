@@ -43,6 +43,7 @@ pub struct ManifestDir {
 impl ManifestDir {
     /// Follows `dir` on tokio, scanning it every 2 s.
     #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn watch(dir: impl Into<PathBuf>) -> ManifestDir {
         ManifestDir::new(dir, Timer::tokio(), Duration::from_secs(2))
     }

@@ -23,8 +23,10 @@ use tower::util::BoxCloneSyncService;
 
 pub use memory::InMemoryTransport;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use pool::PoolConfig;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use rustls_transport::{RustlsTransport, TcpConnector};
 #[cfg(feature = "tokio")]
 pub(crate) use tls::provider as provider_for_server;

@@ -252,6 +252,7 @@ impl Kubeconfig {
     /// An HTTPS webhook client for this configuration: rustls with the kubeconfig's CA
     /// and client certificate, HTTP/2 or HTTP/1.1 by ALPN, pooled.
     #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn client(
         &self,
         executor: crate::rt::Executor,
