@@ -15,6 +15,10 @@ use crate::transport::ConnectError;
 pub(super) type Io = TokioIo<tokio_rustls::client::TlsStream<TcpStream>>;
 
 /// Dials a backend: TCP, then TLS with the APIService's server name and ALPN.
+///
+/// One per APIService client (and one more for its upgrade client, offering HTTP/1.1
+/// only); cloning shares the TLS config. The TCP connect timeout is set on `tcp`; the
+/// handshake has its own, `tls_handshake_timeout`.
 #[derive(Clone)]
 pub(crate) struct Connector {
     pub(crate) tcp: HttpConnector,
@@ -25,6 +29,10 @@ pub(crate) struct Connector {
 
 impl Connector {
     /// TCP then TLS to `authority`; whether ALPN chose h2.
+    ///
+    /// Every failure is a [`ConnectError`] with Go's wording, so the aggregator can tell
+    /// an unreachable backend from one that answered: `dial tcp <addr>: <cause>`,
+    /// `tls: <cause>`, `net/http: TLS handshake timeout`.
     pub(crate) async fn connect(&self, authority: &Authority) -> Result<(Io, bool), ConnectError> {
         let uri = Uri::builder()
             .scheme("http")

@@ -14,6 +14,8 @@ use super::{Idle, PoolInner, lock};
 use crate::body::Body;
 
 impl PoolInner {
+    /// The HTTP/1.1 handshake on a TLS stream whose ALPN chose `http/1.1` (or nothing);
+    /// the connection task is spawned on the executor and ends when the connection does.
     pub(super) async fn handshake_h1(
         &self,
         io: Io,
@@ -33,6 +35,11 @@ impl PoolInner {
         Ok(send)
     }
 
+    /// Sends `req` on `send` in origin form. `reused` says the connection came from the
+    /// idle list: only then does a connection that ends before any response byte prove
+    /// the request unprocessed (the backend closed a kept-alive connection as it arrived),
+    /// and only then is it [`Retry::Fresh`]. The connection goes back to the idle list when
+    /// the response body has been read to its end, never while a body is still unread.
     pub(super) async fn send_h1(
         self: &Arc<Self>,
         authority: &Authority,
@@ -88,6 +95,10 @@ impl PoolInner {
         }
     }
 
+    /// Puts an HTTP/1.1 connection back on `authority`'s idle list, unless it is closed,
+    /// was made with a certificate that has since been replaced, or the list already holds
+    /// [`PoolConfig::max_idle_http1`](super::PoolConfig::max_idle_http1) connections (then
+    /// it is dropped, which closes it). Its idle time starts now.
     pub(super) fn return_http1(
         &self,
         authority: &Authority,
@@ -127,7 +138,9 @@ pub(crate) fn origin_form(mut req: Request<Body>, authority: &Authority) -> Requ
     req
 }
 
-/// Whether an error comes from the connection ending under the request.
+/// Whether an error comes from the connection ending under the request: an I/O error of
+/// kind `UnexpectedEof`, `ConnectionReset`, `ConnectionAborted` or `BrokenPipe` anywhere in
+/// its source chain (a TLS stream that ends without `close_notify` is an `UnexpectedEof`).
 fn closed_io(e: &hyper::Error) -> bool {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {

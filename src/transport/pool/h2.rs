@@ -18,6 +18,13 @@ use crate::body::Body;
 use crate::rt::Executor;
 
 impl PoolInner {
+    /// The HTTP/2 handshake on a TLS stream whose ALPN chose `h2`: keep-alive PINGs every
+    /// [`PoolConfig::keep_alive_interval`](super::PoolConfig::keep_alive_interval) of
+    /// silence (idle or not), the connection closed when one goes unanswered for
+    /// [`PoolConfig::keep_alive_timeout`](super::PoolConfig::keep_alive_timeout). The
+    /// connection task is spawned on the executor; the returned record starts with no
+    /// stream counted and remembers the certificate `generation` it was dialled with.
+    /// A failed handshake is never retried: the request may have been written.
     pub(super) async fn handshake_h2(
         &self,
         io: Io,
@@ -47,6 +54,10 @@ impl PoolInner {
         }))
     }
 
+    /// Sends `req` on `conn`, whose stream slot the caller has already counted. The slot
+    /// is given back when the response body ends or is dropped (the [`StreamSlot`] rides
+    /// in the [`PooledBody`]), or at once when sending fails. A failure that shows the
+    /// connection going away marks it draining, so no later pick chooses it.
     pub(super) async fn send_h2(
         &self,
         conn: Arc<H2Conn>,
@@ -80,6 +91,8 @@ impl PoolInner {
     }
 }
 
+/// The `h2` error somewhere in `e`'s source chain (hyper keeps it there), to read its
+/// reason and whether the peer sent it.
 fn h2_error(e: &hyper::Error) -> Option<&h2::Error> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
@@ -110,6 +123,11 @@ fn h2_retry(e: &hyper::Error) -> Retry {
 
 pin_project_lite::pin_project! {
     /// An HTTP/2 connection task that publishes the backend's stream limit as it changes.
+    ///
+    /// The limit (`SETTINGS_MAX_CONCURRENT_STREAMS`) can only change while the connection
+    /// is polled, so it is read after every poll and stored where `pick` reads it
+    /// without a lock. The task ends with the connection; an error ending it is logged at
+    /// debug and otherwise seen by the requests on it.
     struct WatchedH2 {
         #[pin]
         conn: http2::Connection<Io, Body, Executor>,
