@@ -5,6 +5,50 @@
 //! Writers ([`Registry::apply`], [`Registry::run`], the availability controller through
 //! [`Registry::set_available_condition`]) serialize on a mutex that the request path never
 //! touches, rebuild the table, and swap it in whole.
+//!
+//! It plays the parts of several upstream pieces: the APIService registry strategy
+//! ([`pkg/registry/apiservice/strategy.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/registry/apiservice/strategy.go):
+//! validation on every write, status owned here and never taken from a source), the local
+//! availability controller (a local APIService is `Available=True`, reason `Local`, at
+//! once) and the registration controller that installs one proxy route per APIService
+//! ([`pkg/apiserver/apiservice_controller.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/apiservice_controller.go)).
+//! Backend clients are built here, off the request path, when an APIService appears or
+//! its TLS settings change, and are shared by every snapshot until then.
+//!
+//! Who hears about changes: [`StatusSink`]s (to write `status` back where APIServices
+//! live), [`TableObserver`]s (the discovery and OpenAPI managers, through
+//! [`Registry::feed`]), and [`Registry::changed`] waiters.
+//!
+//! ```
+//! use kube_aggregator::apiservice::ApiService;
+//! use kube_aggregator::registry::Registry;
+//! use kube_aggregator::source::ApiServiceEvent;
+//! use kube_aggregator::transport::InMemoryTransport;
+//!
+//! let registry = Registry::new(InMemoryTransport::new());
+//! let local: ApiService = serde_json::from_str(r#"{
+//!   "metadata": {"name": "v1.apps"},
+//!   "spec": {"group": "apps", "version": "v1", "groupPriorityMinimum": 17800, "versionPriority": 15}}"#).unwrap();
+//! registry.apply(ApiServiceEvent::Applied(local)).unwrap();
+//!
+//! let table = registry.snapshot();
+//! assert_eq!(table.generation(), 1);
+//! let route = table.lookup("apps", "v1").unwrap();
+//! // Local APIServices are available at once, as upstream's local controller makes them.
+//! assert!(route.is_available() && route.remote().is_none());
+//!
+//! // An invalid APIService is refused with upstream's message; the table is unchanged.
+//! let bad: ApiService = serde_json::from_str(r#"{
+//!   "metadata": {"name": "wrong-name"},
+//!   "spec": {"group": "apps", "version": "v2", "groupPriorityMinimum": 1, "versionPriority": 1}}"#).unwrap();
+//! let err = registry.apply(ApiServiceEvent::Applied(bad)).unwrap_err();
+//! assert!(err.to_string().ends_with(r#"must be `spec.version+"."+spec.group`: "v2.apps""#), "{err}");
+//! assert!(registry.snapshot().get("wrong-name").is_none());
+//!
+//! // A resync is the whole set: what it does not list goes, in one snapshot.
+//! registry.apply(ApiServiceEvent::Resynced(Vec::new())).unwrap();
+//! assert!(registry.snapshot().is_empty());
+//! ```
 
 mod feed;
 mod table;
@@ -31,6 +75,10 @@ use writer::{Draft, Writer};
 
 /// APIServices that an update could not apply, each with the upstream validation message.
 /// Everything else in the update was applied.
+///
+/// Its text is the rejected APIServices' messages joined with `; `, each as
+/// kube-apiserver would answer the create (`APIService.apiregistration.k8s.io "x" is
+/// invalid: ...`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", rejected.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
 pub struct ApplyError {
@@ -39,9 +87,17 @@ pub struct ApplyError {
 }
 
 /// Receives every change of an APIService's `Available` condition, so the host can write
-/// status back to where APIServices live.
+/// status back to where APIServices live (the `UpdateStatus` of upstream's availability
+/// controller), and `kubectl get apiservices` shows it.
+///
+/// Called after the change is published, on the task that made it (the availability
+/// controller's worker, or the caller of [`Registry::apply`] for a local APIService), once
+/// per change and sink. A change is a different status, reason or message: repeated
+/// checks with the same outcome are not reported. It must not block; hand slow writes to
+/// a task of the host's.
 pub trait StatusSink: Send + Sync + 'static {
-    /// `apiservice` carries the new status; called after the snapshot is published.
+    /// `apiservice` carries the new status (its `Available` condition with reason,
+    /// message and `lastTransitionTime`); called after the snapshot is published.
     fn status_changed(&self, apiservice: &ApiService);
 }
 
@@ -69,7 +125,12 @@ struct Shared {
     unreachable: Mutex<Vec<String>>,
 }
 
-/// A cloneable handle to the registry.
+/// A cloneable handle to the registry: the one writer of APIServices and the source of
+/// every [`RoutingTable`] snapshot.
+///
+/// Clones share everything (one `Arc`). [`Registry::snapshot`] is the request path's one
+/// atomic load; every writing method takes the writer's mutex, so updates from a source,
+/// the host and the availability controller apply one at a time, each as a whole.
 #[derive(Clone)]
 pub struct Registry {
     shared: Arc<Shared>,
@@ -84,7 +145,8 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// An empty registry that builds backend clients with `transport`.
+    /// An empty registry (generation 0) that builds backend clients with `transport`.
+    /// Timestamps come from the system clock until [`Registry::set_clock`].
     pub fn new(transport: impl Transport) -> Registry {
         Registry {
             shared: Arc::new(Shared {
@@ -116,7 +178,9 @@ impl Registry {
         }
     }
 
-    /// The current snapshot: one lock-free load.
+    /// The current snapshot: one lock-free load. Holding the guard keeps that snapshot
+    /// alive but blocks nothing; do not hold it across an `await` (use
+    /// [`Registry::snapshot_owned`]).
     pub fn snapshot(&self) -> Guard<Arc<RoutingTable>> {
         self.shared.table.load()
     }
@@ -126,12 +190,13 @@ impl Registry {
         self.shared.table.load_full()
     }
 
-    /// Adds a sink that hears every status change.
+    /// Adds a sink that hears every status change from now on (not the current ones).
     pub fn add_status_sink(&self, sink: impl StatusSink) {
         lock(&self.shared.sinks).push(Arc::new(sink));
     }
 
-    /// Adds an observer of every published table; it hears the current one at once.
+    /// Adds an observer of every published table; it hears the current one at once, on
+    /// the calling task.
     pub fn add_observer(&self, observer: impl TableObserver) {
         let observer: Arc<dyn TableObserver> = Arc::new(observer);
         lock(&self.shared.observers).push(observer.clone());
@@ -163,10 +228,25 @@ impl Registry {
 
     /// Applies one event: the in-memory handle for hosts that push updates.
     ///
-    /// Each APIService is validated (upstream rules and messages, docs/upstream-behaviour.md §1.2); an
-    /// invalid one is rejected whole and the previous version of that name, if any, stays.
-    /// For [`ApiServiceEvent::Resynced`] every valid object is applied and every name not
-    /// listed is deleted, in one published snapshot.
+    /// Each APIService is validated with upstream's rules and messages
+    /// ([`pkg/apis/apiregistration/validation/validation.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apis/apiregistration/validation/validation.go));
+    /// an invalid one is rejected whole and the previous version of that name, if any,
+    /// stays. For [`ApiServiceEvent::Resynced`] every valid object is applied and every
+    /// name not listed is deleted, in one published snapshot.
+    ///
+    /// The `status` of an applied object is ignored: the registry keeps the status it
+    /// has (the availability controller writes it), as upstream's strategy keeps status
+    /// on update. An unchanged APIService keeps its route, clients and pooled connections;
+    /// a changed `caBundle` or `insecureSkipTLSVerify` builds new clients. Deleting an
+    /// unknown name is not an error.
+    ///
+    /// Every event publishes a new snapshot (the generation grows by one), then observers
+    /// and sinks hear of it, before this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`ApplyError`] listing every APIService that failed validation; the rest of the
+    /// event was applied.
     pub fn apply(&self, event: ApiServiceEvent) -> Result<(), ApplyError> {
         let mut rejected = Vec::new();
         let mut changed_status = Vec::new();
@@ -220,6 +300,12 @@ impl Registry {
     /// message always, `lastTransitionTime` only when the status flips) and publishes it
     /// when anything changed. Returns the previous availability, or `None` when `name` is
     /// unknown or nothing changed.
+    ///
+    /// This is upstream's `SetAPIServiceCondition`
+    /// ([`pkg/apis/apiregistration/v1/helper/helpers.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apis/apiregistration/v1/helper/helpers.go)).
+    /// The availability controller calls it after each check; a host that decides
+    /// availability itself may call it too. `reason` is one CamelCase word
+    /// (`Passed`, `FailedDiscoveryCheck`, `ServiceNotFound`, ...).
     pub fn set_available_condition(
         &self,
         name: &str,
@@ -299,7 +385,9 @@ impl Registry {
         std::mem::take(&mut *lock(&self.shared.unreachable))
     }
 
-    /// Completes once the published generation is greater than `seen`.
+    /// Completes once the published generation is greater than `seen`, with the new
+    /// generation. Pass [`RoutingTable::generation`] of the snapshot last read; a change
+    /// published before the first poll is seen at once, so none is missed.
     pub fn changed(&self, seen: u64) -> Changed {
         Changed {
             registry: self.clone(),
@@ -308,7 +396,9 @@ impl Registry {
     }
 
     /// Applies every event of `source` until it ends, logging rejected APIServices with
-    /// their reasons (the last good version of each stays).
+    /// their reasons (the last good version of each stays). The
+    /// [`Aggregator`](crate::Aggregator)'s worker runs this for the source it was given;
+    /// a host assembling layers by hand spawns it.
     pub async fn run<S: ApiServiceSource>(self, mut source: S) {
         while let Some(event) = source.next_event().await {
             self.apply_logged(event);
@@ -325,7 +415,10 @@ impl Registry {
     }
 }
 
-/// Future of [`Registry::changed`].
+/// Future of [`Registry::changed`]: the generation that is greater than the one given.
+///
+/// Waiting tasks are woken by every publish; one waker is kept per task however often it
+/// polls.
 #[derive(Debug)]
 pub struct Changed {
     registry: Registry,
@@ -358,7 +451,7 @@ impl Future for Changed {
 }
 
 /// Locks a mutex, recovering the data if a writer panicked (the data is replaced whole,
-/// never left half-written).
+/// never left half-written), so one panicking sink cannot stop every later update.
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

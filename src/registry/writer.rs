@@ -13,6 +13,8 @@ use crate::apiservice::{
 use crate::sharded::ShardedMap;
 use crate::transport::BackendTarget;
 
+/// What only the writer reads: the last table it published and each group's members.
+/// Kept under the registry's writer mutex; the request path never sees it.
 #[derive(Default)]
 pub(super) struct Writer {
     /// The last published table; the next one starts from it.
@@ -22,6 +24,13 @@ pub(super) struct Writer {
 }
 
 impl Registry {
+    /// Adds `svc` to the draft `next`, or rejects it into `rejected` when it does not
+    /// validate. The stored object takes its status from `prev` (the registry owns
+    /// status), its creation timestamp from `prev` or now, and for a local APIService the
+    /// `Local` condition (recorded in `changed_status` when that changed something). A
+    /// remote backend reuses the previous clients while the TLS settings are the same, so
+    /// an update of `service` alone keeps pooled connections. An APIService equal to the
+    /// one in `prev` keeps its route `Arc`, which `publish` reads as "unchanged".
     pub(super) fn upsert(
         &self,
         next: &mut Draft,
