@@ -17,6 +17,8 @@
 
 mod discovery;
 mod openapi;
+mod remote;
+mod route;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -25,19 +27,18 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use tower::{Layer, Service, ServiceExt};
 
-use crate::authn::{ConnectionInfo, UserInfo};
-use crate::authz::ApiPath;
 use crate::body::{Body, BoxError};
-use crate::discovery::{AggregatedVersion, DiscoveryManager, Negotiated};
-use crate::openapi::{OpenApiManager, V3Entry};
-use crate::registry::{Registry, RemoteBackend, Route};
+use crate::discovery::DiscoveryManager;
+use crate::openapi::OpenApiManager;
+use crate::registry::Registry;
 use crate::resolver::ServiceResolver;
 use crate::rt::{Executor, Timer};
-use crate::status::plain_text_error;
+
+use route::Target;
 
 /// Layer that puts the aggregator in front of the host's own handlers.
 #[derive(Clone)]
@@ -214,7 +215,7 @@ where
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let mut req = req.map(Body::new);
         let table = self.shared.registry.snapshot();
-        let target = match route(&table, &mut req, &self.shared) {
+        let target = match route::route(&table, &mut req, &self.shared) {
             Target::Ready(res) => return Box::pin(std::future::ready(Ok(res))),
             target => target,
         };
@@ -247,148 +248,15 @@ where
                     openapi::v2(inner, req, manager, cache)
                 }
             }
-            Target::Remote(route, backend) => remote(self.shared.clone(), route, backend, req),
+            Target::Remote(route, backend) => {
+                remote::remote(self.shared.clone(), route, backend, req)
+            }
             Target::Inner | Target::Ready(_) => Box::pin(inner.oneshot(req)),
         }
     }
 }
 
-/// Where [`route`] sends a request.
-enum Target {
-    /// Answered already (discovery of one group, the APIService API, a path error).
-    Ready(Response<Body>),
-    /// `/apis`: our group list merged with the host's.
-    GroupList,
-    /// `/apis` (or `/api` when `core`) with an aggregated `Accept`.
-    Aggregated {
-        core: bool,
-        version: AggregatedVersion,
-    },
-    /// `/openapi/v2`, or the `/openapi/v3` root.
-    OpenApi { v3_root: bool },
-    /// A remote APIService, and how it is reached.
-    Remote(Arc<Route>, Arc<RemoteBackend>),
-    /// The host's own handlers.
-    Inner,
-}
-
-/// The mux of kube-aggregator's `apiserver.go`. Reads the RequestInfo authorization read
-/// (or computes the same one when no authorization layer runs), so routing and
-/// authorization see one group and version (docs/upstream-behaviour.md §2.2).
-fn route(
-    table: &crate::registry::RoutingTable,
-    req: &mut Request<Body>,
-    shared: &Shared,
-) -> Target {
-    let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
-    if let Err(e) = crate::authz::request_info::ensure(req) {
-        return Target::Ready(e.into_response(req.uri()));
-    }
-    let req = &*req;
-    let Some(info) = req.extensions().get::<crate::authz::RequestInfo>() else {
-        // `ensure` stored it; never reached, and never a reason to route.
-        let uri = req.uri().to_string();
-        return Target::Ready(crate::status::internal_error(&uri, &"no RequestInfo"));
-    };
-    match info.api_path() {
-        ApiPath::GroupList if is_get => match aggregated(req, shared, info.path == "/apis") {
-            Some(target) => target,
-            None => Target::GroupList,
-        },
-        ApiPath::Group(crate::apiservice::API_GROUP)
-        | ApiPath::GroupVersion {
-            group: crate::apiservice::API_GROUP,
-            ..
-        } => Target::Ready(crate::apiregistration::handle(table, req, info)),
-        ApiPath::Group(g) if is_get => match table.group(g) {
-            Some(group) => Target::Ready(json(group.api_group_json.clone())),
-            None => Target::Inner,
-        },
-        ApiPath::GroupVersion { group, version } => match table.lookup(group, version) {
-            Some(route) => remote_target(route),
-            None => Target::Inner,
-        },
-        // The legacy core API is proxied only when `v1.` is a remote APIService.
-        ApiPath::Legacy => match table.get("v1.").filter(|r| r.remote().is_some()) {
-            Some(route) => remote_target(route),
-            None if is_get && matches!(info.path.as_str(), "/api" | "/api/") => {
-                match aggregated(req, shared, true) {
-                    Some(Target::Aggregated { version, .. }) => Target::Aggregated {
-                        core: true,
-                        version,
-                    },
-                    _ => Target::Inner,
-                }
-            }
-            None => Target::Inner,
-        },
-        ApiPath::Other if is_get && shared.openapi.is_some() => {
-            openapi_target(table, req, info, shared)
-        }
-        _ => Target::Inner,
-    }
-}
-
-/// The proxy for a remote APIService's route, the inner service for a local one.
-fn remote_target(route: &Arc<Route>) -> Target {
-    match route.remote() {
-        Some(backend) => Target::Remote(route.clone(), backend.clone()),
-        None => Target::Inner,
-    }
-}
-
-/// `/openapi/v2`, `/openapi/v3` and the v3 group-version documents remote APIServices
-/// listed; every other path (the host's own v3 documents included) goes to the inner
-/// service.
-fn openapi_target(
-    table: &crate::registry::RoutingTable,
-    req: &Request<Body>,
-    info: &crate::authz::RequestInfo,
-    shared: &Shared,
-) -> Target {
-    let Some(manager) = &shared.openapi else {
-        return Target::Inner;
-    };
-    match info.path.as_str() {
-        "/openapi/v2" => Target::OpenApi { v3_root: false },
-        "/openapi/v3" => Target::OpenApi { v3_root: true },
-        path => {
-            let Some(key) = path.strip_prefix("/openapi/v3/") else {
-                return Target::Inner;
-            };
-            match manager.snapshot().v3.get(key) {
-                Some(V3Entry::Remote { apiservice, .. }) => match table.get(apiservice) {
-                    Some(route) => remote_target(route),
-                    None => Target::Inner,
-                },
-                Some(V3Entry::Converted(doc)) => Target::Ready(openapi::converted(req, key, doc)),
-                None => Target::Inner,
-            }
-        }
-    }
-}
-
-/// The aggregated-discovery target of a discovery request, when a manager serves it:
-/// only the exact path (`/apis`, not `/apis/`, as upstream's mux) with an aggregated
-/// `Accept`; `Some(Ready(406))` when the `Accept` allows nothing JSON.
-fn aggregated(req: &Request<Body>, shared: &Shared, exact: bool) -> Option<Target> {
-    shared.discovery.as_ref()?;
-    let accept = req
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok());
-    match crate::discovery::negotiate(accept) {
-        Negotiated::Aggregated(version) if exact => Some(Target::Aggregated {
-            core: false,
-            version,
-        }),
-        Negotiated::NotAcceptable if exact => {
-            Some(Target::Ready(crate::discovery::not_acceptable()))
-        }
-        _ => None,
-    }
-}
-
+/// A `200` with `bytes` as `application/json`.
 fn json(bytes: Bytes) -> Response<Body> {
     let mut res = Response::new(Body::full(bytes));
     res.headers_mut().insert(
@@ -427,97 +295,5 @@ where
         Ok(json(
             crate::discovery::merge_group_lists(&ours, &theirs).unwrap_or(ours),
         ))
-    })
-}
-
-/// A remote APIService: the gate, then the proxy (docs/upstream-behaviour.md §3.1 steps 3–8).
-fn remote<E: Send + 'static>(
-    shared: Arc<Shared>,
-    route: Arc<Route>,
-    backend: Arc<RemoteBackend>,
-    mut req: Request<Body>,
-) -> ResponseFuture<E> {
-    Box::pin(async move {
-        if let Some(problem) = shared
-            .worker
-            .as_ref()
-            .and_then(|w| w.problem(shared.timer.now()))
-        {
-            return Ok(plain_text_error(StatusCode::SERVICE_UNAVAILABLE, problem));
-        }
-        if !route.is_available() {
-            return Ok(plain_text_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "service unavailable",
-            ));
-        }
-        let client = match &backend.client {
-            Ok(c) => c.clone(),
-            Err(e) => {
-                return Ok(plain_text_error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    &e.to_string(),
-                ));
-            }
-        };
-        // Taken out, not cloned: nothing behind the proxy reads the extensions.
-        let Some(user) = req.extensions_mut().remove::<UserInfo>() else {
-            return Ok(plain_text_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "missing user",
-            ));
-        };
-        let authority = match shared.resolver.resolve(&backend.service).await {
-            Ok(a) => a,
-            Err(e) => {
-                // Upstream logs the real error and tells the client only this.
-                tracing::warn!(apiservice = route.apiservice.name(), error = %e, "cannot resolve service");
-                return Ok(plain_text_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "service unavailable",
-                ));
-            }
-        };
-        let remote_addr = req
-            .extensions()
-            .get::<ConnectionInfo>()
-            .and_then(|c| c.remote_addr);
-        if crate::proxy::is_upgrade_request(&req) {
-            #[cfg(feature = "tokio")]
-            if let (Some(executor), Ok(c)) = (&shared.executor, &backend.upgrade_client) {
-                let client = c.clone();
-                return Ok(crate::proxy::forward_upgrade(
-                    client,
-                    executor,
-                    &authority,
-                    &user,
-                    remote_addr,
-                    req,
-                )
-                .await);
-            }
-            let text = "error trying to reach service: upgrade requests are not supported by this transport";
-            return Ok(plain_text_error(StatusCode::SERVICE_UNAVAILABLE, text));
-        }
-        let mut res =
-            crate::proxy::forward(client, &shared.timer, &authority, &user, remote_addr, req).await;
-        // Passive availability: a backend that cannot even be connected to is down for
-        // every request, so say so now rather than at the next check.
-        if let Some(crate::proxy::Unreachable(error)) = res.extensions_mut().remove() {
-            let spec = &route.apiservice.spec;
-            let url = if spec.group.is_empty() {
-                format!("https://{authority}/api/{}", spec.version)
-            } else {
-                format!("https://{authority}/apis/{}/{}", spec.group, spec.version)
-            };
-            let message = format!("failing or missing response from {url}: {error}");
-            if shared
-                .registry
-                .report_unreachable(route.apiservice.name(), &message)
-            {
-                tracing::warn!(apiservice = route.apiservice.name(), %message, "backend unreachable; marked unavailable");
-            }
-        }
-        Ok(res)
     })
 }
