@@ -12,8 +12,68 @@
 //! | `/apis/<g>/<v>[/...]` of a remote APIService | availability gate, then the mTLS proxy |
 //! | anything else, local APIServices included | the inner service (the host's handlers) |
 //!
-//! Mirrors the mux of kube-aggregator `apiserver.go` and `handler_proxy.go` (docs/upstream-behaviour.md
-//! §2.2, §3.1). The service is always ready; each request does one snapshot load.
+//! Mirrors the mux of kube-aggregator
+//! [`pkg/apiserver/apiserver.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/apiserver.go) (exact paths
+//! first, then the longest prefix, then the delegate, as
+//! [`pkg/server/mux/pathrecorder.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/mux/pathrecorder.go)
+//! matches) and the decisions of
+//! [`pkg/apiserver/handler_proxy.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_proxy.go). The
+//! service is always ready; each request does one snapshot load.
+//!
+//! A remote APIService's request is answered, in upstream's order: 503 `service
+//! unavailable` when its `Available` condition is not `True` (no connection is tried);
+//! 500 with the transport's error when no client could be built; 500 `missing user` when
+//! no [`UserInfo`](crate::authn::UserInfo) is in the extensions (authentication must run
+//! first); 503 `service unavailable` when the Service does not resolve; otherwise the
+//! proxied backend answer, or 503 `error trying to reach service: ...` when the backend
+//! cannot be reached. These are plain-text bodies, as upstream writes them with Go's
+//! `http.Error`. A stack built by the [`Aggregator`](crate::Aggregator) builder also
+//! answers 503 naming the problem while its worker is not running.
+//!
+//! The layer sits innermost in the stack, behind authentication and authorization (it
+//! reads the [`RequestInfo`](crate::authz::RequestInfo) authorization computed, or
+//! computes the same one), as the aggregator's mux sits behind kube-apiserver's filters.
+//!
+//! ```
+//! use http::{Request, Response, StatusCode};
+//! use kube_aggregator::availability::StaticServiceResolver;
+//! use kube_aggregator::registry::Registry;
+//! use kube_aggregator::rt::Timer;
+//! use kube_aggregator::source::ApiServiceEvent;
+//! use kube_aggregator::transport::InMemoryTransport;
+//! use kube_aggregator::{AggregatorLayer, Body};
+//! use tower::{Layer, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let registry = Registry::new(InMemoryTransport::new());
+//! registry.apply(ApiServiceEvent::Applied(serde_json::from_str(r#"{
+//!   "metadata": {"name": "v1beta1.metrics.k8s.io"},
+//!   "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"},
+//!            "group": "metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": true,
+//!            "groupPriorityMinimum": 100, "versionPriority": 100}}"#)?))?;
+//!
+//! // The host's own handlers: any service answering any body of `Bytes`.
+//! let host = tower::service_fn(|req: Request<Body>| async move {
+//!     Ok::<_, std::convert::Infallible>(Response::new(format!("host: {}", req.uri().path())))
+//! });
+//! let aggregator = AggregatorLayer::new(registry, StaticServiceResolver::new(), Timer::tokio())
+//!     .layer(host);
+//!
+//! // `/apis` lists apiregistration.k8s.io first, then the APIService groups.
+//! let res = aggregator.clone().oneshot(Request::get("/apis").body(Body::empty())?).await?;
+//! assert_eq!(res.status(), StatusCode::OK);
+//!
+//! // A remote APIService not yet checked is not available: 503, no connection tried.
+//! let req = Request::get("/apis/metrics.k8s.io/v1beta1/nodes").body(Body::empty())?;
+//! let res = aggregator.clone().oneshot(req).await?;
+//! assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+//!
+//! // Everything else is the host's.
+//! let res = aggregator.oneshot(Request::get("/healthz").body(Body::empty())?).await?;
+//! assert_eq!(res.status(), StatusCode::OK);
+//! # Ok(()) }
+//! ```
 
 mod discovery;
 mod openapi;
@@ -41,11 +101,16 @@ use crate::rt::{Executor, Timer};
 use route::Target;
 
 /// Layer that puts the aggregator in front of the host's own handlers.
+///
+/// Built from a [`Registry`], a [`ServiceResolver`] and a [`Timer`]; the discovery and
+/// OpenAPI managers are optional and add their paths. Cloning shares everything; the
+/// builder methods return a new layer and leave services already built alone.
 #[derive(Clone)]
 pub struct AggregatorLayer {
     shared: Arc<Shared>,
 }
 
+/// Everything an [`AggregatorService`] and its routing read, shared by every clone.
 #[derive(Clone)]
 struct Shared {
     registry: Registry,
@@ -71,8 +136,14 @@ impl std::fmt::Debug for AggregatorLayer {
 }
 
 impl AggregatorLayer {
-    /// Routes by `registry`, resolving Services with `resolver`; `timer` times the 5 s
-    /// discovery deadline.
+    /// Routes by `registry`, resolving Services with `resolver` per proxied request;
+    /// `timer` times the 5 s deadline of discovery requests (`/apis/<group>/<version>`)
+    /// to backends, as upstream's `NewRequestForProxy` sets it.
+    ///
+    /// Availability is read from the registry: run an
+    /// [`AvailabilityController`](crate::availability::AvailabilityController) on the
+    /// same registry (the [`Aggregator`](crate::Aggregator) builder does), or every remote
+    /// APIService answers 503.
     ///
     /// With the `tokio` feature, upgrade requests are spliced on the tokio executor;
     /// [`AggregatorLayer::executor`] sets another one.
@@ -100,7 +171,9 @@ impl AggregatorLayer {
         }
     }
 
-    /// The executor that runs spliced upgrade connections (SPDY, WebSocket).
+    /// The executor that runs spliced upgrade connections (SPDY, WebSocket): one task per
+    /// upgraded connection, copying bytes both ways until either side closes. Splicing
+    /// needs the `tokio` feature; without it upgrade requests are answered 503.
     pub fn executor(self, executor: Executor) -> AggregatorLayer {
         let mut shared = (*self.shared).clone();
         shared.executor = Some(executor);
@@ -109,7 +182,8 @@ impl AggregatorLayer {
         }
     }
 
-    /// Answers remote requests with a 503 naming the problem while `worker` is not running.
+    /// Answers remote requests with a 503 naming the problem while `worker` is not running
+    /// (never started, or stopped), so a forgotten worker shows in every answer.
     pub(crate) fn with_worker(self, worker: Arc<crate::worker::WorkerState>) -> AggregatorLayer {
         let mut shared = (*self.shared).clone();
         shared.worker = Some(worker);
@@ -122,6 +196,10 @@ impl AggregatorLayer {
     /// `/api` from `manager`'s published document. Without one, `/apis` answers only the
     /// legacy `APIGroupList` (which kubectl then follows with one request per
     /// group-version).
+    ///
+    /// The manager must be fed by the same registry
+    /// ([`Registry::feed`](crate::registry::Registry::feed)) and run; the host's own groups
+    /// are asked from the inner service with the same `Accept` and merged in.
     pub fn discovery(self, manager: DiscoveryManager) -> AggregatorLayer {
         let mut shared = (*self.shared).clone();
         shared.discovery = Some(manager);
@@ -133,6 +211,10 @@ impl AggregatorLayer {
     /// Serves `/openapi/v2` (merged, JSON or protobuf) and `/openapi/v3` (the merged root,
     /// remote group-versions proxied to their APIService) from `manager`'s published
     /// specs. Without one, those paths go to the inner service.
+    ///
+    /// The host's own documents are asked from the inner service (its `/openapi/v2`, its
+    /// `/openapi/v3` root) and merged with the backends' as upstream merges local specs
+    /// first.
     pub fn openapi(self, manager: OpenApiManager) -> AggregatorLayer {
         let mut shared = (*self.shared).clone();
         shared.openapi = Some(manager);
@@ -153,7 +235,12 @@ impl<S> Layer<S> for AggregatorLayer {
     }
 }
 
-/// Service of [`AggregatorLayer`].
+/// Service of [`AggregatorLayer`]: routes each request to the aggregator's own answers,
+/// the proxy, or `inner`.
+///
+/// Always ready; the inner service is cloned per request and called with `oneshot`, so
+/// it must be `Clone` and should be cheap to clone (an axum `Router`, a
+/// `BoxCloneSyncService`).
 #[derive(Clone)]
 pub struct AggregatorService<S> {
     inner: S,
@@ -186,6 +273,7 @@ impl<S> AggregatorService<S> {
 }
 
 /// The response future of [`AggregatorService`]; `E` is the inner service's error.
+/// Boxed once per request: the routes are several different futures.
 pub type ResponseFuture<E = Infallible> =
     Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
 
@@ -267,6 +355,10 @@ fn json(bytes: Bytes) -> Response<Body> {
 }
 
 /// `/apis`: our list, with the groups the inner service lists appended.
+///
+/// The inner service is asked `GET` the same path with `Accept: application/json` and the
+/// request's extensions (so it sees the same user); a non-200 or unreadable answer leaves
+/// our list alone, and groups we already list are not repeated.
 fn group_list<S, RB>(inner: S, req: Request<Body>, ours: Bytes) -> ResponseFuture<S::Error>
 where
     S: Service<Request<Body>, Response = Response<RB>> + Send + 'static,

@@ -11,7 +11,13 @@ use crate::body::Body;
 use crate::registry::{RemoteBackend, Route};
 use crate::status::plain_text_error;
 
-/// A remote APIService: the gate, then the proxy (docs/upstream-behaviour.md §3.1 steps 3–8).
+/// A remote APIService: the gate, then the proxy (the decision sequence of
+/// kube-aggregator's
+/// [`pkg/apiserver/handler_proxy.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_proxy.go),
+/// from "not available" on). The `UserInfo` is taken out of the extensions (nothing behind
+/// reads them) and written as `X-Remote-*` headers by the proxy. A backend that cannot be
+/// connected to at all marks the APIService unavailable at once (passive availability),
+/// with the message the availability probe would write.
 pub(super) fn remote<E: Send + 'static>(
     shared: Arc<Shared>,
     route: Arc<Route>,

@@ -12,7 +12,8 @@ use crate::discovery::{AggregatedVersion, Negotiated};
 use crate::openapi::V3Entry;
 use crate::registry::{RemoteBackend, Route};
 
-/// Where [`route`] sends a request.
+/// Where [`route`] sends a request. Decided synchronously from the snapshot and the
+/// `RequestInfo`, before anything is awaited.
 pub(super) enum Target {
     /// Answered already (discovery of one group, the APIService API, a path error).
     Ready(Response<Body>),
@@ -33,7 +34,13 @@ pub(super) enum Target {
 
 /// The mux of kube-aggregator's `apiserver.go`. Reads the RequestInfo authorization read
 /// (or computes the same one when no authorization layer runs), so routing and
-/// authorization see one group and version (docs/upstream-behaviour.md §2.2).
+/// authorization see one group and version.
+///
+/// `/apis/<group>` is an exact route (a group with APIServices answers its `APIGroup`,
+/// others go to the host); `/apis/<group>/<version>` and everything under it is a prefix
+/// route to that APIService. The legacy core API (`/api/...`) is proxied only when `v1.`
+/// is a remote APIService, as upstream registers `/api` for it. Only `GET` and `HEAD` get
+/// the discovery documents; other methods on those paths go to the host.
 pub(super) fn route(
     table: &crate::registry::RoutingTable,
     req: &mut Request<Body>,
