@@ -1,4 +1,6 @@
-//! The kubeconfig-format webhook configuration file.
+//! The kubeconfig-format webhook configuration file (`--authorization-webhook-config-file`,
+//! `--authentication-token-webhook-config-file`), as client-go's `clientcmd` reads it for
+//! apiserver's webhooks: only the cluster and user of the current context matter.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +15,37 @@ use super::WebhookClient;
 use crate::rt::Timer;
 
 /// The parts of a kubeconfig a webhook needs.
+///
+/// File references (`certificate-authority`, `client-certificate`, `client-key`,
+/// `tokenFile`) are read when the kubeconfig is parsed, relative to its directory; the
+/// `*-data` fields are base64 as in any kubeconfig. Contexts, namespaces, exec and auth
+/// provider plugins are not supported: a webhook's credentials are a client certificate
+/// or a token.
+///
+/// ```
+/// use kube_aggregator::webhook::Kubeconfig;
+///
+/// let k = Kubeconfig::parse(r#"
+/// apiVersion: v1
+/// kind: Config
+/// clusters:
+/// - name: authz
+///   cluster: {server: "https://authz.example:8443/authorize", insecure-skip-tls-verify: true}
+/// users:
+/// - name: apiserver
+///   user: {token: secret}
+/// contexts:
+/// - name: webhook
+///   context: {cluster: authz, user: apiserver}
+/// current-context: webhook
+/// "#, std::path::Path::new(".")).unwrap();
+/// assert_eq!(k.server, "https://authz.example:8443/authorize");
+/// assert_eq!(k.token.as_deref(), Some("secret"));
+/// assert!(k.insecure_skip_tls_verify && k.ca_pem.is_none());
+///
+/// let err = Kubeconfig::parse("clusters: [{name: a, cluster: {}}]", std::path::Path::new(".")).unwrap_err();
+/// assert_eq!(err.to_string(), r#"cluster "a" has no server"#);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Kubeconfig {
     /// `cluster.server`, e.g. `https://authz.example:8443/authorize`.
@@ -26,7 +59,7 @@ pub struct Kubeconfig {
     pub client_certificate_pem: Option<Vec<u8>>,
     /// PEM client key (`client-key` or `-data`).
     pub client_key_pem: Option<Vec<u8>>,
-    /// `token` or the content of `tokenFile`.
+    /// `token` or the content of `tokenFile` (surrounding whitespace trimmed).
     pub token: Option<String>,
 }
 
@@ -42,7 +75,8 @@ pub struct KubeconfigError {
 }
 
 impl KubeconfigError {
-    /// The kubeconfig file, when the configuration was read from one.
+    /// The kubeconfig file, when the configuration was read from one
+    /// ([`Kubeconfig::load`]; `None` after [`Kubeconfig::parse`]).
     pub fn file(&self) -> Option<&Path> {
         self.file.as_deref()
     }
@@ -52,7 +86,7 @@ impl KubeconfigError {
         &self.kind
     }
 
-    /// The same error, naming `file`.
+    /// The same error, naming `file` (the `Display` then starts with `<file>: `).
     pub(crate) fn in_file(mut self, file: &Path) -> KubeconfigError {
         self.file = Some(file.to_owned());
         self
@@ -129,6 +163,8 @@ pub enum KubeconfigErrorKind {
     Cache(crate::body::BoxError),
 }
 
+/// A kubeconfig as written (`clusters`, `users`, `contexts`, `current-context`), every
+/// field optional; only what the webhook needs is kept from it.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "kebab-case", default)]
 struct RawConfig {
@@ -138,6 +174,7 @@ struct RawConfig {
     current_context: String,
 }
 
+/// A named entry of a kubeconfig list: `{name, cluster|user|context: ...}`.
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct Named<T> {
@@ -176,6 +213,11 @@ struct RawContext {
 
 impl Kubeconfig {
     /// Reads a kubeconfig file; relative paths inside it are relative to its directory.
+    ///
+    /// # Errors
+    ///
+    /// A [`KubeconfigError`] naming `path`: the file cannot be read
+    /// ([`KubeconfigErrorKind::Read`]), or any error of [`Kubeconfig::parse`].
     pub fn load(path: &Path) -> Result<Kubeconfig, KubeconfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| KubeconfigError::from(KubeconfigErrorKind::Read(e)).in_file(path))?;
@@ -184,6 +226,16 @@ impl Kubeconfig {
     }
 
     /// Parses kubeconfig text; the current context's cluster and user, or the first ones.
+    /// Files it names are read now, relative to `base`.
+    ///
+    /// # Errors
+    ///
+    /// [`KubeconfigErrorKind::Yaml`] for text that is not a kubeconfig,
+    /// [`KubeconfigErrorKind::NoCluster`], [`KubeconfigErrorKind::NoServer`],
+    /// [`KubeconfigErrorKind::ReadReferenced`] for a named file that cannot be read, and
+    /// [`KubeconfigErrorKind::Base64`] for a `*-data` field that is not base64. A user
+    /// named by the context but missing is not an error: the webhook is called without
+    /// credentials.
     pub fn parse(text: &str, base: &Path) -> Result<Kubeconfig, KubeconfigError> {
         use KubeconfigErrorKind as Kind;
         let raw: RawConfig = serde_yaml_ng::from_str(text).map_err(Kind::Yaml)?;
@@ -250,7 +302,17 @@ impl Kubeconfig {
     }
 
     /// An HTTPS webhook client for this configuration: rustls with the kubeconfig's CA
-    /// and client certificate, HTTP/2 or HTTP/1.1 by ALPN, pooled.
+    /// and client certificate, HTTP/2 or HTTP/1.1 by ALPN, pooled. The server's
+    /// certificate is verified against the host of `server`; the token, if any, is sent as
+    /// a bearer token.
+    ///
+    /// # Errors
+    ///
+    /// [`KubeconfigErrorKind::ServerNotUrl`], [`KubeconfigErrorKind::ServerNotHttps`],
+    /// [`KubeconfigErrorKind::ServerNoHost`] for a `server` that is not an `https` URL
+    /// with a host; [`KubeconfigErrorKind::HalfClientCertificate`],
+    /// [`KubeconfigErrorKind::ClientCertificate`] for client credentials that do not load;
+    /// [`KubeconfigErrorKind::Transport`] when the CA does not load.
     #[cfg(feature = "tokio")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn client(
