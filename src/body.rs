@@ -1,4 +1,32 @@
-//! The body type used across the stack.
+//! The body type used across the stack: [`Body`], one boxed streaming body of [`Bytes`]
+//! frames, and [`read_limited`], the bounded read of the small documents the library
+//! consumes itself.
+//!
+//! Every layer answers with `Response<Body>`, whatever body its inner service answers
+//! with: the layers box an inner response's body once with [`Body::new`], and a body that
+//! already is a [`Body`] passes through unboxed (axum-core's `Body::new` does the same,
+//! [`axum-core/src/body.rs`](https://github.com/tokio-rs/axum/blob/main/axum-core/src/body.rs)).
+//! Proxied requests carry a [`Body`] to the backend too, so request and response bodies
+//! stream in both directions without buffering.
+//!
+//! ```
+//! use bytes::Bytes;
+//! use http_body_util::BodyExt;
+//! use kube_aggregator::body::{Body, ReadError, read_limited};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! // Any body of `Bytes` frames converts; its error is boxed.
+//! let body = Body::new(http_body_util::Full::new(Bytes::from_static(b"{}")));
+//! assert_eq!(body.collect().await.unwrap().to_bytes(), "{}");
+//!
+//! // Documents the library reads (webhook answers, discovery, OpenAPI) are bounded.
+//! let small = read_limited(Body::full("0123456789"), 16).await.unwrap();
+//! assert_eq!(small.len(), 10);
+//! let large = read_limited(Body::full("0123456789"), 4).await;
+//! assert!(matches!(large, Err(ReadError::TooLarge { limit: 4 })));
+//! # }
+//! ```
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -7,7 +35,10 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use http_body_util::{BodyExt, Empty, Full, combinators::UnsyncBoxBody};
 
-/// A boxed error, as tower and hyper use at service boundaries.
+/// A boxed error, as tower and hyper use at service boundaries: the error of every
+/// [`Body`], of backend and webhook clients, and of the inner services the layers wrap
+/// (after `Into<BoxError>`). Downcast it to find the cause (e.g.
+/// [`ConnectError::find`](crate::transport::ConnectError::find)).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The body every service of the stack answers with, and the body of proxied requests:
@@ -15,6 +46,11 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 ///
 /// Small documents the library produces are one frame ([`Body::full`]); proxied
 /// responses and watch streams flow frame by frame as the backend sends them.
+///
+/// It is `Send` but not `Sync` (an `UnsyncBoxBody`, as hyper's `Incoming` is not `Sync`
+/// either), and its [`Default`] is the empty body. `size_hint` and `is_end_stream` are the
+/// wrapped body's, so hyper still writes `Content-Length` for a [`Body::full`] and knows a
+/// [`Body::empty`] has nothing to send.
 pub struct Body(UnsyncBoxBody<Bytes, BoxError>);
 
 impl Body {
@@ -31,18 +67,21 @@ impl Body {
         }
     }
 
-    /// A body holding `bytes` in one frame.
+    /// A body holding `bytes` in one frame, with an exact size hint (so hyper sends
+    /// `Content-Length`). Cheap for `Bytes` and `&'static` data: no copy.
     pub fn full(bytes: impl Into<Bytes>) -> Body {
         Body::new(Full::new(bytes.into()))
     }
 
-    /// An empty body.
+    /// An empty body: no frame, `is_end_stream` true, size hint exactly 0.
     pub fn empty() -> Body {
         Body::new(Empty::<Bytes>::new())
     }
 }
 
-/// `k` as a `T` when `K` is `T` (axum-core's `try_downcast`).
+/// `k` as a `T` when `K` is `T` (axum-core's `try_downcast`); `Err(k)`, unchanged,
+/// otherwise. Both are `'static`, so the check is a `TypeId` comparison through `Any`:
+/// no allocation, and the value moves out of the `Option` slot only on a match.
 fn try_downcast<T: 'static, K: 'static>(k: K) -> Result<T, K> {
     let mut slot = Some(k);
     if let Some(t) = (&mut slot as &mut dyn std::any::Any).downcast_mut::<Option<T>>() {
@@ -99,7 +138,7 @@ where
     Body::new(body)
 }
 
-/// A body was refused while it was being read into memory.
+/// A body was refused while it was being read into memory by [`read_limited`].
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     /// It was larger than the limit (announced by `Content-Length` or seen while reading).
@@ -115,6 +154,21 @@ pub enum ReadError {
 
 /// Reads `body` into one buffer of at most `limit` bytes, refusing a larger one as soon as
 /// its size hint or the bytes read so far say so (never buffering without bound).
+///
+/// `limit` is in bytes; a body of exactly `limit` bytes is accepted. Trailers are read and
+/// dropped. The buffer is allocated once up front when the body announces an exact size
+/// (capped at `limit`), so a `Content-Length` document costs one allocation.
+///
+/// # Errors
+///
+/// - [`ReadError::TooLarge`] when the size hint's lower bound (`Content-Length`) is over
+///   `limit`, before anything is read, or as soon as the bytes read pass it;
+/// - [`ReadError::Body`] with the body's own error when a frame fails (a reset stream, a
+///   connection closed mid-body).
+///
+/// The discovery and OpenAPI managers read backends' documents with it
+/// ([`DiscoveryConfig::max_document_bytes`](crate::discovery::DiscoveryConfig::max_document_bytes)),
+/// and the aggregator reads the host's own `/apis` and OpenAPI documents with it.
 pub async fn read_limited<B>(body: B, limit: usize) -> Result<Bytes, ReadError>
 where
     B: http_body::Body<Data = Bytes>,

@@ -7,7 +7,7 @@
 //!   ([`transport::RustlsTransport`]) and the TLS accept loop ([`server`]). Without it the
 //!   crate uses no runtime: the host brings an executor, a timer and a
 //!   [`transport::Transport`].
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod aggregator;
 mod apiregistration;
@@ -30,9 +30,11 @@ pub mod openapi;
 pub mod proxy;
 pub mod registry;
 pub mod reload;
+mod resolver;
 pub mod rt;
 pub mod selfreview;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod server;
 mod sharded;
 pub mod source;

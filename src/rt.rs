@@ -4,6 +4,49 @@
 //! Everything in the crate that sleeps or spawns goes through these, so the library runs
 //! on any runtime and tests can drive time. Tokio implementations come with the `tokio`
 //! feature ([`Executor::tokio`], [`Timer::tokio`]).
+//!
+//! What uses them:
+//!
+//! - the [`Timer`]: the request deadline of the [`timeout`](crate::timeout) layer, the
+//!   availability controller's probe timeouts, resync period and backoff, the discovery
+//!   and OpenAPI managers' refresh periods and fetch deadlines, the webhooks' per-attempt
+//!   timeouts and retry backoff, the decision and token caches' TTLs, and the wall clock
+//!   of the timestamps the registry writes into APIService conditions;
+//! - the [`Executor`]: the backend connection tasks of the pooled transport (one per
+//!   HTTP/1.1 or HTTP/2 connection) and the byte splice of an upgraded connection
+//!   (`kubectl exec`, `port-forward`, WebSocket watches).
+//!
+//! The two types are cheap to clone (one `Arc` each) and are handed to the
+//! [`Aggregator`](crate::Aggregator) builder once; everything it builds shares them. This
+//! mirrors hyper-util's `common::exec::Exec` and `common::timer::Timer`, which store
+//! hyper's traits as `Arc<dyn ...>` the same way.
+//!
+//! ```
+//! use std::time::Duration;
+//! use kube_aggregator::rt::{Elapsed, Executor, Timer};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let timer = Timer::tokio();
+//! let executor = Executor::tokio();
+//!
+//! // A deadline that passes first is `Err(Elapsed)`, whose text is Go's.
+//! let slow = timer.timeout(Duration::from_millis(1), std::future::pending::<()>());
+//! assert_eq!(slow.await, Err(Elapsed));
+//! assert_eq!(Elapsed.to_string(), "context deadline exceeded");
+//!
+//! // A future that finishes in time is `Ok` with its output.
+//! assert_eq!(timer.timeout(Duration::from_secs(1), async { 7 }).await, Ok(7));
+//!
+//! // Spawned tasks run on the host's runtime.
+//! let (tx, rx) = tokio::sync::oneshot::channel();
+//! executor.spawn(async move { let _ = tx.send("ran"); });
+//! assert_eq!(rx.await.unwrap(), "ran");
+//!
+//! // Conditions are stamped from the injected clock, as Kubernetes writes `metav1.Time`.
+//! assert!(timer.rfc3339().ends_with('Z'));
+//! # }
+//! ```
 
 use std::fmt;
 use std::future::Future;
@@ -17,7 +60,14 @@ use pin_project_lite::pin_project;
 /// A boxed `Send` future of `()`, the unit the [`Executor`] spawns.
 pub type BoxTask = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// A type-erased, cloneable executor.
+/// A type-erased, cloneable executor: any hyper
+/// [`rt::Executor`](https://docs.rs/hyper/1/hyper/rt/trait.Executor.html) of boxed
+/// `Send + 'static` futures, behind an `Arc` (cloning shares it).
+///
+/// It is also a hyper executor itself, for any `Send + 'static` future of `()`, so it can
+/// be passed where hyper's connection builders want one (`http2::Builder::new`). Spawned
+/// futures must run to completion on their own: the library never joins them, and a
+/// connection task that is dropped unpolled closes its connection.
 #[derive(Clone)]
 pub struct Executor(Arc<dyn hyper::rt::Executor<BoxTask> + Send + Sync>);
 
@@ -30,7 +80,8 @@ impl Executor {
         Executor(Arc::new(exec))
     }
 
-    /// Spawns `fut` to run to completion in the background.
+    /// Spawns `fut` to run to completion in the background. Boxes it once (a [`BoxTask`])
+    /// and hands it to the wrapped executor; never blocks.
     pub fn spawn<F>(&self, fut: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -38,8 +89,10 @@ impl Executor {
         self.0.execute(Box::pin(fut));
     }
 
-    /// The tokio executor (`tokio::spawn`); needs a tokio runtime when called.
+    /// The tokio executor (`tokio::spawn`, via hyper-util's `TokioExecutor`). Building it
+    /// needs no runtime; spawning panics outside a tokio runtime, as `tokio::spawn` does.
     #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn tokio() -> Executor {
         Executor::new(hyper_util::rt::TokioExecutor::new())
     }
@@ -74,7 +127,8 @@ pub struct Timer {
 }
 
 impl Timer {
-    /// Wraps any hyper timer.
+    /// Wraps any hyper timer, and reads the system's wall clock once to anchor
+    /// [`Timer::wall_clock`] to the timer's `now` at this moment.
     pub fn new<T>(timer: T) -> Timer
     where
         T: hyper::rt::Timer + Send + Sync + 'static,
@@ -103,23 +157,33 @@ impl Timer {
         humantime::format_rfc3339_seconds(self.wall_clock()).to_string()
     }
 
-    /// The tokio timer (`tokio::time`, so a paused tokio clock applies).
+    /// The tokio timer (`tokio::time`, via hyper-util's `TokioTimer`), so a paused tokio
+    /// clock (`tokio::time::pause`, `#[tokio::test(start_paused = true)]`) applies to every
+    /// deadline, period and TTL in the library. Sleeping needs a tokio runtime.
     #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn tokio() -> Timer {
         Timer::new(hyper_util::rt::TokioTimer::new())
     }
 
-    /// A future that completes after `duration`.
+    /// A future that completes after `duration` (as measured by the wrapped timer, so a
+    /// paused test clock applies).
     pub fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
         self.timer.sleep(duration)
     }
 
-    /// The timer's notion of now (follows a paused clock where the timer does).
+    /// The timer's notion of now: monotonic, and following a paused clock where the
+    /// wrapped timer does. Every elapsed-time check in the library (cache entries,
+    /// idle connections, backoff) compares against this, never `Instant::now()`.
     pub fn now(&self) -> Instant {
         self.timer.now()
     }
 
     /// Runs `fut` with a deadline of `duration`; `Err(Elapsed)` when the deadline passes first.
+    ///
+    /// The future is polled before the deadline on each wake-up, so one that is ready at
+    /// the same moment the deadline passes still counts as in time. Dropping the
+    /// [`Timeout`] drops `fut` with it.
     pub fn timeout<F: Future>(&self, duration: Duration, fut: F) -> Timeout<F> {
         Timeout {
             fut,
@@ -153,6 +217,10 @@ impl fmt::Debug for Timer {
 }
 
 /// The deadline of a [`Timer::timeout`] passed before the future completed.
+///
+/// Its text is Go's `context.DeadlineExceeded` (`context deadline exceeded`), because
+/// upstream messages that quote a timed-out call (a webhook, an availability probe) end
+/// with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("context deadline exceeded")]
 pub struct Elapsed;

@@ -1,15 +1,55 @@
 //! Kubernetes `Status` responses and the plain-text errors upstream writes with Go's `http.Error`.
 //!
-//! Mirrors k8s.io/apiserver `pkg/endpoints/handlers/responsewriters/{status.go,writers.go,errors.go}`
-//! (docs/upstream-behaviour.md §8.6, §10): field order `kind, apiVersion, metadata, status, message, reason,
-//! details, code`, empty fields omitted, a trailing newline after the JSON.
+//! Every refusal in the stack is one of two shapes, chosen as upstream chooses them:
+//!
+//! - a JSON [`Status`] (`metav1.Status`, `status: Failure`) from the filters: 401 from
+//!   authentication, 403 from authorization and impersonation, 429 from the in-flight
+//!   limit, 504 from the timeout filter, 404/405 from the aggregator's own resources;
+//! - a plain-text body ([`plain_text_error`], [`internal_error`]) where upstream writes with
+//!   Go's `http.Error`: the proxy's `service unavailable` 503, the 502 for a redirect,
+//!   `Internal Server Error: "<uri>": ...` 500s.
+//!
+//! The JSON matches Go's encoder byte for byte: field order `kind, apiVersion, metadata,
+//! status, message, reason, details, code`, empty fields omitted, `&`, `<`, `>` escaped as
+//! `\u0026`, `\u003c`, `\u003e`, and a trailing newline. Mirrors k8s.io/apiserver
+//! [`pkg/endpoints/handlers/responsewriters/status.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/handlers/responsewriters/status.go),
+//! [`writers.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/handlers/responsewriters/writers.go)
+//! and [`errors.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/handlers/responsewriters/errors.go),
+//! with the constructors of apimachinery
+//! [`pkg/api/errors/errors.go`](https://github.com/kubernetes/apimachinery/blob/master/pkg/api/errors/errors.go).
+//!
+//! ```
+//! use http::StatusCode;
+//! use kube_aggregator::status::{Status, StatusDetails, internal_error, plain_text_error};
+//!
+//! let res = Status::unauthorized().into_response();
+//! assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+//! assert_eq!(res.headers()["content-type"], "application/json");
+//!
+//! // Retry-After follows the details, as upstream's 429 and 503 set both.
+//! let busy = Status::failure(StatusCode::TOO_MANY_REQUESTS, "TooManyRequests", "too many requests")
+//!     .with_details(StatusDetails { retry_after_seconds: 1, ..StatusDetails::default() });
+//! assert_eq!(busy.into_response().headers()["retry-after"], "1");
+//!
+//! // Go's `http.Error`: the message, a newline, text/plain.
+//! let res = plain_text_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
+//! assert_eq!(res.headers()["content-type"], "text/plain; charset=utf-8");
+//!
+//! // User-controlled text is HTML-escaped in 500s.
+//! let res = internal_error("/apis/<x>", &"boom");
+//! assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+//! ```
 
 use http::{HeaderValue, Response, StatusCode, header};
 use serde::Serialize;
 
 use crate::body::Body;
 
-/// A `metav1.Status` with `status: Failure`.
+/// A `metav1.Status` with `status: Failure`, as every JSON refusal of the stack writes it.
+///
+/// Build one with [`Status::failure`] or a named constructor, adjust the public fields,
+/// then send it with [`Status::into_response`] (or take the bytes with
+/// [`Status::to_json`]). `kind`, `apiVersion`, `metadata` and `status` are fixed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Status {
     // Empty only in the timeout filter's 504, which upstream encodes without type meta.
@@ -28,7 +68,7 @@ pub struct Status {
     /// Extra detail; `None` omits the key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<StatusDetails>,
-    /// The HTTP status code.
+    /// The HTTP status code, also the response's status (an invalid code answers 500).
     pub code: u16,
 }
 
@@ -51,7 +91,8 @@ pub struct StatusDetails {
     /// Each problem found, e.g. the invalid fields of a 422.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<StatusCause>,
-    /// Seconds the client should wait before retrying; also sets `Retry-After`.
+    /// Seconds the client should wait before retrying; also sets `Retry-After` (as an
+    /// integer number of seconds). 0 omits both.
     #[serde(skip_serializing_if = "is_zero")]
     pub retry_after_seconds: u32,
 }
@@ -75,7 +116,9 @@ fn is_zero(v: &u32) -> bool {
 }
 
 impl Status {
-    /// A failure Status with the given code, reason and message.
+    /// A failure Status with the given code, reason and message, and no details.
+    /// `reason` is upstream's CamelCase `StatusReason` (`Forbidden`, `Timeout`,
+    /// `TooManyRequests`, ...); an empty one is omitted from the JSON.
     pub fn failure(code: StatusCode, reason: &str, message: impl Into<String>) -> Status {
         Status {
             kind: "Status",
@@ -89,13 +132,18 @@ impl Status {
         }
     }
 
-    /// The 401 every failed authentication gets (docs/upstream-behaviour.md §7.9):
-    /// `{"kind":"Status",...,"message":"Unauthorized","reason":"Unauthorized","code":401}`.
+    /// The 401 every failed authentication gets:
+    /// `{"kind":"Status",...,"message":"Unauthorized","reason":"Unauthorized","code":401}`
+    /// (k8s.io/apiserver
+    /// [`pkg/endpoints/handlers/responsewriters/errors.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/handlers/responsewriters/errors.go)
+    /// `Unauthorized`, written by the authentication filter whatever the cause).
     pub fn unauthorized() -> Status {
         Status::failure(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized")
     }
 
-    /// A 404 `NotFound` for `<resource>.<group> "<name>"` (apimachinery `NewNotFound`).
+    /// A 404 `NotFound` for `<resource>.<group> "<name>"` (apimachinery `NewNotFound`):
+    /// message `<resource>.<group> "<name>" not found` (just `<resource>` for the core
+    /// group), details naming the group, the resource as `kind`, and the name.
     pub fn not_found(group: &str, resource: &str, name: &str) -> Status {
         let qualified = if group.is_empty() {
             resource.to_owned()
@@ -116,7 +164,9 @@ impl Status {
         s
     }
 
-    /// A 405 `MethodNotAllowed` (apimachinery `NewMethodNotSupported`).
+    /// A 405 `MethodNotAllowed` (apimachinery `NewMethodNotSupported`): message
+    /// `<action> is not supported on resources of kind "<resource>.<group>"`, details with
+    /// the group and the resource as `kind`.
     pub fn method_not_supported(group: &str, resource: &str, action: &str) -> Status {
         let qualified = if group.is_empty() {
             resource.to_owned()
@@ -136,13 +186,15 @@ impl Status {
         s
     }
 
-    /// Sets `details`.
+    /// Sets `details`, replacing any set before.
     pub fn with_details(mut self, details: StatusDetails) -> Status {
         self.details = Some(details);
         self
     }
 
-    /// The JSON body, ending with a newline as upstream's encoder writes it.
+    /// The JSON body, ending with a newline as upstream's encoder writes it, with Go's
+    /// HTML-safe escaping (`&` as `\u0026`, `<` as `\u003c`, `>` as `\u003e`, U+2028 and
+    /// U+2029 escaped).
     pub fn to_json(&self) -> Vec<u8> {
         let mut out = go_json(&serde_json::to_string(self).unwrap_or_default()).into_bytes();
         out.push(b'\n');
@@ -178,6 +230,9 @@ impl Status {
 
 /// A response in the format of Go's `http.Error`: body `message + "\n"`,
 /// `Content-Type: text/plain; charset=utf-8`, `X-Content-Type-Options: nosniff`.
+///
+/// The message is sent as given: escape user-controlled text first ([`html_escape`]), as
+/// [`internal_error`] does.
 pub fn plain_text_error(code: StatusCode, message: &str) -> Response<Body> {
     let mut body = String::with_capacity(message.len() + 1);
     body.push_str(message);
@@ -197,7 +252,12 @@ pub fn plain_text_error(code: StatusCode, message: &str) -> Response<Body> {
 }
 
 /// The 500 upstream writes for internal errors (responsewriters `InternalError`):
-/// `Internal Server Error: "<uri>": <err>`, with `&`, `<`, `>` HTML-escaped.
+/// `Internal Server Error: "<uri>": <err>`, with `&`, `<`, `>` HTML-escaped, as plain text.
+///
+/// `request_uri` is the request's URI as the client sent it (path and query); `err` is
+/// written with `Display`. Used, as upstream, for a request path that does not parse into
+/// a `RequestInfo`, an authorizer error, and a request that reaches authorization or
+/// impersonation with no user.
 pub fn internal_error(request_uri: &str, err: &dyn std::fmt::Display) -> Response<Body> {
     let text = format!(
         "Internal Server Error: \"{}\": {}",
@@ -225,8 +285,9 @@ pub(crate) fn go_json(json: &str) -> String {
     out
 }
 
-/// Replaces `&`, `<` and `>` with their HTML entities, as upstream does before writing
-/// user-controlled text into error bodies.
+/// Replaces `&`, `<` and `>` with their HTML entities (`&amp;`, `&lt;`, `&gt;`), as
+/// the `strings.Replacer` of upstream's `InternalError` does before writing
+/// user-controlled text into error bodies. Quotes are left alone.
 pub fn html_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -241,7 +302,9 @@ pub fn html_escape(s: &str) -> String {
 }
 
 /// An error and its sources joined with `: ` (hyper and rustls keep the cause in `source`),
-/// skipping a source whose text the message already contains.
+/// skipping a source whose text the message already contains. This is how Go prints a
+/// wrapped error (`dial tcp 10.0.0.5:443: connect: connection refused`), which upstream
+/// messages quote.
 pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut out = e.to_string();
     let mut cur = e.source();

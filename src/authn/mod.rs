@@ -60,7 +60,6 @@ mod token_review;
 mod union;
 mod x509;
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -81,56 +80,9 @@ pub use token_review::TokenReviewAuthenticator;
 pub use union::{Anonymous, Union};
 pub use x509::{CREDENTIAL_ID_EXTRA, InvalidClientCa, X509Authenticator};
 
-/// The group every authenticated, non-anonymous user gets (docs/upstream-behaviour.md §7.8).
-pub const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
-/// The group of anonymous requests.
-pub const SYSTEM_UNAUTHENTICATED: &str = "system:unauthenticated";
-/// The anonymous user name.
-pub const SYSTEM_ANONYMOUS: &str = "system:anonymous";
-
-/// An authenticated user (k8s.io/apiserver `user.Info`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Hash)]
-pub struct UserInfo {
-    /// User name, e.g. `alice` or `system:kube-aggregator`.
-    pub name: String,
-    /// Unique id; empty when unknown.
-    pub uid: String,
-    /// Groups, in the order the authenticator reported them.
-    pub groups: Vec<String>,
-    /// Extra attributes; keys are expected lower-case.
-    pub extra: BTreeMap<String, Vec<String>>,
-}
-
-impl UserInfo {
-    /// A user with a name and groups.
-    pub fn new(
-        name: impl Into<String>,
-        groups: impl IntoIterator<Item = impl Into<String>>,
-    ) -> UserInfo {
-        UserInfo {
-            name: name.into(),
-            groups: groups.into_iter().map(Into::into).collect(),
-            ..UserInfo::default()
-        }
-    }
-
-    /// Appends `system:authenticated` unless the user is anonymous or already carries
-    /// `system:authenticated` or `system:unauthenticated`
-    /// (k8s.io/apiserver `authenticated_group_adder.go`).
-    pub fn add_authenticated_group(&mut self) {
-        if self.name == SYSTEM_ANONYMOUS {
-            return;
-        }
-        if self
-            .groups
-            .iter()
-            .any(|g| g == SYSTEM_AUTHENTICATED || g == SYSTEM_UNAUTHENTICATED)
-        {
-            return;
-        }
-        self.groups.push(SYSTEM_AUTHENTICATED.to_owned());
-    }
-}
+pub use crate::identity::{
+    SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, UserInfo,
+};
 
 /// What the TLS accept loop learned about the connection a request came on.
 ///
@@ -263,23 +215,5 @@ impl CredentialHeaders {
         for name in doomed {
             headers.remove(&name);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn group_adder_follows_upstream() {
-        let mut u = UserInfo::new("alice", ["dev"]);
-        u.add_authenticated_group();
-        assert_eq!(u.groups, ["dev", SYSTEM_AUTHENTICATED]);
-        let mut anon = UserInfo::new(SYSTEM_ANONYMOUS, [SYSTEM_UNAUTHENTICATED]);
-        anon.add_authenticated_group();
-        assert_eq!(anon.groups, [SYSTEM_UNAUTHENTICATED]);
-        let mut already = UserInfo::new("bob", [SYSTEM_AUTHENTICATED]);
-        already.add_authenticated_group();
-        assert_eq!(already.groups, [SYSTEM_AUTHENTICATED]);
     }
 }

@@ -70,6 +70,7 @@ impl TokenReviewAuthenticator {
     /// The webhook of the kubeconfig file at `path` (`--authentication-token-webhook-
     /// config-file`) over HTTPS, caching for `ttl`.
     #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn from_kubeconfig(
         path: &std::path::Path,
         executor: crate::rt::Executor,
@@ -81,8 +82,9 @@ impl TokenReviewAuthenticator {
         let client = config
             .client(executor, timer.clone())
             .map_err(|e| e.in_file(path))?;
-        Self::new(client, timer, ttl)
-            .map_err(|e| KubeconfigError::from(KubeconfigErrorKind::Cache(e)).in_file(path))
+        Self::new(client, timer, ttl).map_err(|e| {
+            KubeconfigError::from(KubeconfigErrorKind::Cache(Box::new(e))).in_file(path)
+        })
     }
 
     /// The audiences the webhook's server accepts when its answer names none

@@ -121,8 +121,8 @@ where
         }
         // Impersonation still requested here means no ImpersonationLayer ran: serving the
         // request as the caller would silently ignore `--as`, so it is refused.
-        if crate::impersonation::has_impersonation_headers(req.headers())
-            && crate::impersonation::requested(req.headers()).map_or(true, |r| !r.is_empty())
+        if crate::identity::has_impersonation_headers(req.headers())
+            && crate::identity::requested(req.headers()).map_or(true, |r| !r.is_empty())
         {
             return Box::pin(std::future::ready(Ok(internal_error(
                 &uri(&req),

@@ -34,7 +34,8 @@ pub use webhook::{
     UnsupportedWebhookVersion, WebhookVersion, subject_access_review_body,
 };
 
-use crate::authn::UserInfo;
+pub use crate::identity::SYSTEM_MASTERS;
+use crate::identity::UserInfo;
 
 /// What is being asked for, by whom (k8s.io/apiserver `authorizer.Attributes`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -288,9 +289,6 @@ impl Authorizer for AlwaysDeny {
         Box::pin(std::future::ready(Rules::default()))
     }
 }
-
-/// The group kube-apiserver's privileged-group authorizer allows (`user.SystemPrivilegedGroup`).
-pub const SYSTEM_MASTERS: &str = "system:masters";
 
 /// Allows every request of a user in one of its groups and has no opinion on the rest,
 /// with an empty reason either way.

@@ -1,3 +1,6 @@
+//! The remote availability controller: which APIService is checked when, how one check
+//! runs (resolve, then parallel probes), and what it writes.
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,16 +26,23 @@ use crate::transport::BackendClient;
 /// How many APIServices are checked at the same time (upstream: 5 workers).
 const WORKERS: usize = 5;
 
-/// Timing of the availability controller. Defaults are upstream's.
+/// Timing of the availability controller. Defaults are upstream's
+/// (`apiserver.go` and `remote_available_controller.go` of kube-aggregator); every
+/// duration is measured on the controller's [`Timer`], so tests may shorten them or run
+/// on a paused clock.
 #[derive(Debug, Clone)]
 pub struct AvailabilityConfig {
     /// How often an available APIService is checked again (upstream: 30 s resync).
     pub resync_period: Duration,
-    /// Timeout of one probe attempt (upstream: 5 s).
+    /// Timeout of one probe attempt, headers included (upstream: the HTTP client's 5 s).
+    /// A timed-out attempt fails with upstream's `... context deadline exceeded
+    /// (Client.Timeout exceeded while awaiting headers)`.
     pub probe_timeout: Duration,
-    /// Probe attempts run in parallel; any success passes (upstream: 5).
+    /// Probe attempts run in parallel; any success passes (upstream: 5). Each attempt
+    /// resolves the Service afresh, so one check samples several endpoints. 0 counts as 1.
     pub probe_attempts: usize,
-    /// First retry delay after a failed check (upstream: 5 ms), doubled per failure.
+    /// First retry delay after a failed check (upstream: 5 ms), doubled per failure up to
+    /// [`AvailabilityConfig::backoff_max`]; a passing check resets it.
     pub backoff_base: Duration,
     /// Longest retry delay (upstream: 30 s).
     pub backoff_max: Duration,
@@ -57,6 +67,26 @@ impl Default for AvailabilityConfig {
 }
 
 /// Keeps each remote APIService's `Available` condition current.
+///
+/// One check of an APIService, in upstream's order (the first failure decides):
+///
+/// 1. resolve the Service with the [`ServiceResolver`]: a [`ResolveError`] gives its
+///    reason and message (`ServiceNotFound`, `ServicePortError`, `EndpointsNotFound`,
+///    `MissingEndpoints` as `False`; `ServiceAccessError` as `Unknown`);
+/// 2. the APIService's backend client must exist: a transport error is
+///    `FailedDiscoveryCheck` with the error's text;
+/// 3. [`AvailabilityConfig::probe_attempts`] probes in parallel, each `GET
+///    https://<resolved>/apis/<group>/<version>` (`/api/<version>` for `v1.`) as
+///    `system:kube-aggregator` in `system:masters`, through the APIService's own client
+///    (its TLS settings and the proxy client certificate); only a 2xx passes (redirects
+///    are not followed, 304 fails). No success: `FailedDiscoveryCheck` with the last
+///    attempt's error, e.g. `failing or missing response from <url>: bad status from
+///    <url>: 403`;
+/// 4. otherwise `True`, `Passed`, `all checks passed`.
+///
+/// The outcome is written with [`Registry::set_available_condition`] (so status sinks hear
+/// of changes) and counted in the [`AvailabilityMetrics`]. Cloning shares the registry,
+/// resolver and metrics; run one controller per registry.
 #[derive(Clone)]
 pub struct AvailabilityController {
     registry: Registry,
@@ -74,7 +104,7 @@ impl std::fmt::Debug for AvailabilityController {
     }
 }
 
-/// The outcome of one check.
+/// The outcome of one check: the condition to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Outcome {
     status: ConditionStatus,
@@ -85,6 +115,7 @@ struct Outcome {
 /// A check in flight: its route and outcome.
 type CheckFuture<'a> = Pin<Box<dyn Future<Output = (Arc<Route>, Outcome)> + Send + 'a>>;
 
+/// When an APIService is checked next, and how its retries back off.
 struct Schedule {
     due: Instant,
     failures: u32,
@@ -94,7 +125,9 @@ struct Schedule {
 }
 
 impl AvailabilityController {
-    /// A controller over `registry`'s APIServices.
+    /// A controller over `registry`'s APIServices, resolving Services with `resolver`,
+    /// timing probes, backoff and resyncs with `timer` and recording into `metrics`.
+    /// Nothing happens until [`AvailabilityController::run`] is polled.
     pub fn new(
         registry: Registry,
         resolver: impl ServiceResolver,
@@ -111,13 +144,20 @@ impl AvailabilityController {
         }
     }
 
-    /// The metrics this controller maintains.
+    /// The metrics this controller maintains (`aggregator_unavailable_apiservice` and
+    /// `aggregator_unavailable_apiservice_total`, as upstream's).
     pub fn metrics(&self) -> &Arc<AvailabilityMetrics> {
         &self.metrics
     }
 
     /// Runs forever: checks every remote APIService when it appears or its service
-    /// changes, then on its schedule. Spawn it on the host's executor.
+    /// changes, then on its schedule. Spawn it on the host's executor (the
+    /// [`Aggregator`](crate::Aggregator)'s worker runs it). Dropping the future stops it;
+    /// conditions then stay as last written.
+    ///
+    /// A passing check is repeated after [`AvailabilityConfig::resync_period`]; a failing
+    /// one after the backoff. The loop wakes for the next due check, a finished check,
+    /// or a new registry generation, whichever comes first.
     ///
     /// Up to five checks run at once, each on its own: a check that hangs until its probe
     /// timeout (a black-holed backend) holds one of the five and delays nobody else's, as
@@ -254,6 +294,9 @@ impl AvailabilityController {
         (route, outcome)
     }
 
+    /// Writes `outcome` as `name`'s condition and updates the metrics: the gauge on every
+    /// check, the transition counter only when a written change turned an available
+    /// APIService unavailable (with the new reason), as upstream counts them.
     fn record(&self, name: &str, outcome: &Outcome) {
         let available = outcome.status == ConditionStatus::True;
         self.metrics.set_unavailable(name, !available);
@@ -272,7 +315,8 @@ impl AvailabilityController {
         }
     }
 
-    /// One check of `route` (docs/upstream-behaviour.md §4.3).
+    /// One check of `route`: the steps of [`AvailabilityController`]'s docs, in upstream's
+    /// `sync` order.
     async fn check(&self, route: &Route) -> Outcome {
         let Some(backend) = route.remote() else {
             return Outcome {
@@ -316,7 +360,8 @@ impl AvailabilityController {
         failed(last_error.unwrap_or_default())
     }
 
-    /// One probe attempt: resolve afresh, `GET` the group/version, 2xx passes.
+    /// One probe attempt: resolve afresh, `GET` the group/version, 2xx passes. The error
+    /// is the condition message upstream writes for that failure.
     async fn probe(
         &self,
         service: &ServiceReference,
@@ -356,6 +401,8 @@ impl AvailabilityController {
     }
 }
 
+/// The condition of a Service that did not resolve: the error's reason and text,
+/// `Unknown` when the lookup itself failed and `False` otherwise.
 fn resolve_outcome(e: &ResolveError) -> Outcome {
     let status = if e.is_unknown() {
         ConditionStatus::Unknown
@@ -369,6 +416,7 @@ fn resolve_outcome(e: &ResolveError) -> Outcome {
     }
 }
 
+/// `False`, `FailedDiscoveryCheck`, `message`: a probe or the transport failed.
 fn failed(message: String) -> Outcome {
     Outcome {
         status: ConditionStatus::False,

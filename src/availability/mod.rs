@@ -2,7 +2,7 @@
 //! requests to unavailable ones fast.
 //!
 //! [`AvailabilityController`] mirrors kube-aggregator's remote availability controller
-//! (docs/upstream-behaviour.md §4): it resolves each remote APIService's Service through a
+//! ([`pkg/controllers/status/remote/remote_available_controller.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/status/remote/remote_available_controller.go)): it resolves each remote APIService's Service through a
 //! [`ServiceResolver`] (failures become `ServiceNotFound`, `ServicePortError`,
 //! `EndpointsNotFound`, `MissingEndpoints`), then probes `GET /apis/<group>/<version>`
 //! through the APIService's own backend client (so with the proxy TLS settings and client
@@ -15,13 +15,68 @@
 //!
 //! The gate itself lives in the aggregator's routing: a remote APIService whose condition
 //! is not `True` gets 503 `service unavailable` without a connection attempt.
+//!
+//! Beyond upstream, a proxied request that cannot connect to its backend at all (a
+//! [`ConnectError`](crate::transport::ConnectError)) marks the APIService unavailable at
+//! once and has it re-checked within [`AvailabilityConfig::passive_recheck`], so a dead
+//! backend costs one failed connection rather than one per request until the next check.
+//!
+//! Local APIServices (no `spec.service`) are `Available=True` with reason `Local` from the
+//! moment they are applied, as upstream's local controller writes them; the controller
+//! leaves them alone.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use http::{Request, Response};
+//! use kube_aggregator::Body;
+//! use kube_aggregator::availability::{
+//!     AvailabilityConfig, AvailabilityController, AvailabilityMetrics, StaticServiceResolver,
+//! };
+//! use kube_aggregator::registry::Registry;
+//! use kube_aggregator::rt::Timer;
+//! use kube_aggregator::source::ApiServiceEvent;
+//! use kube_aggregator::transport::InMemoryTransport;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! // A backend that answers its discovery document.
+//! let transport = InMemoryTransport::new();
+//! transport.insert("metrics-server.kube-system.svc", tower::service_fn(|_: Request<Body>| async {
+//!     Ok::<_, std::convert::Infallible>(Response::new(Body::full("{}")))
+//! }));
+//! let registry = Registry::new(transport);
+//! registry.apply(ApiServiceEvent::Applied(serde_json::from_str(r#"{
+//!   "metadata": {"name": "v1beta1.metrics.k8s.io"},
+//!   "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"},
+//!            "group": "metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": true,
+//!            "groupPriorityMinimum": 100, "versionPriority": 100}}"#)?))?;
+//!
+//! // Where the Service lives (port 443: `spec.service.port` defaulted).
+//! let mut resolver = StaticServiceResolver::new();
+//! resolver.insert("kube-system", "metrics-server", 443, "10.0.0.5:4443")?;
+//!
+//! let metrics = Arc::new(AvailabilityMetrics::default());
+//! let controller = AvailabilityController::new(
+//!     registry.clone(), resolver, Timer::tokio(), AvailabilityConfig::default(), metrics,
+//! );
+//! tokio::spawn(controller.run());
+//!
+//! // The first check runs at once; wait for the condition it writes.
+//! let mut seen = registry.snapshot().generation();
+//! while !registry.snapshot().get("v1beta1.metrics.k8s.io").unwrap().is_available() {
+//!     seen = registry.changed(seen).await;
+//! }
+//! let table = registry.snapshot();
+//! let condition = table.get("v1beta1.metrics.k8s.io").unwrap().apiservice.available_condition().unwrap();
+//! assert_eq!((condition.reason.as_str(), condition.message.as_str()), ("Passed", "all checks passed"));
+//! # Ok(()) }
+//! ```
 
 mod controller;
 mod metrics;
-mod resolver;
 
-pub use controller::{AvailabilityConfig, AvailabilityController};
-pub use metrics::AvailabilityMetrics;
-pub use resolver::{
+pub use crate::resolver::{
     InvalidAddress, ResolveError, ResolveFuture, ServiceResolver, StaticServiceResolver,
 };
+pub use controller::{AvailabilityConfig, AvailabilityController};
+pub use metrics::AvailabilityMetrics;

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use http::{HeaderValue, Request, StatusCode, header};
 use tower::ServiceExt;
 
-use super::manager::{DiscoveryConfig, GroupVersion};
+use super::config::DiscoveryConfig;
 use super::negotiate::{AggregatedVersion, V2_JSON, is_aggregated_content_type};
-use super::target::{Fetcher, ServiceKey};
+use super::target::{Fetcher, GroupVersion, ServiceKey};
 use super::v2::{
     ApiGroupDiscoveryList, ApiResourceDiscovery, ApiResourceList, ApiVersionDiscovery,
     convert_legacy_resources,

@@ -36,6 +36,7 @@
 //! assert!(doc.body(AggregatedVersion::V2).starts_with(br#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2""#));
 //! ```
 
+mod config;
 mod document;
 mod fetch;
 mod manager;
@@ -44,11 +45,12 @@ mod serve;
 mod target;
 pub mod v2;
 
+pub use config::{DEFAULT_MAX_DOCUMENT_BYTES, DiscoveryConfig};
 pub use document::{
     APIREGISTRATION_GROUP_PRIORITY, AggregatedDocument, DEFAULT_GROUP_PRIORITY,
     DEFAULT_VERSION_PRIORITY, DocumentBuilder, GroupDocument, VersionEntry, etag_of, sha512_hex,
 };
-pub use manager::{DEFAULT_MAX_DOCUMENT_BYTES, DiscoveryConfig, DiscoveryManager, Synced};
+pub use manager::{DiscoveryManager, Synced};
 pub(crate) use negotiate::parse_accept;
 pub use negotiate::{
     AggregatedVersion, Negotiated, V2_JSON, V2BETA1_JSON, is_aggregated_content_type, negotiate,

@@ -6,6 +6,10 @@ use tower::util::BoxCloneSyncService;
 
 use crate::body::{Body, BoxError};
 
+/// A group-version as plain names: `(group, version)`, the group empty for the core
+/// group. The key of every per-group-version map in discovery.
+pub(super) type GroupVersion = (String, String);
+
 /// Sends one request to an APIService's backend. The request's URI is a path and query
 /// (`/apis`, `/openapi/v2`); the fetcher resolves the Service, connects with the
 /// APIService's TLS settings and the proxy client certificate, and sends it with the

@@ -54,67 +54,21 @@
 mod service;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-
-use http::HeaderMap;
 
 pub use service::{Impersonated, ImpersonationLayer, ImpersonationService, ResponseFuture};
 
 use crate::authn::{SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, UserInfo};
 use crate::authz::Attributes;
-use crate::gocompat::names;
-
-/// `Impersonate-User`.
-pub const IMPERSONATE_USER: &str = "impersonate-user";
-/// `Impersonate-Group`.
-pub const IMPERSONATE_GROUP: &str = "impersonate-group";
-/// `Impersonate-Uid`.
-pub const IMPERSONATE_UID: &str = "impersonate-uid";
-/// The prefix of `Impersonate-Extra-<key>` headers, lower-case.
-pub const IMPERSONATE_EXTRA_PREFIX: &str = "impersonate-extra-";
+pub use crate::identity::{
+    IMPERSONATE_EXTRA_PREFIX, IMPERSONATE_GROUP, IMPERSONATE_UID, IMPERSONATE_USER,
+};
+pub(crate) use crate::identity::{
+    InvalidImpersonation, Requested, SERVICE_ACCOUNT_PREFIX, has_impersonation_headers,
+    remove_impersonation_headers, requested,
+};
 
 /// The API group of the `userextras` and `uids` resources.
 const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
-const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
-
-/// True when any header name starts with `impersonate-`: the cheap test that lets every
-/// other request through untouched.
-pub(crate) fn has_impersonation_headers(headers: &HeaderMap) -> bool {
-    headers
-        .keys()
-        .any(|n| n.as_str().starts_with("impersonate-"))
-}
-
-/// Deletes every `Impersonate-*` header upstream's filter deletes.
-pub(crate) fn remove_impersonation_headers(headers: &mut HeaderMap) {
-    if !has_impersonation_headers(headers) {
-        return;
-    }
-    let doomed: Vec<http::HeaderName> = headers
-        .keys()
-        .filter(|n| {
-            let n = n.as_str();
-            n == IMPERSONATE_USER
-                || n == IMPERSONATE_GROUP
-                || n == IMPERSONATE_UID
-                || n.starts_with(IMPERSONATE_EXTRA_PREFIX)
-        })
-        .cloned()
-        .collect();
-    for name in doomed {
-        headers.remove(&name);
-    }
-}
-
-/// One thing asked for (upstream builds a `v1.ObjectReference` per item).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Requested {
-    User(String),
-    ServiceAccount { namespace: String, name: String },
-    Group(String),
-    Extra { key: String, value: String },
-    Uid(String),
-}
 
 impl Requested {
     /// The `impersonate` check for this item, by `requester`.
@@ -153,108 +107,6 @@ impl Requested {
             ..Attributes::default()
         }
     }
-
-    /// Go's `%v` of the `ObjectReference` upstream builds:
-    /// `{Kind Namespace Name UID APIVersion ResourceVersion FieldPath}`.
-    fn write_go_value(&self, out: &mut String) {
-        let (kind, namespace, name, api_version, field_path) = match self {
-            Requested::User(n) => ("User", "", n.as_str(), "", ""),
-            Requested::ServiceAccount { namespace, name } => {
-                ("ServiceAccount", namespace.as_str(), name.as_str(), "", "")
-            }
-            Requested::Group(g) => ("Group", "", g.as_str(), "", ""),
-            Requested::Extra { key, value } => (
-                "UserExtra",
-                "",
-                value.as_str(),
-                "authentication.k8s.io/v1",
-                key.as_str(),
-            ),
-            Requested::Uid(u) => ("UID", "", u.as_str(), "authentication.k8s.io/v1", ""),
-        };
-        let _ = write!(
-            out,
-            "{{{kind} {namespace} {name}  {api_version}  {field_path}}}"
-        );
-    }
-}
-
-/// Why the impersonation headers cannot be used at all.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum InvalidImpersonation {
-    /// Groups, a UID or extras without a user.
-    #[error("requested {0} without impersonating a user")]
-    NoUser(String),
-    /// A header value that is not UTF-8.
-    #[error("the {0} header value is not valid UTF-8")]
-    NotUtf8(String),
-}
-
-/// The requested items in upstream's check order: user, groups in header order, extras
-/// (in header order here; Go's map order is unspecified), then the UID. Empty when the
-/// request does not impersonate (no header, or only an empty `Impersonate-User`).
-pub(crate) fn requested(headers: &HeaderMap) -> Result<Vec<Requested>, InvalidImpersonation> {
-    let text = |name: &str, v: &http::HeaderValue| {
-        std::str::from_utf8(v.as_bytes())
-            .map(str::to_owned)
-            .map_err(|_| InvalidImpersonation::NotUtf8(name.to_owned()))
-    };
-    let mut out = Vec::new();
-    let user = match headers.get(IMPERSONATE_USER) {
-        Some(v) => text("Impersonate-User", v)?,
-        None => String::new(),
-    };
-    let has_user = !user.is_empty();
-    if has_user {
-        out.push(match split_service_account(&user) {
-            Some((namespace, name)) => Requested::ServiceAccount {
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-            },
-            None => Requested::User(user),
-        });
-    }
-    let mut others = false;
-    for v in headers.get_all(IMPERSONATE_GROUP) {
-        others = true;
-        out.push(Requested::Group(text("Impersonate-Group", v)?));
-    }
-    let mut extras: Vec<&http::HeaderName> = Vec::new();
-    for name in headers.keys() {
-        if name.as_str().starts_with(IMPERSONATE_EXTRA_PREFIX) && !extras.contains(&name) {
-            extras.push(name);
-        }
-    }
-    for name in extras {
-        others = true;
-        let key =
-            crate::identity::unescape_extra_key(&name.as_str()[IMPERSONATE_EXTRA_PREFIX.len()..]);
-        for v in headers.get_all(name) {
-            out.push(Requested::Extra {
-                key: key.clone(),
-                value: text(name.as_str(), v)?,
-            });
-        }
-    }
-    if let Some(v) = headers.get(IMPERSONATE_UID) {
-        let uid = text("Impersonate-Uid", v)?;
-        if !uid.is_empty() {
-            others = true;
-            out.push(Requested::Uid(uid));
-        }
-    }
-    if others && !has_user {
-        let mut list = String::from("[");
-        for (i, r) in out.iter().enumerate() {
-            if i > 0 {
-                list.push(' ');
-            }
-            r.write_go_value(&mut list);
-        }
-        list.push(']');
-        return Err(InvalidImpersonation::NoUser(list));
-    }
-    Ok(out)
 }
 
 /// The impersonated user, as upstream assembles it from the checked items.
@@ -294,21 +146,6 @@ pub(crate) fn impersonated_user(items: &[Requested]) -> UserInfo {
     }
     user.extra = extra;
     user
-}
-
-/// `serviceaccount.SplitUsername`: `system:serviceaccount:<ns>:<name>` with exactly two
-/// parts, a DNS-1123 label namespace and a DNS-1123 subdomain name.
-fn split_service_account(user: &str) -> Option<(&str, &str)> {
-    let rest = user.strip_prefix(SERVICE_ACCOUNT_PREFIX)?;
-    let mut parts = rest.split(':');
-    let (namespace, name) = (parts.next()?, parts.next()?);
-    if parts.next().is_some()
-        || !names::is_dns1123_label(namespace)
-        || !names::is_dns1123_subdomain(name)
-    {
-        return None;
-    }
-    Some((namespace, name))
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 
 use http::header::{self, HeaderMap, HeaderName};
 
-/// Headers that apply to one connection only (Go `httputil.ReverseProxy`).
+/// Headers that apply to one connection only (Go `httputil.ReverseProxy`'s list, RFC 9110
+/// §7.6.1). `Proxy-Authorization` is among them, so a proxy credential never reaches a
+/// backend.
 const HOP_BY_HOP: [HeaderName; 9] = [
     header::CONNECTION,
     HeaderName::from_static("proxy-connection"),
@@ -15,7 +17,10 @@ const HOP_BY_HOP: [HeaderName; 9] = [
     header::UPGRADE,
 ];
 
-/// Removes hop-by-hop headers, including every header named in `Connection`.
+/// Removes hop-by-hop headers, including every header named in `Connection`
+/// (comma-separated, names case-insensitive; names that are not valid header names are
+/// skipped). Applied to the request before it goes out and to the response before it
+/// comes back.
 pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
     if headers.contains_key(header::CONNECTION) {
         let listed: Vec<HeaderName> = headers
@@ -39,6 +44,17 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
 /// `Connection` alone, so a plain GET with a stray `Connection: Upgrade` (some ingresses
 /// add one) fails there as an upgrade the backend did not accept; here it is the plain
 /// request it is, and the `Connection` header is dropped as hop-by-hop.
+///
+/// ```
+/// use http::Request;
+/// use kube_aggregator::proxy::is_upgrade_request;
+///
+/// let exec = Request::get("/api/v1/namespaces/ns/pods/p/exec")
+///     .header("connection", "Upgrade").header("upgrade", "SPDY/3.1").body(()).unwrap();
+/// assert!(is_upgrade_request(&exec));
+/// let stray = Request::get("/apis/g/v/x").header("connection", "upgrade").body(()).unwrap();
+/// assert!(!is_upgrade_request(&stray));
+/// ```
 pub fn is_upgrade_request<B>(req: &http::Request<B>) -> bool {
     let upgrade = req
         .headers()

@@ -1,7 +1,12 @@
 //! The reverse proxy to extension servers: the request and response rewriting of
-//! kube-aggregator `handler_proxy.go` and apimachinery's upgrade-aware proxy
-//! (docs/upstream-behaviour.md §3.2–§3.6), and [`forward`], which sends a request through an APIService's
-//! [`BackendClient`].
+//! kube-aggregator
+//! [`pkg/apiserver/handler_proxy.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_proxy.go) and
+//! apimachinery's upgrade-aware proxy
+//! ([`pkg/util/proxy/upgradeaware.go`](https://github.com/kubernetes/apimachinery/blob/master/pkg/util/proxy/upgradeaware.go),
+//! [`pkg/util/proxy/transport.go`](https://github.com/kubernetes/apimachinery/blob/master/pkg/util/proxy/transport.go)), the
+//! identity headers of client-go
+//! ([`transport/round_trippers.go`](https://github.com/kubernetes/client-go/blob/master/transport/round_trippers.go)), and
+//! [`forward`], which sends a request through an APIService's [`BackendClient`].
 //!
 //! Request side: upstream URL `https://<resolved>` + the decoded incoming path re-escaped +
 //! the query re-encoded Go-style; hop-by-hop headers, credentials, impersonation and
@@ -10,6 +15,35 @@
 //! `X-Remote-Extra-<escaped key>`; `X-Forwarded-For/Proto/Uri/Host` set.
 //! Response side: a 3xx with a `Location` becomes 502 (the CVE-2022-3172 fix); hop-by-hop
 //! and CORS headers removed; the body streams.
+//!
+//! The functions are usable alone, by a host that proxies by other means and wants the
+//! exact upstream rewrite; the [`AggregatorLayer`](crate::AggregatorLayer) calls
+//! [`forward`] (or [`forward_upgrade`]) for every remote APIService's request.
+//!
+//! ```
+//! use http::Request;
+//! use kube_aggregator::Body;
+//! use kube_aggregator::authn::UserInfo;
+//! use kube_aggregator::proxy::upstream_request;
+//!
+//! let req = Request::get("/apis/metrics.k8s.io/v1beta1/nodes?watch=1&labelSelector=a%3Db")
+//!     .header("authorization", "Bearer secret")
+//!     .header("x-remote-user", "system:admin")
+//!     .body(Body::empty())
+//!     .unwrap();
+//! let user = UserInfo::new("alice", ["dev", "system:authenticated"]);
+//! let out = upstream_request(req, &"10.0.0.5:4443".parse().unwrap(), &user,
+//!     Some("192.0.2.7:51000".parse().unwrap())).unwrap();
+//!
+//! // The query is re-encoded with sorted keys, as Go's `url.Values.Encode`.
+//! assert_eq!(out.uri(), "https://10.0.0.5:4443/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=a%3Db&watch=1");
+//! let h = out.headers();
+//! assert!(!h.contains_key("authorization"));       // credentials never travel
+//! assert_eq!(h["x-remote-user"], "alice");          // the caller, not what it claimed
+//! assert_eq!(h.get_all("x-remote-group").iter().count(), 2);
+//! assert_eq!(h["x-forwarded-for"], "192.0.2.7");
+//! assert_eq!(h["x-forwarded-host"], "10.0.0.5:4443");
+//! ```
 
 mod headers;
 mod request;
@@ -25,6 +59,7 @@ pub(crate) use request::escaped_path_and_query;
 pub use request::{upstream_request, upstream_uri};
 pub use response::{REDIRECT_REJECTED, upstream_response};
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use upgrade::forward_upgrade;
 
 use std::net::SocketAddr;
@@ -39,13 +74,26 @@ use crate::rt::Timer;
 use crate::status::plain_text_error;
 use crate::transport::BackendClient;
 
-/// The deadline of discovery requests (`/apis/<group>/<version>`), docs/upstream-behaviour.md §3.6.
+/// The deadline of discovery requests (`/apis/<group>/<version>`, exactly three path
+/// segments), as apiserver's `NewRequestForProxy` sets it
+/// ([`pkg/util/proxy/proxy.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/util/proxy/proxy.go)). Going over it
+/// answers 503 with `context deadline exceeded` in the body.
 pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Sends `req` to the backend at `authority` as `user`, and returns the rewritten
 /// response. Never fails: an unreachable backend is 503
 /// `error trying to reach service: <error>`; a discovery request over 5 s is 503 with
 /// `context deadline exceeded`.
+///
+/// `authority` is the resolved `host:port`; `remote_addr` the client's address, appended
+/// to `X-Forwarded-For`. The request is rewritten with [`upstream_request`] and the
+/// response with [`upstream_response`]; bodies stream both ways, so a watch flows as the
+/// backend writes it. Only discovery requests get a deadline here: everything else is
+/// bounded by the [`timeout`](crate::timeout) layer, or not at all when long-running.
+///
+/// A request body that fails while it is being sent (a malformed chunk, a client reset)
+/// is answered 400 `BadRequest`, not 503: the fault is the client's. Upgrade requests go
+/// through [`forward_upgrade`] instead.
 pub async fn forward(
     client: BackendClient,
     timer: &Timer,
@@ -108,7 +156,7 @@ pub async fn forward(
 
 /// Response extension of a 503 whose backend was never reached (a
 /// [`ConnectError`](crate::transport::ConnectError)): the error text, for the aggregator
-/// to mark the APIService unavailable.
+/// to mark the APIService unavailable. Taken out before the response leaves the stack.
 #[derive(Debug, Clone)]
 pub(crate) struct Unreachable(pub(crate) String);
 

@@ -1,4 +1,5 @@
-//! The upstream request (kube-aggregator `handler_proxy.go`, apiserver `proxy.go`).
+//! The upstream request (kube-aggregator `handler_proxy.go`, apiserver `proxy.go`): the
+//! URI Go would send, and the headers it would rewrite.
 
 use std::net::SocketAddr;
 
@@ -12,7 +13,17 @@ use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Request, Uri, Version};
 
 /// The upstream URI: `https://<authority>` + the decoded request path re-escaped Go-style
-/// (so `%2F` becomes `/`) + the query re-encoded with sorted keys (docs/upstream-behaviour.md §3.2).
+/// (so `%2F` becomes `/`) + the query re-encoded with sorted keys.
+///
+/// Upstream forwards `req.URL.Path` (decoded; no `RawPath` is kept) and
+/// `req.URL.Query().Encode()`, so this is what an extension server sees behind
+/// kube-apiserver: `/apis/g/v/foo%2Fbar` arrives as `/apis/g/v/foo/bar`, `?q=a%20b` as
+/// `?q=a+b`, and an empty query (`/a?`) disappears. The path is never prefixed or
+/// stripped.
+///
+/// # Errors
+///
+/// Only when the result is not a valid URI (an `authority` that does not fit).
 pub fn upstream_uri(uri: &Uri, authority: &Authority) -> Result<Uri, http::Error> {
     // The common case: nothing to decode or escape and no query to re-encode, so the
     // path is already what Go would send and its buffer is shared, not copied.
@@ -65,6 +76,9 @@ const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host")
 /// `X-Forwarded-For`; sets `X-Forwarded-Proto: https`, `X-Forwarded-Uri` (the cleaned
 /// escaped path) and `X-Forwarded-Host` (the backend's host:port, as upstream).
 /// Errors only when the rewritten URI is not valid.
+///
+/// `Audit-Id`, `User-Agent` and every other header pass through. The version is set to
+/// HTTP/1.1: the backend client chooses HTTP/2 per connection by ALPN.
 pub fn upstream_request(
     req: Request<Body>,
     authority: &Authority,
@@ -133,7 +147,9 @@ fn ip_header_value(ip: std::net::IpAddr) -> HeaderValue {
     }
 }
 
-/// `path.Join`-style cleaning of an escaped path, keeping a trailing `/`.
+/// `path.Join`-style cleaning of an escaped path, keeping a trailing `/`: empty and `.`
+/// segments dropped, `..` removing the one before (never above the root). The value of
+/// `X-Forwarded-Uri`.
 fn clean_path(path: &str) -> String {
     let mut stack: Vec<&str> = Vec::new();
     for seg in path.split('/') {

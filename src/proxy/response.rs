@@ -5,7 +5,8 @@ use http::{HeaderValue, Response, StatusCode, header};
 use super::headers::remove_hop_by_hop;
 use crate::body::Body;
 
-/// The body of the 502 that replaces a backend redirect (apimachinery `upgradeaware.go`).
+/// The body of the 502 that replaces a backend redirect (apimachinery `upgradeaware.go`):
+/// 70 bytes, no trailing newline, as upstream writes it.
 pub const REDIRECT_REJECTED: &str =
     "the backend attempted to redirect this request, which is not permitted";
 
@@ -15,6 +16,25 @@ pub const REDIRECT_REJECTED: &str =
 /// [`REDIRECT_REJECTED`] as `text/plain`, no trailing newline (CVE-2022-3172: a backend
 /// must not send clients, with their credentials, elsewhere); a 304 without `Location`
 /// passes. Hop-by-hop and `Access-Control-*` CORS headers are removed; the body streams.
+///
+/// This is kube-apiserver's default `--aggregator-reject-forwarding-redirect=true`; the
+/// rule exists because a client following the redirect would send its credentials to
+/// wherever the backend pointed. Status, other headers and the body are the backend's.
+///
+/// ```
+/// use http::{Response, StatusCode};
+/// use kube_aggregator::Body;
+/// use kube_aggregator::proxy::{REDIRECT_REJECTED, upstream_response};
+///
+/// let redirect = Response::builder().status(302).header("location", "https://evil.example/")
+///     .body(Body::empty()).unwrap();
+/// let res = upstream_response(redirect);
+/// assert_eq!(res.status(), StatusCode::BAD_GATEWAY);
+/// assert_eq!(REDIRECT_REJECTED, "the backend attempted to redirect this request, which is not permitted");
+///
+/// let ok = Response::builder().header("access-control-allow-origin", "*").body(Body::empty()).unwrap();
+/// assert!(upstream_response(ok).headers().is_empty());
+/// ```
 pub fn upstream_response(mut res: Response<Body>) -> Response<Body> {
     let redirect = res.status().is_redirection()
         && res

@@ -1,5 +1,6 @@
 //! Upgrade requests (SPDY for exec/attach/port-forward, WebSocket), with the rules that
-//! fixed CVE-2018-1002105 and CVE-2020-8559 (apimachinery `upgradeaware.go`, docs/upstream-behaviour.md §3.7):
+//! fixed CVE-2018-1002105 and CVE-2020-8559 (apimachinery
+//! [`pkg/util/proxy/upgradeaware.go`](https://github.com/kubernetes/apimachinery/blob/master/pkg/util/proxy/upgradeaware.go)):
 //!
 //! - only HTTP/1.1 connections are taken over; an HTTP/2 request gets 503;
 //! - the backend's response head decides: 101 splices the two connections; any other
@@ -24,6 +25,20 @@ use crate::transport::BackendClient;
 
 /// Proxies an upgrade request through `client` (an HTTP/1.1-only backend client) and,
 /// on 101, splices the client and backend connections on `executor` until either closes.
+///
+/// `req` must still carry hyper's `OnUpgrade` (served by a hyper HTTP/1.1 connection
+/// with upgrades enabled, as the [`server`](crate::server) module's is), and `client`'s
+/// 101 responses must carry the backend's
+/// ([`Transport::upgrade_client`](crate::transport::Transport::upgrade_client)). The
+/// request is rewritten as [`upstream_request`] does, then `Connection: Upgrade` and the
+/// client's `Upgrade` header are put back. Answers:
+///
+/// - 101 with the backend's headers and an empty body, the splice running on `executor`
+///   (bytes copied both ways; either side closing ends it);
+/// - 503 `request connection cannot be hijacked: HTTP/2.0` for a request not on HTTP/1.1;
+/// - 503 `error trying to reach service: ...` when the backend cannot be reached;
+/// - 503 `invalid upgrade response: status code <n>` for any other status below 400;
+/// - the backend's answer with `Connection: close` for 400 and above.
 pub async fn forward_upgrade(
     client: BackendClient,
     executor: &Executor,

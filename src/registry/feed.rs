@@ -10,8 +10,8 @@ use tower::util::BoxCloneSyncService;
 
 use super::{RoutingTable, TableObserver};
 use crate::apiservice::ServiceReference;
-use crate::availability::ServiceResolver;
 use crate::discovery::{Fetcher, LocalVersion, ServiceKey, Target, TargetSet, TargetSink};
+use crate::resolver::ServiceResolver;
 use crate::transport::{BackendClient, TransportError};
 
 /// [`Registry::feed`]'s observer.
@@ -31,6 +31,11 @@ impl RoutingTable {
     /// [`Fetcher`] over their backend client (those whose transport could not be built
     /// get a fetcher that fails with the transport error), local ones with their
     /// priorities.
+    ///
+    /// Each fetcher resolves the Service afresh per request with `resolver` (so endpoint
+    /// changes apply) and sends `https://<resolved>/<path>` with the headers the caller
+    /// set; it does not pass the availability gate, as upstream's discovery fetches reach
+    /// backends whose condition is not `True`. The set carries this table's generation.
     pub fn targets(&self, resolver: &Arc<dyn ServiceResolver>) -> TargetSet {
         let mut set = TargetSet {
             generation: self.generation,
@@ -70,7 +75,8 @@ impl RoutingTable {
     }
 }
 
-/// A [`Fetcher`] that resolves `service` and sends through `client`.
+/// A [`Fetcher`] that resolves `service` and sends through `client`. Errors: the
+/// transport error when no client could be built, the resolver's error, or the client's.
 fn fetcher(
     client: Result<BackendClient, TransportError>,
     resolver: Arc<dyn ServiceResolver>,

@@ -5,34 +5,80 @@
 //! Writers ([`Registry::apply`], [`Registry::run`], the availability controller through
 //! [`Registry::set_available_condition`]) serialize on a mutex that the request path never
 //! touches, rebuild the table, and swap it in whole.
+//!
+//! It plays the parts of several upstream pieces: the APIService registry strategy
+//! ([`pkg/registry/apiservice/strategy.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/registry/apiservice/strategy.go):
+//! validation on every write, status owned here and never taken from a source), the local
+//! availability controller (a local APIService is `Available=True`, reason `Local`, at
+//! once) and the registration controller that installs one proxy route per APIService
+//! ([`pkg/apiserver/apiservice_controller.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/apiservice_controller.go)).
+//! Backend clients are built here, off the request path, when an APIService appears or
+//! its TLS settings change, and are shared by every snapshot until then.
+//!
+//! Who hears about changes: [`StatusSink`]s (to write `status` back where APIServices
+//! live), [`TableObserver`]s (the discovery and OpenAPI managers, through
+//! [`Registry::feed`]), and [`Registry::changed`] waiters.
+//!
+//! ```
+//! use kube_aggregator::apiservice::ApiService;
+//! use kube_aggregator::registry::Registry;
+//! use kube_aggregator::source::ApiServiceEvent;
+//! use kube_aggregator::transport::InMemoryTransport;
+//!
+//! let registry = Registry::new(InMemoryTransport::new());
+//! let local: ApiService = serde_json::from_str(r#"{
+//!   "metadata": {"name": "v1.apps"},
+//!   "spec": {"group": "apps", "version": "v1", "groupPriorityMinimum": 17800, "versionPriority": 15}}"#).unwrap();
+//! registry.apply(ApiServiceEvent::Applied(local)).unwrap();
+//!
+//! let table = registry.snapshot();
+//! assert_eq!(table.generation(), 1);
+//! let route = table.lookup("apps", "v1").unwrap();
+//! // Local APIServices are available at once, as upstream's local controller makes them.
+//! assert!(route.is_available() && route.remote().is_none());
+//!
+//! // An invalid APIService is refused with upstream's message; the table is unchanged.
+//! let bad: ApiService = serde_json::from_str(r#"{
+//!   "metadata": {"name": "wrong-name"},
+//!   "spec": {"group": "apps", "version": "v2", "groupPriorityMinimum": 1, "versionPriority": 1}}"#).unwrap();
+//! let err = registry.apply(ApiServiceEvent::Applied(bad)).unwrap_err();
+//! assert!(err.to_string().ends_with(r#"must be `spec.version+"."+spec.group`: "v2.apps""#), "{err}");
+//! assert!(registry.snapshot().get("wrong-name").is_none());
+//!
+//! // A resync is the whole set: what it does not list goes, in one snapshot.
+//! registry.apply(ApiServiceEvent::Resynced(Vec::new())).unwrap();
+//! assert!(registry.snapshot().is_empty());
+//! ```
 
 mod feed;
 mod table;
+mod writer;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use arc_swap::{ArcSwap, Guard};
 
-use crate::apiservice::{
-    ApiService, CONDITION_AVAILABLE, ConditionStatus, ValidationError, validate,
-};
-use crate::availability::ServiceResolver;
+use crate::apiservice::{ApiService, CONDITION_AVAILABLE, ConditionStatus, ValidationError};
 use crate::discovery::TargetSink;
+use crate::resolver::ServiceResolver;
 use crate::rt::Timer;
-use crate::sharded::ShardedMap;
 use crate::source::{ApiServiceEvent, ApiServiceSource};
-use crate::transport::{BackendTarget, Transport};
+use crate::transport::Transport;
 
 use feed::Feed;
-use table::group_routes;
 pub use table::{Backend, GroupRoutes, RemoteBackend, Route, RoutingTable};
+use writer::{Draft, Writer};
 
 /// APIServices that an update could not apply, each with the upstream validation message.
 /// Everything else in the update was applied.
+///
+/// Its text is the rejected APIServices' messages joined with `; `, each as
+/// kube-apiserver would answer the create (`APIService.apiregistration.k8s.io "x" is
+/// invalid: ...`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", rejected.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; "))]
 pub struct ApplyError {
@@ -41,9 +87,17 @@ pub struct ApplyError {
 }
 
 /// Receives every change of an APIService's `Available` condition, so the host can write
-/// status back to where APIServices live.
+/// status back to where APIServices live (the `UpdateStatus` of upstream's availability
+/// controller), and `kubectl get apiservices` shows it.
+///
+/// Called after the change is published, on the task that made it (the availability
+/// controller's worker, or the caller of [`Registry::apply`] for a local APIService), once
+/// per change and sink. A change is a different status, reason or message: repeated
+/// checks with the same outcome are not reported. It must not block; hand slow writes to
+/// a task of the host's.
 pub trait StatusSink: Send + Sync + 'static {
-    /// `apiservice` carries the new status; called after the snapshot is published.
+    /// `apiservice` carries the new status (its `Available` condition with reason,
+    /// message and `lastTransitionTime`); called after the snapshot is published.
     fn status_changed(&self, apiservice: &ApiService);
 }
 
@@ -71,15 +125,12 @@ struct Shared {
     unreachable: Mutex<Vec<String>>,
 }
 
-#[derive(Default)]
-struct Writer {
-    /// The last published table; the next one starts from it.
-    current: Arc<RoutingTable>,
-    /// The APIService names of each group.
-    members: HashMap<Arc<str>, BTreeSet<Arc<str>>>,
-}
-
-/// A cloneable handle to the registry.
+/// A cloneable handle to the registry: the one writer of APIServices and the source of
+/// every [`RoutingTable`] snapshot.
+///
+/// Clones share everything (one `Arc`). [`Registry::snapshot`] is the request path's one
+/// atomic load; every writing method takes the writer's mutex, so updates from a source,
+/// the host and the availability controller apply one at a time, each as a whole.
 #[derive(Clone)]
 pub struct Registry {
     shared: Arc<Shared>,
@@ -94,7 +145,8 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// An empty registry that builds backend clients with `transport`.
+    /// An empty registry (generation 0) that builds backend clients with `transport`.
+    /// Timestamps come from the system clock until [`Registry::set_clock`].
     pub fn new(transport: impl Transport) -> Registry {
         Registry {
             shared: Arc::new(Shared {
@@ -126,7 +178,9 @@ impl Registry {
         }
     }
 
-    /// The current snapshot: one lock-free load.
+    /// The current snapshot: one lock-free load. Holding the guard keeps that snapshot
+    /// alive but blocks nothing; do not hold it across an `await` (use
+    /// [`Registry::snapshot_owned`]).
     pub fn snapshot(&self) -> Guard<Arc<RoutingTable>> {
         self.shared.table.load()
     }
@@ -136,12 +190,13 @@ impl Registry {
         self.shared.table.load_full()
     }
 
-    /// Adds a sink that hears every status change.
+    /// Adds a sink that hears every status change from now on (not the current ones).
     pub fn add_status_sink(&self, sink: impl StatusSink) {
         lock(&self.shared.sinks).push(Arc::new(sink));
     }
 
-    /// Adds an observer of every published table; it hears the current one at once.
+    /// Adds an observer of every published table; it hears the current one at once, on
+    /// the calling task.
     pub fn add_observer(&self, observer: impl TableObserver) {
         let observer: Arc<dyn TableObserver> = Arc::new(observer);
         lock(&self.shared.observers).push(observer.clone());
@@ -150,7 +205,7 @@ impl Registry {
 
     /// Keeps `sink` (a [`DiscoveryManager`](crate::discovery::DiscoveryManager), an
     /// [`OpenApiManager`](crate::openapi::OpenApiManager)) following the APIServices:
-    /// every published table becomes a [`TargetSet`] of the remote APIServices, whose
+    /// every published table becomes a [`TargetSet`](crate::discovery::TargetSet) of the remote APIServices, whose
     /// fetchers resolve Services with `resolver` and send through each APIService's
     /// backend client (its TLS settings and the proxy client certificate).
     pub fn feed(&self, resolver: impl ServiceResolver, sink: impl TargetSink) {
@@ -173,10 +228,25 @@ impl Registry {
 
     /// Applies one event: the in-memory handle for hosts that push updates.
     ///
-    /// Each APIService is validated (upstream rules and messages, docs/upstream-behaviour.md §1.2); an
-    /// invalid one is rejected whole and the previous version of that name, if any, stays.
-    /// For [`ApiServiceEvent::Resynced`] every valid object is applied and every name not
-    /// listed is deleted, in one published snapshot.
+    /// Each APIService is validated with upstream's rules and messages
+    /// ([`pkg/apis/apiregistration/validation/validation.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apis/apiregistration/validation/validation.go));
+    /// an invalid one is rejected whole and the previous version of that name, if any,
+    /// stays. For [`ApiServiceEvent::Resynced`] every valid object is applied and every
+    /// name not listed is deleted, in one published snapshot.
+    ///
+    /// The `status` of an applied object is ignored: the registry keeps the status it
+    /// has (the availability controller writes it), as upstream's strategy keeps status
+    /// on update. An unchanged APIService keeps its route, clients and pooled connections;
+    /// a changed `caBundle` or `insecureSkipTLSVerify` builds new clients. Deleting an
+    /// unknown name is not an error.
+    ///
+    /// Every event publishes a new snapshot (the generation grows by one), then observers
+    /// and sinks hear of it, before this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`ApplyError`] listing every APIService that failed validation; the rest of the
+    /// event was applied.
     pub fn apply(&self, event: ApiServiceEvent) -> Result<(), ApplyError> {
         let mut rejected = Vec::new();
         let mut changed_status = Vec::new();
@@ -226,162 +296,16 @@ impl Registry {
         }
     }
 
-    fn upsert(
-        &self,
-        next: &mut Draft,
-        prev: &ShardedMap<Arc<Route>>,
-        mut svc: ApiService,
-        rejected: &mut Vec<ValidationError>,
-        changed_status: &mut Vec<ApiService>,
-    ) {
-        if let Err(e) = validate(&svc) {
-            rejected.push(e);
-            return;
-        }
-        let name = svc.metadata.name.clone();
-        let old = prev.get(name.as_str());
-        // The registry owns status (as the upstream strategy wipes it on create and keeps
-        // it on update): a source only changes spec.
-        svc.status = old.map(|r| r.apiservice.status.clone()).unwrap_or_default();
-        if svc.metadata.creation_timestamp.is_none() {
-            svc.metadata.creation_timestamp = old
-                .and_then(|r| r.apiservice.metadata.creation_timestamp.clone())
-                .or_else(|| Some(self.now_rfc3339()));
-        }
-        let backend = match &svc.spec.service {
-            None => {
-                // Local APIServices are always available (local availability controller).
-                let changed = svc.set_condition(
-                    CONDITION_AVAILABLE,
-                    ConditionStatus::True,
-                    "Local",
-                    "Local APIServices are always available",
-                    &self.now_rfc3339(),
-                );
-                if changed {
-                    changed_status.push(svc.clone());
-                }
-                Backend::Local
-            }
-            Some(service) => {
-                let target = BackendTarget {
-                    server_name: service.server_name(),
-                    ca_bundle: svc.spec.ca_bundle.clone(),
-                    insecure_skip_tls_verify: svc.spec.insecure_skip_tls_verify,
-                };
-                match old.and_then(|r| r.remote()) {
-                    // Same Service and TLS settings: the same clients.
-                    Some(b) if b.target == target && b.service == *service => {
-                        Backend::Remote(b.clone())
-                    }
-                    // Same TLS settings: keep the clients and their pooled connections.
-                    Some(b) if b.target == target => Backend::Remote(Arc::new(RemoteBackend {
-                        service: service.clone(),
-                        target,
-                        client: b.client.clone(),
-                        upgrade_client: b.upgrade_client.clone(),
-                    })),
-                    _ => {
-                        let client = self.shared.transport.client(&target);
-                        if let Err(e) = &client {
-                            tracing::warn!(apiservice = %name, error = %e, "cannot build the transport");
-                        }
-                        let upgrade_client = self.shared.transport.upgrade_client(&target);
-                        Backend::Remote(Arc::new(RemoteBackend {
-                            service: service.clone(),
-                            target,
-                            client,
-                            upgrade_client,
-                        }))
-                    }
-                }
-            }
-        };
-        // An unchanged APIService keeps its route, so its group is not rebuilt (a resync
-        // of thousands of objects then costs only the comparisons).
-        if let Some((key, old)) = prev.get_key_value(name.as_str()) {
-            if old.apiservice == svc {
-                // `next` started as a copy of `prev` and so holds this route, unless an
-                // earlier entry of the same update replaced it.
-                if !next
-                    .map
-                    .get(name.as_str())
-                    .is_some_and(|r| Arc::ptr_eq(r, old))
-                {
-                    next.insert(key.clone(), old.clone());
-                }
-                return;
-            }
-        }
-        next.insert(
-            prev.get_key_value(name.as_str())
-                .map_or_else(|| Arc::from(name), |(k, _)| k.clone()),
-            Arc::new(Route {
-                apiservice: svc,
-                backend,
-            }),
-        );
-    }
-
-    /// Publishes `next`: rebuilds the groups of the APIServices it touched (a route that
-    /// is still the same `Arc` changed nothing), shares everything else, swaps the table in
-    /// and wakes [`Registry::changed`] waiters.
-    fn publish(&self, w: &mut Writer, next: Draft) {
-        let prev = w.current.clone();
-        let Draft {
-            map: next,
-            mut touched,
-        } = next;
-        touched.sort_unstable();
-        touched.dedup();
-        let group_of = |r: &Route| -> Arc<str> { Arc::from(r.apiservice.spec.group.as_str()) };
-        let mut affected: HashSet<Arc<str>> = HashSet::new();
-        for name in &touched {
-            let (old, new) = (prev.by_name.get(name), next.get(name));
-            if let (Some(old), Some(new)) = (old, new) {
-                if Arc::ptr_eq(old, new) {
-                    continue;
-                }
-            }
-            if let Some(old) = old {
-                let g = group_of(old);
-                remove_member(&mut w.members, &g, name);
-                affected.insert(g);
-            }
-            if let Some(new) = new {
-                let g = group_of(new);
-                w.members.entry(g.clone()).or_default().insert(name.clone());
-                affected.insert(g);
-            }
-        }
-        let mut groups = prev.groups.clone();
-        for g in affected {
-            match w.members.get(&g) {
-                Some(members) if !members.is_empty() => {
-                    groups.insert(g.clone(), Arc::new(group_routes(&g, members, &next)));
-                }
-                _ => {
-                    groups.remove(&g);
-                }
-            }
-        }
-        let table = Arc::new(RoutingTable {
-            generation: prev.generation + 1,
-            by_name: next,
-            groups,
-            sorted: OnceLock::new(),
-        });
-        w.current = table.clone();
-        self.shared.table.store(table);
-        for waker in lock(&self.shared.wakers).drain(..) {
-            waker.wake();
-        }
-    }
-
     /// Sets the `Available` condition of `name` with upstream semantics (reason and
     /// message always, `lastTransitionTime` only when the status flips) and publishes it
     /// when anything changed. Returns the previous availability, or `None` when `name` is
     /// unknown or nothing changed.
+    ///
+    /// This is upstream's `SetAPIServiceCondition`
+    /// ([`pkg/apis/apiregistration/v1/helper/helpers.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apis/apiregistration/v1/helper/helpers.go)).
+    /// The availability controller calls it after each check; a host that decides
+    /// availability itself may call it too. `reason` is one CamelCase word
+    /// (`Passed`, `FailedDiscoveryCheck`, `ServiceNotFound`, ...).
     pub fn set_available_condition(
         &self,
         name: &str,
@@ -461,7 +385,9 @@ impl Registry {
         std::mem::take(&mut *lock(&self.shared.unreachable))
     }
 
-    /// Completes once the published generation is greater than `seen`.
+    /// Completes once the published generation is greater than `seen`, with the new
+    /// generation. Pass [`RoutingTable::generation`] of the snapshot last read; a change
+    /// published before the first poll is seen at once, so none is missed.
     pub fn changed(&self, seen: u64) -> Changed {
         Changed {
             registry: self.clone(),
@@ -470,7 +396,9 @@ impl Registry {
     }
 
     /// Applies every event of `source` until it ends, logging rejected APIServices with
-    /// their reasons (the last good version of each stays).
+    /// their reasons (the last good version of each stays). The
+    /// [`Aggregator`](crate::Aggregator)'s worker runs this for the source it was given;
+    /// a host assembling layers by hand spawns it.
     pub async fn run<S: ApiServiceSource>(self, mut source: S) {
         while let Some(event) = source.next_event().await {
             self.apply_logged(event);
@@ -487,7 +415,10 @@ impl Registry {
     }
 }
 
-/// Future of [`Registry::changed`].
+/// Future of [`Registry::changed`]: the generation that is greater than the one given.
+///
+/// Waiting tasks are woken by every publish; one waker is kept per task however often it
+/// polls.
 #[derive(Debug)]
 pub struct Changed {
     registry: Registry,
@@ -519,34 +450,8 @@ impl Future for Changed {
     }
 }
 
-/// The next table's routes while an update is assembled, and the names it touched.
-struct Draft {
-    map: ShardedMap<Arc<Route>>,
-    touched: Vec<Arc<str>>,
-}
-
-impl Draft {
-    fn insert(&mut self, key: Arc<str>, route: Arc<Route>) {
-        self.touched.push(key.clone());
-        self.map.insert(key, route);
-    }
-}
-
-fn remove_member(
-    members: &mut HashMap<Arc<str>, BTreeSet<Arc<str>>>,
-    group: &Arc<str>,
-    name: &Arc<str>,
-) {
-    if let Some(set) = members.get_mut(group) {
-        set.remove(name);
-        if set.is_empty() {
-            members.remove(group);
-        }
-    }
-}
-
 /// Locks a mutex, recovering the data if a writer panicked (the data is replaced whole,
-/// never left half-written).
+/// never left half-written), so one panicking sink cannot stop every later update.
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -11,7 +11,9 @@ use crate::discovery;
 use crate::sharded::ShardedMap;
 use crate::transport::{BackendClient, BackendTarget, TransportError};
 
-/// One APIService as the request path sees it.
+/// One APIService as the request path sees it: the object with its current status, and
+/// how its requests are answered. Routes are shared (`Arc`) between snapshots until the
+/// APIService changes.
 #[derive(Debug, Clone)]
 pub struct Route {
     /// The APIService, with its current status.
@@ -20,7 +22,8 @@ pub struct Route {
     pub backend: Backend,
 }
 
-/// Where a route's requests go.
+/// Where a route's requests go: kube-aggregator's proxy handler state, which is either
+/// "local" (delegate) or a Service with its transport.
 #[derive(Debug, Clone)]
 pub enum Backend {
     /// A local APIService (no `spec.service`): the host's own handlers.
@@ -38,15 +41,20 @@ pub struct RemoteBackend {
     pub service: ServiceReference,
     /// TLS settings the clients were built for.
     pub target: BackendTarget,
-    /// The client, or the transport error answered as 500 (docs/upstream-behaviour.md
-    /// §3.1 step 4).
+    /// The client, or the transport error answered as 500 (the "transport failed to
+    /// build" step of
+    /// [`pkg/apiserver/handler_proxy.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_proxy.go)).
     pub client: Result<BackendClient, TransportError>,
-    /// The HTTP/1.1-only client for upgrade requests.
+    /// The HTTP/1.1-only client for upgrade requests ([`Transport::upgrade_client`]); an
+    /// error here answers upgrades 503 and leaves other requests alone.
+    ///
+    /// [`Transport::upgrade_client`]: crate::transport::Transport::upgrade_client
     pub upgrade_client: Result<BackendClient, TransportError>,
 }
 
 impl Route {
-    /// True when the route's `Available` condition is `True`.
+    /// True when the route's `Available` condition is `True` (a missing condition,
+    /// `False` and `Unknown` all count as unavailable, as upstream's `IsAPIServiceConditionTrue`).
     pub fn is_available(&self) -> bool {
         self.apiservice.is_available()
     }
@@ -60,14 +68,17 @@ impl Route {
     }
 }
 
-/// APIServices of one group, versions in priority order.
+/// APIServices of one group, versions in priority order: what `/apis/<group>` serves.
 #[derive(Debug, Clone)]
 pub struct GroupRoutes {
     /// Group name.
     pub name: String,
-    /// Versions, highest priority first.
+    /// Versions, highest priority first: by `versionPriority` descending, then the
+    /// Kubernetes version order (`v2` > `v1` > `v1beta1`). The first is the group's
+    /// `preferredVersion`.
     pub versions: Vec<Arc<Route>>,
-    /// The `APIGroup` discovery document, pre-encoded.
+    /// The `APIGroup` discovery document, pre-encoded JSON
+    /// (`{"kind":"APIGroup","apiVersion":"v1","name":...,"versions":[...],"preferredVersion":...}`).
     pub api_group_json: Bytes,
 }
 
@@ -91,17 +102,20 @@ pub(super) struct Sorted {
 }
 
 impl RoutingTable {
-    /// Increases by one with each published change.
+    /// Increases by one with each published change; 0 for the empty table a registry
+    /// starts with.
     pub fn generation(&self) -> u64 {
         self.generation
     }
 
-    /// The route of APIService `name` (`<version>.<group>`).
+    /// The route of APIService `name` (`<version>.<group>`; `v1.` for the legacy core
+    /// group).
     pub fn get(&self, name: &str) -> Option<&Arc<Route>> {
         self.by_name.get(name)
     }
 
-    /// Every route, sorted by name.
+    /// Every route, sorted by name (allocates and sorts on each call: not for the request
+    /// path).
     pub fn routes(&self) -> impl Iterator<Item = &Arc<Route>> {
         let mut all: Vec<(&Arc<str>, &Arc<Route>)> = self.by_name.iter().collect();
         all.sort_unstable_by(|a, b| a.0.cmp(b.0));
@@ -128,7 +142,8 @@ impl RoutingTable {
         self.groups.get(group).map(|g| &**g)
     }
 
-    /// The route for `group`/`version`.
+    /// The route for `group`/`version`: what `/apis/<group>/<version>/...` is proxied to.
+    /// Two hash lookups and a scan of the group's few versions.
     pub fn lookup(&self, group: &str, version: &str) -> Option<&Arc<Route>> {
         self.group(group)?
             .versions
@@ -136,12 +151,19 @@ impl RoutingTable {
             .find(|r| r.apiservice.spec.version == version)
     }
 
-    /// Groups in discovery order (docs/upstream-behaviour.md §2.3).
+    /// Groups in discovery order: by the highest `groupPriorityMinimum` of the group's
+    /// APIServices, descending, ties by APIService name (kube-aggregator's
+    /// `SortedByGroupAndVersion`,
+    /// [`pkg/apis/apiregistration/v1/helper/helpers.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apis/apiregistration/v1/helper/helpers.go)).
+    /// Computed on first use and kept with the snapshot.
     pub fn groups(&self) -> &[Arc<GroupRoutes>] {
         &self.sorted().ordered
     }
 
-    /// The `/apis` `APIGroupList`, encoded (apiregistration.k8s.io first).
+    /// The `/apis` `APIGroupList`, encoded (apiregistration.k8s.io first, then
+    /// [`RoutingTable::groups`] in order, the core group left out). Unavailable
+    /// APIServices are listed: availability never filters discovery, as upstream's
+    /// [`pkg/apiserver/handler_apis.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_apis.go) does not.
     pub fn api_group_list_json(&self) -> &Bytes {
         &self.sorted().api_group_list_json
     }

@@ -1,5 +1,5 @@
 //! A TLS accept loop for hosts on tokio: rustls, HTTP/1.1 and HTTP/2 by ALPN, a
-//! [`ConnectionInfo`] (peer chain, remote address) in every request's extensions, and the
+//! [`ConnectionInfo`](crate::authn::ConnectionInfo) (peer chain, remote address) in every request's extensions, and the
 //! connection limits of kube-apiserver's secure serving.
 //!
 //! Client certificates work as kube-apiserver handles them: the server *requests* one and

@@ -13,7 +13,9 @@ use crate::apiservice::ApiService;
 use crate::rt::Timer;
 
 /// A manifest that could not be read: names the file, the document (0-based) and, when
-/// known, the field.
+/// known, the field. Displays as `<file>: <detail>`, e.g.
+/// `apiservices/metrics.yaml: document 1: field spec.groupPriorityMinimum: invalid type:
+/// string "high", expected i32`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}: {}", file.display(), detail)]
 pub struct ManifestError {
@@ -30,6 +32,39 @@ pub struct ManifestError {
 /// A file that does not parse is logged (with file, document index and field) and its
 /// last good content is kept, so one bad edit never drops routes. Reading uses blocking
 /// `std::fs` calls; manifest directories are small.
+///
+/// The first event comes at once (the directory as it is, even empty or unreadable);
+/// later ones only after a scan sees a change, so an unchanged directory costs one
+/// `stat` per file per interval. Files are read in name order; subdirectories and other
+/// extensions are ignored. The source never ends.
+///
+/// ```
+/// use kube_aggregator::source::ManifestDir;
+///
+/// let dir = std::env::temp_dir().join(format!("kube-aggregator-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// std::fs::write(dir.join("metrics.yaml"), r#"
+/// apiVersion: apiregistration.k8s.io/v1
+/// kind: APIService
+/// metadata: {name: v1beta1.metrics.k8s.io}
+/// spec:
+///   service: {namespace: kube-system, name: metrics-server}
+///   group: metrics.k8s.io
+///   version: v1beta1
+///   insecureSkipTLSVerify: true
+///   groupPriorityMinimum: 100
+///   versionPriority: 100
+/// "#).unwrap();
+///
+/// // At start-up: every manifest, strictly validated.
+/// let all = ManifestDir::load(&dir).unwrap();
+/// assert_eq!(all[0].name(), "v1beta1.metrics.k8s.io");
+///
+/// std::fs::write(dir.join("broken.json"), "{").unwrap();
+/// let err = ManifestDir::load(&dir).unwrap_err();
+/// assert!(err.to_string().starts_with(&dir.join("broken.json").display().to_string()));
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct ManifestDir {
     dir: PathBuf,
@@ -41,13 +76,15 @@ pub struct ManifestDir {
 }
 
 impl ManifestDir {
-    /// Follows `dir` on tokio, scanning it every 2 s.
+    /// Follows `dir` on tokio, scanning it every 2 s (a change shows within that).
     #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn watch(dir: impl Into<PathBuf>) -> ManifestDir {
         ManifestDir::new(dir, Timer::tokio(), Duration::from_secs(2))
     }
 
-    /// A source over `dir`, polled every `interval` through `timer`.
+    /// A source over `dir`, polled every `interval` through `timer`. Nothing is read until
+    /// the first [`ApiServiceSource::next_event`].
     pub fn new(dir: impl Into<PathBuf>, timer: Timer, interval: Duration) -> ManifestDir {
         ManifestDir {
             dir: dir.into(),
@@ -64,6 +101,13 @@ impl ManifestDir {
     /// file and the document (`apiservices/metrics.yaml: document 1: APIService...`), the
     /// way a later re-read reports it. Hosts use it at start-up to refuse a bad
     /// configuration.
+    ///
+    /// # Errors
+    ///
+    /// A [`ManifestError`] naming the file for: a directory that cannot be listed, a file
+    /// that cannot be read, a document that is not YAML or JSON, a `kind` other than
+    /// `APIService`, `List` or `APIServiceList`, a field of the wrong type, or an
+    /// APIService that fails validation (upstream's message).
     pub fn load(dir: &Path) -> Result<Vec<ApiService>, ManifestError> {
         let mut out = Vec::new();
         for file in manifest_files(dir)? {
@@ -123,6 +167,7 @@ impl ManifestDir {
         true
     }
 
+    /// Every APIService of the last good content of every file, in file order.
     fn all(&self) -> Vec<ApiService> {
         self.good.values().flatten().cloned().collect()
     }
@@ -144,6 +189,7 @@ impl ApiServiceSource for ManifestDir {
     }
 }
 
+/// The `*.yaml`, `*.yml` and `*.json` files directly in `dir`, sorted by path.
 fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
     let entries = std::fs::read_dir(dir).map_err(|e| ManifestError {
         file: dir.to_owned(),
@@ -200,6 +246,8 @@ fn parse_documents(text: &str) -> Result<Vec<(String, ApiService)>, String> {
     Ok(out)
 }
 
+/// Adds the APIServices of one parsed document to `out`: the document itself, or each
+/// item of a `List`/`APIServiceList` (every item must be an APIService).
 fn collect(
     value: serde_yaml_ng::Value,
     index: usize,

@@ -154,7 +154,7 @@ pub struct InvalidTimeout(String);
 
 impl InvalidTimeout {
     /// The 400 `BadRequest` Status upstream answers with.
-    pub fn into_response(self) -> http::Response<crate::Body> {
+    pub fn into_response(self) -> http::Response<crate::body::Body> {
         Status::failure(StatusCode::BAD_REQUEST, "BadRequest", self.to_string()).into_response()
     }
 }

@@ -1,4 +1,5 @@
-//! A transport whose extension servers are tower services in the same process.
+//! A transport whose extension servers are tower services in the same process: the
+//! [`InMemoryTransport`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};

@@ -8,6 +8,52 @@
 //! ready one: rustls with the proxy client certificate, HTTP/2 by ALPN with HTTP/1.1
 //! keep-alive as fallback, connections pooled per APIService. [`InMemoryTransport`] serves
 //! APIServices from tower services in the same process (tests, benches, fuzzing).
+//!
+//! The TLS settings follow kube-aggregator's `BuildTransportConfig`
+//! ([`pkg/controllers/status/remote/remote_available_controller.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/status/remote/remote_available_controller.go))
+//! and client-go's `TLSConfigFor`
+//! ([`transport/transport.go`](https://github.com/kubernetes/client-go/blob/master/transport/transport.go)):
+//! the certificate is verified as `<service>.<namespace>.svc` although the address dialled
+//! is the resolved endpoint, against the `caBundle` or the platform's roots, and the
+//! aggregator's proxy client certificate ([`ClientCertificate`]) is presented to every
+//! backend. Building a client fails (a [`TransportError`]) when the `caBundle` is not PEM
+//! or is combined with `insecureSkipTLSVerify`; that APIService's availability check then
+//! fails with the error's text, and a request that reaches it while it is still marked
+//! available is answered 500 with that text, as upstream answers it.
+//!
+//! ```
+//! use http::{Request, Response};
+//! use kube_aggregator::Body;
+//! use kube_aggregator::transport::{BackendTarget, InMemoryTransport, Transport};
+//! use tower::ServiceExt;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! // An extension server in the same process, named as its certificate would be.
+//! let transport = InMemoryTransport::new();
+//! transport.insert(
+//!     "metrics-server.kube-system.svc",
+//!     tower::service_fn(|req: Request<Body>| async move {
+//!         Ok::<_, std::convert::Infallible>(Response::new(Body::full(req.uri().path().to_owned())))
+//!     }),
+//! );
+//!
+//! // What the registry does when an APIService points at that Service.
+//! let target = BackendTarget {
+//!     server_name: "metrics-server.kube-system.svc".into(),
+//!     ca_bundle: Vec::new(),
+//!     insecure_skip_tls_verify: false,
+//! };
+//! let client = transport.client(&target)?;
+//! let req = Request::get("https://10.0.0.5:4443/apis/metrics.k8s.io/v1beta1").body(Body::empty())?;
+//! let res = client.oneshot(req).await?;
+//! assert_eq!(res.status(), 200);
+//!
+//! // No backend for a name: the transport says so, and its APIService is not available.
+//! let other = BackendTarget { server_name: "api.other.svc".into(), ..target };
+//! assert!(transport.client(&other).is_err());
+//! # Ok(()) }
+//! ```
 
 mod memory;
 #[cfg(feature = "tokio")]
@@ -23,8 +69,10 @@ use tower::util::BoxCloneSyncService;
 
 pub use memory::InMemoryTransport;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use pool::PoolConfig;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use rustls_transport::{RustlsTransport, TcpConnector};
 #[cfg(feature = "tokio")]
 pub(crate) use tls::provider as provider_for_server;
@@ -33,19 +81,33 @@ pub use tls::{ClientCertificate, TlsConfigError, client_config};
 use crate::body::{Body, BoxError};
 
 /// How to reach and verify one APIService's backend (kube-aggregator `BuildTransportConfig`).
+///
+/// The registry builds one from each remote APIService's `spec` and asks the
+/// [`Transport`] for a client again only when it changes, so a transport may cache by
+/// target (it is `Hash` and `Eq`). The address to dial is not part of it: it comes with
+/// each request's URI, from the [`ServiceResolver`](crate::availability::ServiceResolver).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct BackendTarget {
     /// The name the serving certificate must carry: `<service>.<namespace>.svc`.
     pub server_name: String,
-    /// PEM CA bundle; empty means the platform's trust roots.
+    /// PEM CA bundle (`spec.caBundle`, base64-decoded); empty means the platform's trust
+    /// roots, as upstream falls back to the system pool.
     pub ca_bundle: Vec<u8>,
-    /// Skip verification of the serving certificate.
+    /// Skip verification of the serving certificate (`spec.insecureSkipTLSVerify`).
+    /// Together with a non-empty `ca_bundle` it is refused
+    /// ([`TlsConfigError::InsecureWithCa`]), as upstream's transport refuses it.
     pub insecure_skip_tls_verify: bool,
 }
 
 /// A client for one backend: sends a request whose URI is `https://<resolved host:port>/...`
 /// and returns the backend's response with a streaming body. Errors mean the backend could
 /// not be reached (dial, TLS, protocol).
+///
+/// Any `Clone + Send + Sync` tower service of that shape fits (box it with
+/// `BoxCloneSyncService::new`). It is cloned per request and must be ready at once, as
+/// hyper's client is: the proxy calls it with `oneshot`. A response is any status the
+/// backend sent, 5xx included; only a failure to get one is an `Err`. The proxy answers
+/// such an `Err` with 503 `error trying to reach service: <error chain>`.
 pub type BackendClient = BoxCloneSyncService<Request<Body>, Response<Body>, BoxError>;
 
 /// A backend could not be reached at all: the TCP connection was refused or timed out, or
@@ -107,10 +169,24 @@ impl TransportError {
     }
 }
 
-/// Builds backend clients.
+/// Builds backend clients: the seam between the aggregator and the network.
+///
+/// The registry calls it when an APIService appears or its TLS settings change, never on
+/// the request path; the client it returns serves every request of that APIService until
+/// the next change. Implement it to reach backends some other way (a service mesh, a
+/// unix socket, another runtime); [`RustlsTransport`] (with the `tokio` feature) and
+/// [`InMemoryTransport`] are the ones included.
 pub trait Transport: Send + Sync + 'static {
     /// A client for `target`. Called when an APIService is added or its TLS settings
     /// change; the returned client is reused for every request to that APIService.
+    ///
+    /// # Errors
+    ///
+    /// A [`TransportError`] when no client can be built for the target (a `caBundle` that
+    /// is not PEM, an invalid server name). The APIService stays routed: its availability
+    /// check fails with the error's text (`FailedDiscoveryCheck`, so requests get 503),
+    /// and a request that passes the gate before that check gets 500 with the text. A
+    /// later change of the APIService asks again.
     fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError>;
 
     /// A client for upgrade requests (SPDY, WebSocket) to `target`: HTTP/1.1 only (ALPN

@@ -1,4 +1,5 @@
-//! The tokio transport: TCP, rustls, and the connection pool of `pool.rs`.
+//! The tokio transport: TCP, rustls, and the connection pool of `pool/`, one pool per
+//! APIService client; upgrade requests get a connection of their own.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -19,7 +20,8 @@ use crate::body::{Body, BoxError, boxed};
 use crate::rt::{Executor, Timer};
 
 /// Plain TCP connector (hyper-util's `HttpConnector`, accepting `https` URIs, TCP_NODELAY,
-/// 30 s connect timeout and keep-alive as client-go's dialer).
+/// 30 s connect timeout and 30 s TCP keep-alive as client-go's dialer). The connect
+/// timeout is replaced by [`PoolConfig::connect_timeout`] for each APIService's pool.
 pub type TcpConnector = HttpConnector;
 
 fn tcp_connector() -> TcpConnector {
@@ -33,9 +35,22 @@ fn tcp_connector() -> TcpConnector {
 
 /// The default [`Transport`]: one pooled hyper client per APIService over rustls.
 ///
-/// ALPN offers `h2` and `http/1.1`: a backend that picks h2 gets one multiplexed
-/// connection, otherwise HTTP/1.1 keep-alive connections are pooled (at most 25 idle,
-/// as client-go). The serving certificate is checked against `<svc>.<ns>.svc`.
+/// ALPN offers `h2` and `http/1.1`: a backend that picks h2 gets multiplexed
+/// connections (a new one only when the backend's `SETTINGS_MAX_CONCURRENT_STREAMS` is
+/// reached, up to [`PoolConfig::max_http2_connections`]), otherwise HTTP/1.1 keep-alive
+/// connections are pooled (at most 25 idle, as client-go). The serving certificate is
+/// checked against `<svc>.<ns>.svc`. Timeouts and limits are the [`PoolConfig`]'s.
+///
+/// A dial or handshake that fails is reported as a
+/// [`ConnectError`](crate::transport::ConnectError) in the error's source chain, with
+/// Go's wording (`dial tcp 10.0.0.5:443: connect: connection refused`,
+/// `net/http: TLS handshake timeout`), so the aggregator marks the APIService unavailable
+/// at once. A request the backend provably never processed (a `REFUSED_STREAM`, a
+/// GOAWAY, a kept-alive HTTP/1.1 connection closed under it) is sent once more when it
+/// is idempotent and has no body, as Go's transport retries.
+///
+/// Cloning shares the certificate handle, the executor and the timer; each
+/// [`Transport::client`] call builds a new, empty pool.
 #[derive(Debug, Clone)]
 pub struct RustlsTransport {
     client_cert: ClientCertificate,
@@ -47,7 +62,9 @@ pub struct RustlsTransport {
 
 impl RustlsTransport {
     /// A transport presenting `client_cert` to backends, spawning connection tasks on
-    /// `executor` and timing idle connections with `timer`.
+    /// `executor` and timing idle connections and HTTP/2 keep-alive PINGs with `timer`.
+    /// Dialling and the TLS handshake use tokio's reactor, so clients must be called inside
+    /// a tokio runtime.
     pub fn new(
         client_cert: ClientCertificate,
         executor: Executor,
@@ -67,7 +84,8 @@ impl RustlsTransport {
     ///
     /// # Errors
     ///
-    /// When the PEM holds no certificate, no usable key, or a key that does not match.
+    /// [`TlsConfigError::ClientCertificate`] when the PEM holds no certificate, no usable
+    /// key, or a key that does not match the certificate.
     pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<RustlsTransport, TlsConfigError> {
         Ok(RustlsTransport::new(
             ClientCertificate::from_pem(cert_pem, key_pem)?,
@@ -76,7 +94,9 @@ impl RustlsTransport {
         ))
     }
 
-    /// The proxy client certificate handle; swapping it affects new connections.
+    /// The proxy client certificate handle; [`ClientCertificate::set_pem`] on it affects
+    /// new connections of every client this transport built, and pooled connections made
+    /// with the old certificate are no longer used for new requests.
     pub fn client_certificate(&self) -> &ClientCertificate {
         &self.client_cert
     }

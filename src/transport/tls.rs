@@ -1,6 +1,9 @@
 //! rustls client configuration for backends, as kube-aggregator builds its transport:
 //! roots from the caBundle (or the platform's), the proxy client certificate, TLS 1.2
 //! minimum, verification skipped only when `insecureSkipTLSVerify` says so.
+//!
+//! The crypto provider is rustls' `ring` provider, for backends and the TLS server alike.
+//! The platform's roots are read once per process and shared.
 
 use std::sync::Arc;
 
@@ -15,7 +18,9 @@ use rustls_pki_types::pem::PemObject;
 
 use super::BackendTarget;
 
-/// The TLS configuration could not be built.
+/// The TLS configuration could not be built: what [`client_config`],
+/// [`ClientCertificate::from_pem`] and [`ClientCertificate::set_pem`] return. Its text is
+/// upstream's where upstream has one, since the proxy answers with it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TlsConfigError {
@@ -34,7 +39,12 @@ pub enum TlsConfigError {
 /// The aggregator's proxy client certificate (`--proxy-client-cert-file` /
 /// `--proxy-client-key-file`), shared by every backend's TLS config and swappable at run
 /// time: [`ClientCertificate::set_pem`] takes effect on the next handshake, with no
-/// transport rebuilt (known failure B27).
+/// transport rebuilt, so a rotated certificate reaches backends before the old one
+/// expires.
+///
+/// Clones share one slot. Backends check it against their `requestheader-client-ca-file`
+/// and `requestheader-allowed-names`, so it is what lets them trust the `X-Remote-*`
+/// identity headers the proxy sends.
 #[derive(Debug, Clone, Default)]
 pub struct ClientCertificate {
     current: Arc<ArcSwapOption<CertifiedKey>>,
@@ -44,19 +54,31 @@ pub struct ClientCertificate {
 }
 
 impl ClientCertificate {
-    /// No client certificate (backends that require one will refuse the handshake).
+    /// No client certificate (backends that require one will refuse the handshake; most
+    /// extension servers then answer 401 or 403 instead, trusting no identity header).
     pub fn none() -> ClientCertificate {
         ClientCertificate::default()
     }
 
-    /// A client certificate from PEM chain and PEM private key.
+    /// A client certificate from a PEM chain (leaf first) and a PEM private key (PKCS#8,
+    /// PKCS#1 or SEC1).
+    ///
+    /// # Errors
+    ///
+    /// [`TlsConfigError::ClientCertificate`] when the chain holds no certificate, the key
+    /// does not parse or is of an unsupported type, or the key does not match the leaf.
     pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<ClientCertificate, TlsConfigError> {
         let c = ClientCertificate::default();
         c.set_pem(cert_pem, key_pem)?;
         Ok(c)
     }
 
-    /// Replaces the certificate; in-flight connections keep the old one.
+    /// Replaces the certificate; in-flight connections keep the old one, pooled ones made
+    /// with it take no new requests, and TLS sessions resumed from before are forgotten.
+    ///
+    /// # Errors
+    ///
+    /// As [`ClientCertificate::from_pem`]; the current certificate is kept on error.
     pub fn set_pem(&self, cert_pem: &[u8], key_pem: &[u8]) -> Result<(), TlsConfigError> {
         let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
             .collect::<Result<_, _>>()
@@ -108,7 +130,18 @@ pub(crate) fn provider() -> Arc<CryptoProvider> {
 ///
 /// The returned config verifies the serving certificate against the caBundle, or the
 /// platform's trust roots when the bundle is empty (as upstream falls back to the system
-/// pool), presents `client_cert`, and allows TLS 1.2 and 1.3.
+/// pool), presents `client_cert`, and allows TLS 1.2 and 1.3. The name it is verified
+/// against is the one the caller connects with (the target's `server_name` in
+/// [`RustlsTransport`](crate::transport::RustlsTransport)). TLS 1.3 session tickets are
+/// kept per client certificate, so a resumed session never presents a replaced one.
+///
+/// # Errors
+///
+/// - [`TlsConfigError::InsecureWithCa`] for `insecure_skip_tls_verify` with a non-empty
+///   `ca_bundle`;
+/// - [`TlsConfigError::RootCertificates`] (`unable to load root certificates: unable to
+///   parse bytes as PEM block`) when the bundle holds no certificate or one that does not
+///   parse.
 pub fn client_config(
     target: &BackendTarget,
     client_cert: &ClientCertificate,
@@ -167,8 +200,8 @@ fn new_session_cache() -> Arc<rustls::client::ClientSessionMemoryCache> {
 
 /// TLS session tickets of the current proxy client certificate only. A resumed TLS 1.3
 /// session carries the certificate of the handshake it resumes, so after a rotation a new
-/// connection must not resume an old session: the backend would see the old certificate
-/// (known failure B27). Sessions are forgotten when the certificate changes.
+/// connection must not resume an old session: the backend would see the old certificate,
+/// until it expired. Sessions are forgotten when the certificate changes.
 #[derive(Debug)]
 struct SessionsPerCertificate {
     cert: ClientCertificate,

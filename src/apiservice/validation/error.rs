@@ -148,7 +148,8 @@ impl FieldError {
 pub struct ValidationError {
     /// `metadata.name` of the rejected object (may be empty).
     pub name: String,
-    /// Every problem, in upstream's check order; never empty when returned by [`validate`].
+    /// Every problem, in upstream's check order; never empty when returned by
+    /// [`validate`](super::validate).
     pub errors: Vec<FieldError>,
 }
 

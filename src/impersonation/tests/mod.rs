@@ -348,22 +348,3 @@ async fn bad_requests_and_the_missing_user() {
         StatusCode::BAD_REQUEST
     );
 }
-
-#[test]
-fn service_account_names_follow_split_username() {
-    for (name, sa) in [
-        (
-            "system:serviceaccount:foo:default",
-            Some(("foo", "default")),
-        ),
-        ("system:serviceaccount:foo:a.b-c", Some(("foo", "a.b-c"))),
-        ("system:serviceaccount:foo", None),
-        ("system:serviceaccount:foo:bar:baz", None),
-        ("system:serviceaccount:Foo:bar", None),
-        ("system:serviceaccount::bar", None),
-        ("system:serviceaccount:foo.bar:baz", None),
-        ("system:serviceaccounts:foo:bar", None),
-    ] {
-        assert_eq!(split_service_account(name), sa, "{name}");
-    }
-}

@@ -11,9 +11,22 @@
 //! manager as `system:kube-aggregator` in `system:masters`, its OpenAPI downloader as
 //! `system:aggregator`).
 
+mod impersonate;
+mod user;
+
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use crate::authn::UserInfo;
+pub use impersonate::{
+    IMPERSONATE_EXTRA_PREFIX, IMPERSONATE_GROUP, IMPERSONATE_UID, IMPERSONATE_USER,
+};
+pub(crate) use impersonate::{
+    InvalidImpersonation, Requested, SERVICE_ACCOUNT_PREFIX, has_impersonation_headers,
+    remove_impersonation_headers, requested,
+};
+pub use user::{
+    SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, SYSTEM_MASTERS, SYSTEM_UNAUTHENTICATED, UserInfo,
+};
+
 use crate::gocompat::url;
 
 /// The user's name (always sent, even empty).
@@ -31,8 +44,6 @@ pub(crate) const IMPERSONATE_PREFIX: &str = "impersonate-";
 pub(crate) const KUBE_AGGREGATOR_USER: &str = "system:kube-aggregator";
 /// The user of the aggregator's OpenAPI downloads.
 pub(crate) const OPENAPI_USER: &str = "system:aggregator";
-/// The group the availability probes and the `/apis` discovery fetch carry.
-pub(crate) const SYSTEM_MASTERS: &str = crate::authz::SYSTEM_MASTERS;
 
 /// Headers that carry identity or credentials and must never travel past the
 /// authentication filter (docs/upstream-behaviour.md §3.4, §7.9): `Authorization`,

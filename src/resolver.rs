@@ -1,4 +1,15 @@
 //! Service resolution: where `namespace/name:port` lives.
+//!
+//! The [`ServiceResolver`] seam is kube-aggregator's `ServiceResolver`
+//! ([`pkg/apiserver/resolvers.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/resolvers.go)): the proxy and
+//! the availability controller call it for every request and probe, and the registry
+//! hands it to the discovery and OpenAPI fetchers. Upstream resolves through the Service's
+//! ClusterIP (the default) or a random ready endpoint of its EndpointSlices
+//! (`--enable-aggregator-routing`); a host does either, or whatever its platform offers.
+//! The errors carry the availability controller's reasons and messages, so a failed
+//! resolution reads in `kubectl get apiservices` as it would upstream.
+//!
+//! Re-exported from [`availability`](crate::availability).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -9,7 +20,11 @@ use http::uri::Authority;
 use crate::apiservice::ServiceReference;
 
 /// Why a Service could not be resolved; each maps to the upstream condition reason and
-/// message of the remote availability controller (docs/upstream-behaviour.md §4.3).
+/// message of the remote availability controller
+/// ([`remote_available_controller.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/status/remote/remote_available_controller.go)).
+///
+/// The proxy answers every one of them 503 `service unavailable` and logs the text, as
+/// upstream tells the client nothing more.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResolveError {
@@ -64,7 +79,9 @@ pub enum ResolveError {
 }
 
 impl ResolveError {
-    /// The condition reason upstream reports for this failure.
+    /// The condition reason upstream reports for this failure: the variant's name
+    /// (`ServiceNotFound`, `ServicePortError`, `EndpointsNotFound`, `MissingEndpoints`,
+    /// `ServiceAccessError`).
     pub fn reason(&self) -> &'static str {
         match self {
             ResolveError::ServiceNotFound { .. } => "ServiceNotFound",
@@ -75,18 +92,32 @@ impl ResolveError {
         }
     }
 
-    /// True when upstream reports the condition as `Unknown` rather than `False`.
+    /// True when upstream reports the condition as `Unknown` rather than `False`: the
+    /// lookup itself failed ([`ResolveError::ServiceAccessError`]), so nothing is known
+    /// about the Service.
     pub fn is_unknown(&self) -> bool {
         matches!(self, ResolveError::ServiceAccessError { .. })
     }
 }
 
-/// The boxed future a [`ServiceResolver`] returns.
+/// The boxed future a [`ServiceResolver`] returns: the address to dial, or why not.
 pub type ResolveFuture = Pin<Box<dyn Future<Output = Result<Authority, ResolveError>> + Send>>;
 
 /// Resolves an APIService's `spec.service` to a dialable `host:port`.
+///
+/// Called on the request path for every proxied request, so it should answer from memory
+/// (an informer cache, a static map) and keep any lookup off it. The address is dialled
+/// as given; TLS still verifies the serving certificate as `<service>.<namespace>.svc`.
+/// Implemented for `Arc<R>`, so one resolver can be shared by the builder, the proxy and
+/// the fetchers.
 pub trait ServiceResolver: Send + Sync + 'static {
-    /// The address of `service` (port already defaulted to 443 when absent).
+    /// The address of `service` (port already defaulted to 443 when absent): an IP or a
+    /// DNS name with a port, IPv6 in brackets (`[fd00::5]:443`).
+    ///
+    /// # Errors
+    ///
+    /// A [`ResolveError`] whose reason the availability controller writes into the
+    /// APIService's condition.
     fn resolve(&self, service: &ServiceReference) -> ResolveFuture;
 }
 
@@ -99,7 +130,31 @@ impl<R: ServiceResolver + ?Sized> ServiceResolver for std::sync::Arc<R> {
 /// A fixed map from `(namespace, name, port)` to `host:port`.
 ///
 /// A name with no entry at all is `ServiceNotFound`; a known name without that port is
-/// `ServicePortError`.
+/// `ServicePortError`. For hosts whose extension servers sit at fixed addresses, for the
+/// gateway's `--service` flags, and for tests.
+///
+/// ```
+/// use kube_aggregator::apiservice::ServiceReference;
+/// use kube_aggregator::availability::{ResolveError, ServiceResolver, StaticServiceResolver};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut resolver = StaticServiceResolver::new();
+/// resolver.insert("kube-system", "metrics-server", 443, "10.0.0.5:4443")?;
+/// let service = ServiceReference {
+///     namespace: "kube-system".into(),
+///     name: "metrics-server".into(),
+///     port: None,
+/// };
+/// assert_eq!(resolver.resolve(&service).await?, "10.0.0.5:4443");
+///
+/// let other = ServiceReference { port: Some(8443), ..service };
+/// let err = resolver.resolve(&other).await.unwrap_err();
+/// assert_eq!(err.reason(), "ServicePortError");
+/// assert_eq!(err.to_string(), r#"service/metrics-server in "kube-system" is not listening on port 8443"#);
+/// assert!(resolver.insert("kube-system", "x", 443, "no-port").is_err());
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct StaticServiceResolver {
     entries: HashMap<(String, String), HashMap<i32, Authority>>,
@@ -111,7 +166,9 @@ impl StaticServiceResolver {
         StaticServiceResolver::default()
     }
 
-    /// Adds `namespace/name:port` at `address` (`host:port`).
+    /// Adds `namespace/name:port` at `address` (`host:port`), replacing an earlier address
+    /// for the same key. `port` is the APIService's `spec.service.port` (443 when the
+    /// APIService gives none), not the backend's.
     ///
     /// # Errors
     ///
@@ -141,7 +198,8 @@ impl StaticServiceResolver {
     }
 }
 
-/// An address given to [`StaticServiceResolver::insert`] that is not `host:port`.
+/// An address given to [`StaticServiceResolver::insert`] that is not `host:port`: it does
+/// not parse as a URI authority (the parse error is its source), or it has no port.
 #[derive(Debug, thiserror::Error)]
 #[error("address {address:?} {}", match source {
     Some(e) => format!("is not host:port: {e}"),

@@ -1,0 +1,391 @@
+//! The aggregator layer: routes each request by the current [`RoutingTable`](crate::registry::RoutingTable) snapshot.
+//!
+//! | path | answer |
+//! |---|---|
+//! | `/apis`, `/apis/` | the `APIGroupList` (apiregistration.k8s.io, APIService groups, then the host's own) |
+//! | `/apis` with an aggregated `Accept`, given a [`DiscoveryManager`] | the `APIGroupDiscoveryList` ([`crate::discovery`]) |
+//! | `/api` with an aggregated `Accept`, given a [`DiscoveryManager`] | the host's core group as an `APIGroupDiscoveryList` |
+//! | `/openapi/v2`, `/openapi/v3`, given an [`OpenApiManager`] | the merged documents ([`crate::openapi`]) |
+//! | `/openapi/v3/apis/<g>/<v>` listed by a remote APIService | availability gate, then the mTLS proxy |
+//! | `/apis/apiregistration.k8s.io/...` | the read-only APIService API |
+//! | `/apis/<g>`, `/apis/<g>/` with APIServices | that group's `APIGroup` |
+//! | `/apis/<g>/<v>[/...]` of a remote APIService | availability gate, then the mTLS proxy |
+//! | anything else, local APIServices included | the inner service (the host's handlers) |
+//!
+//! Mirrors the mux of kube-aggregator
+//! [`pkg/apiserver/apiserver.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/apiserver.go) (exact paths
+//! first, then the longest prefix, then the delegate, as
+//! [`pkg/server/mux/pathrecorder.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/mux/pathrecorder.go)
+//! matches) and the decisions of
+//! [`pkg/apiserver/handler_proxy.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_proxy.go). The
+//! service is always ready; each request does one snapshot load.
+//!
+//! A remote APIService's request is answered, in upstream's order: 503 `service
+//! unavailable` when its `Available` condition is not `True` (no connection is tried);
+//! 500 with the transport's error when no client could be built; 500 `missing user` when
+//! no [`UserInfo`](crate::authn::UserInfo) is in the extensions (authentication must run
+//! first); 503 `service unavailable` when the Service does not resolve; otherwise the
+//! proxied backend answer, or 503 `error trying to reach service: ...` when the backend
+//! cannot be reached. These are plain-text bodies, as upstream writes them with Go's
+//! `http.Error`. A stack built by the [`Aggregator`](crate::Aggregator) builder also
+//! answers 503 naming the problem while its worker is not running.
+//!
+//! The layer sits innermost in the stack, behind authentication and authorization (it
+//! reads the [`RequestInfo`](crate::authz::RequestInfo) authorization computed, or
+//! computes the same one), as the aggregator's mux sits behind kube-apiserver's filters.
+//!
+//! ```
+//! use http::{Request, Response, StatusCode};
+//! use kube_aggregator::availability::StaticServiceResolver;
+//! use kube_aggregator::registry::Registry;
+//! use kube_aggregator::rt::Timer;
+//! use kube_aggregator::source::ApiServiceEvent;
+//! use kube_aggregator::transport::InMemoryTransport;
+//! use kube_aggregator::{AggregatorLayer, Body};
+//! use tower::{Layer, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let registry = Registry::new(InMemoryTransport::new());
+//! registry.apply(ApiServiceEvent::Applied(serde_json::from_str(r#"{
+//!   "metadata": {"name": "v1beta1.metrics.k8s.io"},
+//!   "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"},
+//!            "group": "metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": true,
+//!            "groupPriorityMinimum": 100, "versionPriority": 100}}"#)?))?;
+//!
+//! // The host's own handlers: any service answering any body of `Bytes`.
+//! let host = tower::service_fn(|req: Request<Body>| async move {
+//!     Ok::<_, std::convert::Infallible>(Response::new(format!("host: {}", req.uri().path())))
+//! });
+//! let aggregator = AggregatorLayer::new(registry, StaticServiceResolver::new(), Timer::tokio())
+//!     .layer(host);
+//!
+//! // `/apis` lists apiregistration.k8s.io first, then the APIService groups.
+//! let res = aggregator.clone().oneshot(Request::get("/apis").body(Body::empty())?).await?;
+//! assert_eq!(res.status(), StatusCode::OK);
+//!
+//! // A remote APIService not yet checked is not available: 503, no connection tried.
+//! let req = Request::get("/apis/metrics.k8s.io/v1beta1/nodes").body(Body::empty())?;
+//! let res = aggregator.clone().oneshot(req).await?;
+//! assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+//!
+//! // Everything else is the host's.
+//! let res = aggregator.oneshot(Request::get("/healthz").body(Body::empty())?).await?;
+//! assert_eq!(res.status(), StatusCode::OK);
+//! # Ok(()) }
+//! ```
+
+mod discovery;
+mod openapi;
+mod remote;
+mod route;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use tower::{Layer, Service, ServiceExt};
+
+use crate::body::{Body, BoxError};
+use crate::discovery::DiscoveryManager;
+use crate::openapi::OpenApiManager;
+use crate::registry::Registry;
+use crate::resolver::ServiceResolver;
+use crate::rt::{Executor, Timer};
+
+use route::Target;
+
+/// Layer that puts the aggregator in front of the host's own handlers.
+///
+/// Built from a [`Registry`], a [`ServiceResolver`] and a [`Timer`]; the discovery and
+/// OpenAPI managers are optional and add their paths. Cloning shares everything; the
+/// builder methods return a new layer and leave services already built alone.
+#[derive(Clone)]
+pub struct AggregatorLayer {
+    shared: Arc<Shared>,
+}
+
+/// Everything an [`AggregatorService`] and its routing read, shared by every clone.
+#[derive(Clone)]
+struct Shared {
+    registry: Registry,
+    resolver: Arc<dyn ServiceResolver>,
+    timer: Timer,
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    executor: Option<Executor>,
+    /// The worker of a stack from [`Aggregator::builder`](crate::Aggregator::builder);
+    /// `None` when assembled by hand (the host runs the controller itself).
+    worker: Option<Arc<crate::worker::WorkerState>>,
+    discovery: Option<DiscoveryManager>,
+    host_cache: Arc<discovery::HostCache>,
+    openapi: Option<OpenApiManager>,
+    openapi_cache: Arc<openapi::OpenApiCache>,
+}
+
+impl std::fmt::Debug for AggregatorLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AggregatorLayer")
+            .field("registry", &self.shared.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AggregatorLayer {
+    /// Routes by `registry`, resolving Services with `resolver` per proxied request;
+    /// `timer` times the 5 s deadline of discovery requests (`/apis/<group>/<version>`)
+    /// to backends, as upstream's `NewRequestForProxy` sets it.
+    ///
+    /// Availability is read from the registry: run an
+    /// [`AvailabilityController`](crate::availability::AvailabilityController) on the
+    /// same registry (the [`Aggregator`](crate::Aggregator) builder does), or every remote
+    /// APIService answers 503.
+    ///
+    /// With the `tokio` feature, upgrade requests are spliced on the tokio executor;
+    /// [`AggregatorLayer::executor`] sets another one.
+    pub fn new(
+        registry: Registry,
+        resolver: impl ServiceResolver,
+        timer: Timer,
+    ) -> AggregatorLayer {
+        #[cfg(feature = "tokio")]
+        let executor = Some(Executor::tokio());
+        #[cfg(not(feature = "tokio"))]
+        let executor = None;
+        AggregatorLayer {
+            shared: Arc::new(Shared {
+                registry,
+                resolver: Arc::new(resolver),
+                timer,
+                executor,
+                worker: None,
+                discovery: None,
+                host_cache: Arc::default(),
+                openapi: None,
+                openapi_cache: Arc::default(),
+            }),
+        }
+    }
+
+    /// The executor that runs spliced upgrade connections (SPDY, WebSocket): one task per
+    /// upgraded connection, copying bytes both ways until either side closes. Splicing
+    /// needs the `tokio` feature; without it upgrade requests are answered 503.
+    pub fn executor(self, executor: Executor) -> AggregatorLayer {
+        let mut shared = (*self.shared).clone();
+        shared.executor = Some(executor);
+        AggregatorLayer {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// Answers remote requests with a 503 naming the problem while `worker` is not running
+    /// (never started, or stopped), so a forgotten worker shows in every answer.
+    pub(crate) fn with_worker(self, worker: Arc<crate::worker::WorkerState>) -> AggregatorLayer {
+        let mut shared = (*self.shared).clone();
+        shared.worker = Some(worker);
+        AggregatorLayer {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// Serves aggregated discovery (`apidiscovery.k8s.io/v2`, `v2beta1`) for `/apis` and
+    /// `/api` from `manager`'s published document. Without one, `/apis` answers only the
+    /// legacy `APIGroupList` (which kubectl then follows with one request per
+    /// group-version).
+    ///
+    /// The manager must be fed by the same registry
+    /// ([`Registry::feed`](crate::registry::Registry::feed)) and run; the host's own groups
+    /// are asked from the inner service with the same `Accept` and merged in.
+    pub fn discovery(self, manager: DiscoveryManager) -> AggregatorLayer {
+        let mut shared = (*self.shared).clone();
+        shared.discovery = Some(manager);
+        AggregatorLayer {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// Serves `/openapi/v2` (merged, JSON or protobuf) and `/openapi/v3` (the merged root,
+    /// remote group-versions proxied to their APIService) from `manager`'s published
+    /// specs. Without one, those paths go to the inner service.
+    ///
+    /// The host's own documents are asked from the inner service (its `/openapi/v2`, its
+    /// `/openapi/v3` root) and merged with the backends' as upstream merges local specs
+    /// first.
+    pub fn openapi(self, manager: OpenApiManager) -> AggregatorLayer {
+        let mut shared = (*self.shared).clone();
+        shared.openapi = Some(manager);
+        AggregatorLayer {
+            shared: Arc::new(shared),
+        }
+    }
+}
+
+impl<S> Layer<S> for AggregatorLayer {
+    type Service = AggregatorService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        AggregatorService {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Service of [`AggregatorLayer`]: routes each request to the aggregator's own answers,
+/// the proxy, or `inner`.
+///
+/// Always ready; the inner service is cloned per request and called with `oneshot`, so
+/// it must be `Clone` and should be cheap to clone (an axum `Router`, a
+/// `BoxCloneSyncService`).
+#[derive(Clone)]
+pub struct AggregatorService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for AggregatorService<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AggregatorService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> AggregatorService<S> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Consumes the layer, returning the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+/// The response future of [`AggregatorService`]; `E` is the inner service's error.
+/// Boxed once per request: the routes are several different futures.
+pub type ResponseFuture<E = Infallible> =
+    Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
+
+/// The inner service answers with any body of [`Bytes`] frames (an axum `Router`, a
+/// `tower::service_fn` returning `String`s, ...); it is boxed into [`Body`] once, and not
+/// at all when it already is one. Its errors pass through unchanged: everything the
+/// aggregator answers itself is an `Ok` response.
+impl<S, B, RB> Service<Request<B>> for AggregatorService<S>
+where
+    S: Service<Request<Body>, Response = Response<RB>> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Error: Send + 'static,
+    RB: http_body::Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Error>;
+
+    /// Always ready: local requests go to a clone of the inner service with `oneshot`.
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let mut req = req.map(Body::new);
+        let table = self.shared.registry.snapshot();
+        let target = match route::route(&table, &mut req, &self.shared) {
+            Target::Ready(res) => return Box::pin(std::future::ready(Ok(res))),
+            target => target,
+        };
+        // The host's answers in our body type, boxed once (not at all when already ours).
+        let inner = self
+            .inner
+            .clone()
+            .map_response(|res: Response<RB>| res.map(Body::new));
+        match target {
+            Target::GroupList => group_list(inner, req, table.api_group_list_json().clone()),
+            Target::Aggregated { core, version } => {
+                let Some(manager) = self.shared.discovery.clone() else {
+                    return Box::pin(inner.oneshot(req));
+                };
+                let cache = self.shared.host_cache.clone();
+                if core {
+                    discovery::core(inner, req, manager, cache, version)
+                } else {
+                    discovery::group_list(inner, req, manager, cache, version)
+                }
+            }
+            Target::OpenApi { v3_root } => {
+                let Some(manager) = self.shared.openapi.clone() else {
+                    return Box::pin(inner.oneshot(req));
+                };
+                let cache = self.shared.openapi_cache.clone();
+                if v3_root {
+                    openapi::v3_root(inner, req, manager, cache)
+                } else {
+                    openapi::v2(inner, req, manager, cache)
+                }
+            }
+            Target::Remote(route, backend) => {
+                remote::remote(self.shared.clone(), route, backend, req)
+            }
+            Target::Inner | Target::Ready(_) => Box::pin(inner.oneshot(req)),
+        }
+    }
+}
+
+/// A `200` with `bytes` as `application/json`.
+fn json(bytes: Bytes) -> Response<Body> {
+    let mut res = Response::new(Body::full(bytes));
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}
+
+/// `/apis`: our list, with the groups the inner service lists appended.
+///
+/// The inner service is asked `GET` the same path with `Accept: application/json` and the
+/// request's extensions (so it sees the same user); a non-200 or unreadable answer leaves
+/// our list alone, and groups we already list are not repeated.
+fn group_list<S, RB>(inner: S, req: Request<Body>, ours: Bytes) -> ResponseFuture<S::Error>
+where
+    S: Service<Request<Body>, Response = Response<RB>> + Send + 'static,
+    S::Future: Send,
+    S::Error: Send + 'static,
+    RB: http_body::Body<Data = Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    Box::pin(async move {
+        let mut probe = Request::get(req.uri().clone())
+            .body(Body::empty())
+            .unwrap_or_default();
+        probe
+            .headers_mut()
+            .insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        *probe.extensions_mut() = req.extensions().clone();
+        let res = inner.oneshot(probe).await?;
+        if res.status() != StatusCode::OK {
+            return Ok(json(ours));
+        }
+        // The host's list is a small document; anything unreadable is ignored.
+        let theirs = match res.into_body().collect().await {
+            Ok(c) => c.to_bytes(),
+            Err(_) => return Ok(json(ours)),
+        };
+        Ok(json(
+            crate::discovery::merge_group_lists(&ours, &theirs).unwrap_or(ours),
+        ))
+    })
+}

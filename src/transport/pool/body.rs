@@ -1,0 +1,94 @@
+//! The response body that gives its connection back to the pool when it ends.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::uri::Authority;
+use http_body::{Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper::client::conn::http1;
+
+use super::{H2Conn, PoolInner};
+use crate::body::Body;
+
+/// What a finished response gives back to the pool.
+pub(super) enum Release {
+    /// An HTTP/2 stream slot, given back when dropped.
+    Http2 { _slot: StreamSlot },
+    /// An HTTP/1.1 connection, returned to the idle list when its response was read whole.
+    Http1 {
+        pool: Arc<PoolInner>,
+        authority: Authority,
+        send: http1::SendRequest<Body>,
+        cert_generation: u64,
+    },
+}
+
+pin_project_lite::pin_project! {
+    /// A response body that hands its connection back when it ends: an HTTP/2 stream slot,
+    /// or an HTTP/1.1 connection that read its response to the end.
+    pub(super) struct PooledBody {
+        #[pin]
+        pub(super) inner: Incoming,
+        pub(super) release: Option<Release>,
+    }
+}
+
+impl http_body::Body for PooledBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let mut this = self.project();
+        let polled = this.inner.as_mut().poll_frame(cx);
+        // Readers stop at the last frame when the body says it has ended, so that counts
+        // as the end as much as `None` does.
+        let ended = match &polled {
+            Poll::Ready(None) => true,
+            Poll::Ready(Some(Ok(_))) => this.inner.is_end_stream(),
+            _ => false,
+        };
+        match &polled {
+            _ if ended => {
+                if let Some(Release::Http1 {
+                    pool,
+                    authority,
+                    send,
+                    cert_generation,
+                }) = this.release.take()
+                {
+                    pool.return_http1(&authority, send, cert_generation);
+                }
+            }
+            // A broken body: its HTTP/1.1 connection is not reused.
+            Poll::Ready(Some(Err(_))) => {
+                this.release.take();
+            }
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// One request counted on an HTTP/2 connection until dropped.
+pub(super) struct StreamSlot(pub(super) Arc<H2Conn>);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}

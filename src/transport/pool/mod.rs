@@ -1,0 +1,342 @@
+//! The connections of one APIService's client: HTTP/2 connections held as hyper
+//! `SendRequest` handles, several per backend address once the backend's
+//! `SETTINGS_MAX_CONCURRENT_STREAMS` is reached, kept alive and checked with PINGs; or,
+//! for backends without h2, a pool of idle HTTP/1.1 keep-alive connections.
+//!
+//! This replaces a generic pool lookup per request (hyper-util's legacy client) for the
+//! failure modes kube-aggregator users meet (docs/known-failures.md B21, B22, B23, B27):
+//!
+//! - a connection whose backend stopped answering is found dead by an unanswered PING
+//!   within [`PoolConfig::keep_alive_interval`] + [`PoolConfig::keep_alive_timeout`] and
+//!   replaced, instead of being used for ~45 s;
+//! - a request the backend provably never processed (refused with `REFUSED_STREAM`, above
+//!   the last stream id of a GOAWAY, or sent on a reused HTTP/1.1 connection the backend
+//!   had closed) is sent once more, on another connection, when it can be replayed: an
+//!   idempotent method (GET, HEAD, OPTIONS) or a body not yet started, as Go's transport
+//!   retries;
+//! - more than one connection per backend when streams run out;
+//! - after the proxy client certificate changes, new requests go to connections that
+//!   present the new one, and the old connections drain.
+
+mod body;
+mod connect;
+mod h1;
+mod h2;
+mod retry;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use http::uri::Authority;
+use http::{Request, Response};
+use hyper::client::conn::{http1, http2};
+use tower::Service;
+
+use super::ClientCertificate;
+use crate::body::{Body, BoxError};
+use crate::rt::{Executor, Timer};
+
+pub(crate) use connect::Connector;
+pub(crate) use h1::origin_form;
+use retry::{AttemptError, Retry, replay_copy};
+
+/// How the connections to one APIService's backends are managed. Defaults follow
+/// client-go's transport where it has a setting (30 s dial, 10 s TLS handshake, 25 idle
+/// HTTP/1.1 connections, 90 s idle) and detect a dead HTTP/2 connection within 10 s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolConfig {
+    /// TCP connect timeout. Default 30 s.
+    pub connect_timeout: Duration,
+    /// TLS handshake timeout. Default 10 s.
+    pub tls_handshake_timeout: Duration,
+    /// HTTP/2 connections per backend address, opened as the backend's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` fills up. Past it, requests share the least
+    /// loaded connection (h2 queues them for a stream). Default 8.
+    pub max_http2_connections: usize,
+    /// A PING is sent on an HTTP/2 connection that has received nothing for this long.
+    /// Default 5 s.
+    pub keep_alive_interval: Duration,
+    /// An HTTP/2 connection whose PING is not answered within this is closed, and its
+    /// requests fail at once. Default 5 s.
+    pub keep_alive_timeout: Duration,
+    /// Idle HTTP/1.1 connections kept per backend address. Default 25.
+    pub max_idle_http1: usize,
+    /// An idle HTTP/1.1 connection older than this is closed. Default 90 s.
+    pub idle_timeout: Duration,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            connect_timeout: Duration::from_secs(30),
+            tls_handshake_timeout: Duration::from_secs(10),
+            max_http2_connections: 8,
+            keep_alive_interval: Duration::from_secs(5),
+            keep_alive_timeout: Duration::from_secs(5),
+            max_idle_http1: 25,
+            idle_timeout: Duration::from_secs(90),
+        }
+    }
+}
+
+/// One APIService's connections, by backend address.
+#[derive(Clone)]
+pub(crate) struct Pool {
+    inner: Arc<PoolInner>,
+}
+
+struct PoolInner {
+    connector: Connector,
+    config: PoolConfig,
+    executor: Executor,
+    timer: Timer,
+    client_cert: ClientCertificate,
+    hosts: Mutex<HashMap<Authority, Host>>,
+}
+
+#[derive(Default)]
+struct Host {
+    http2: Vec<Arc<H2Conn>>,
+    /// Connections being dialled that may turn out to be HTTP/2.
+    dialing: usize,
+    /// The backend chose HTTP/1.1 by ALPN.
+    http1_only: bool,
+    http1_idle: Vec<Idle>,
+    /// Signalled when a dial ends; `dials_ended` counts them.
+    dialed: Arc<tokio::sync::Notify>,
+    dials_ended: u64,
+}
+
+struct H2Conn {
+    send: http2::SendRequest<Body>,
+    in_flight: AtomicUsize,
+    /// The backend's `SETTINGS_MAX_CONCURRENT_STREAMS`, as the connection task last saw it.
+    max_streams: Arc<AtomicUsize>,
+    /// The proxy client certificate's generation at dial time.
+    cert_generation: u64,
+    /// The backend sent GOAWAY: no new streams here.
+    draining: std::sync::atomic::AtomicBool,
+}
+
+struct Idle {
+    send: http1::SendRequest<Body>,
+    since: Instant,
+    cert_generation: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What to send a request on.
+enum Pick {
+    Http2(Arc<H2Conn>),
+    Http1(http1::SendRequest<Body>),
+    Dial,
+    /// Every allowed connection is still being dialled: wait for one (the host's dial
+    /// count when this was decided, and its signal).
+    Wait(u64, Arc<tokio::sync::Notify>),
+}
+
+impl Pool {
+    pub(crate) fn new(
+        connector: Connector,
+        config: PoolConfig,
+        executor: Executor,
+        timer: Timer,
+        client_cert: ClientCertificate,
+    ) -> Pool {
+        Pool {
+            inner: Arc::new(PoolInner {
+                connector,
+                config,
+                executor,
+                timer,
+                client_cert,
+                hosts: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+}
+
+impl Service<Request<Body>> for Pool {
+    type Response = Response<Body>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        let inner = self.inner.clone();
+        Box::pin(async move { inner.send(req).await })
+    }
+}
+
+impl PoolInner {
+    async fn send(self: Arc<Self>, req: Request<Body>) -> Result<Response<Body>, BoxError> {
+        let authority =
+            req.uri().authority().cloned().ok_or_else(|| {
+                BoxError::from(format!("backend URI {} has no address", req.uri()))
+            })?;
+        let replay = replay_copy(&req);
+        match self.attempt(&authority, req, false).await {
+            Ok(res) => Ok(res),
+            Err(AttemptError { error, retry }) if retry != Retry::No && replay.is_some() => {
+                tracing::debug!(%authority, %error, "backend never processed the request; sending it again");
+                let req = replay.map(|r| r.map(|()| Body::empty()));
+                match req {
+                    // Boxed: the retry's state stays out of every request's future.
+                    Some(req) => Box::pin(self.attempt(&authority, req, retry == Retry::Fresh))
+                        .await
+                        .map_err(|e| e.error),
+                    None => Err(error),
+                }
+            }
+            Err(e) => Err(e.error),
+        }
+    }
+
+    /// Picks (or dials) a connection for a request to `authority`; `fresh` dials a new one
+    /// (a retry after its connection went away, allowed past the connection limit).
+    fn pick(&self, authority: &Authority, fresh: bool) -> Pick {
+        let generation = self.client_cert.generation();
+        let now = self.timer.now();
+        let mut hosts = lock(&self.hosts);
+        let host = hosts.entry(authority.clone()).or_default();
+        // Closed, draining after a GOAWAY, or made with an older client certificate:
+        // not for new requests (those in flight finish).
+        host.http2.retain(|c| {
+            !c.send.is_closed()
+                && !c.draining.load(Ordering::Acquire)
+                && c.cert_generation == generation
+        });
+        if fresh {
+            host.dialing += usize::from(!host.http1_only);
+            return Pick::Dial;
+        }
+        if host.http1_only {
+            while let Some(idle) = host.http1_idle.pop() {
+                let stale = idle.cert_generation != generation
+                    || now.saturating_duration_since(idle.since) > self.config.idle_timeout;
+                // Returned when its last response ended; hyper may not have marked it
+                // ready yet, which `send_h1` waits for.
+                if !stale && !idle.send.is_closed() {
+                    return Pick::Http1(idle.send);
+                }
+            }
+            return Pick::Dial;
+        }
+        let best = host
+            .http2
+            .iter()
+            .min_by_key(|c| c.in_flight.load(Ordering::Acquire))
+            .cloned();
+        if let Some(conn) = &best {
+            if conn.in_flight.load(Ordering::Acquire) < conn.max_streams.load(Ordering::Acquire) {
+                conn.in_flight.fetch_add(1, Ordering::AcqRel);
+                return Pick::Http2(conn.clone());
+            }
+        }
+        if host.http2.len() + host.dialing < self.config.max_http2_connections.max(1) {
+            host.dialing += 1;
+            return Pick::Dial;
+        }
+        match best {
+            Some(conn) => {
+                conn.in_flight.fetch_add(1, Ordering::AcqRel);
+                Pick::Http2(conn)
+            }
+            None => Pick::Wait(host.dials_ended, host.dialed.clone()),
+        }
+    }
+
+    async fn attempt(
+        self: &Arc<Self>,
+        authority: &Authority,
+        req: Request<Body>,
+        fresh: bool,
+    ) -> Result<Response<Body>, AttemptError> {
+        let pick = loop {
+            match self.pick(authority, fresh) {
+                Pick::Wait(seen, dialed) => {
+                    let notified = dialed.notified();
+                    let mut notified = std::pin::pin!(notified);
+                    notified.as_mut().enable();
+                    // A dial that ended since the pick has already signalled.
+                    let ended = lock(&self.hosts)
+                        .get(authority)
+                        .is_none_or(|h| h.dials_ended != seen);
+                    if !ended {
+                        // A dial ends within the connect and handshake timeouts.
+                        let wait = self.config.connect_timeout + self.config.tls_handshake_timeout;
+                        let _ = Box::pin(tokio::time::timeout(wait, notified)).await;
+                    }
+                }
+                pick => break pick,
+            }
+        };
+        match pick {
+            Pick::Wait(..) => unreachable!("the loop above never ends with Wait"),
+            Pick::Http2(conn) => self.send_h2(conn, req).await,
+            Pick::Http1(send) => self.send_h1(authority, send, req, true).await,
+            // Boxed: dialling (TCP, TLS, the HTTP/2 handshake) is rare, and its futures are
+            // large; inline, every request's future would carry (and copy) their space.
+            Pick::Dial => Box::pin(self.dial_and_send(authority, req)).await,
+        }
+    }
+
+    async fn dial_and_send(
+        self: &Arc<Self>,
+        authority: &Authority,
+        req: Request<Body>,
+    ) -> Result<Response<Body>, AttemptError> {
+        let generation = self.client_cert.generation();
+        let dialed = self.connector.connect(authority).await;
+        self.dialed(authority, dialed.as_ref().ok().map(|(_, h2)| *h2));
+        let (io, h2) = dialed.map_err(|e| AttemptError {
+            error: Box::new(e),
+            retry: Retry::No,
+        })?;
+        if h2 {
+            let handshake = self.handshake_h2(io, generation).await;
+            let conn = {
+                let mut hosts = lock(&self.hosts);
+                let host = hosts.entry(authority.clone()).or_default();
+                host.dialing = host.dialing.saturating_sub(1);
+                host.dials_ended += 1;
+                host.dialed.notify_waiters();
+                if let Ok(conn) = &handshake {
+                    conn.in_flight.fetch_add(1, Ordering::AcqRel);
+                    host.http2.push(conn.clone());
+                }
+                handshake
+            }?;
+            self.send_h2(conn, req).await
+        } else {
+            let send = self.handshake_h1(io).await?;
+            self.send_h1(authority, send, req, false).await
+        }
+    }
+
+    /// A dial to `authority` connected (`Some(h2)`, with ALPN's choice) or failed. An h2
+    /// connection stays counted as dialling until its HTTP/2 handshake ends.
+    fn dialed(&self, authority: &Authority, h2: Option<bool>) {
+        if h2 == Some(true) {
+            return;
+        }
+        let mut hosts = lock(&self.hosts);
+        let host = hosts.entry(authority.clone()).or_default();
+        host.dialing = host.dialing.saturating_sub(1);
+        host.http1_only |= h2 == Some(false);
+        host.dials_ended += 1;
+        host.dialed.notify_waiters();
+    }
+}
