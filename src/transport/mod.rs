@@ -21,7 +21,7 @@ use std::sync::Arc;
 use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 
-pub use memory::InMemoryTransport;
+pub use memory::{InMemoryResolver, InMemoryTransport};
 #[cfg(feature = "tokio")]
 pub use pool::PoolConfig;
 #[cfg(feature = "tokio")]
