@@ -14,6 +14,11 @@
 //!
 //! Mirrors the mux of kube-aggregator `apiserver.go` and `handler_proxy.go` (docs/upstream-behaviour.md
 //! §2.2, §3.1). The service is always ready; each request does one snapshot load.
+//!
+//! A request in a tenant (a [`Tenant`] in its extensions, see [`crate::tenant`]) is routed
+//! the same way by that tenant's own table, discovery and OpenAPI documents, given
+//! [`AggregatorLayer::tenants`]; a tenant that is not mounted is 404 `clusters "<name>"
+//! not found`. That is one more lock-free load.
 
 mod discovery;
 mod openapi;
@@ -37,7 +42,8 @@ use crate::discovery::{AggregatedVersion, DiscoveryManager, Negotiated};
 use crate::openapi::{OpenApiManager, V3Entry};
 use crate::registry::{Registry, RemoteBackend, Route};
 use crate::rt::{Executor, Timer};
-use crate::status::plain_text_error;
+use crate::status::{Status, plain_text_error};
+use crate::tenant::{Tenant, Tenants};
 
 /// Layer that puts the aggregator in front of the host's own handlers.
 #[derive(Clone)]
@@ -47,7 +53,10 @@ pub struct AggregatorLayer {
 
 #[derive(Clone)]
 struct Shared {
-    registry: Registry,
+    /// The stack's own APIServices: every request outside a tenant.
+    root: Scope,
+    /// The mounted tenants, for requests with a [`Tenant`] in their extensions.
+    tenants: Option<Tenants>,
     resolver: Arc<dyn ServiceResolver>,
     timer: Timer,
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
@@ -55,16 +64,41 @@ struct Shared {
     /// The worker of a stack from [`Aggregator::builder`](crate::Aggregator::builder);
     /// `None` when assembled by hand (the host runs the controller itself).
     worker: Option<Arc<crate::worker::WorkerState>>,
-    discovery: Option<DiscoveryManager>,
+}
+
+/// One APIService table and the documents served from it: the stack's own, or one
+/// tenant's. Routing, discovery, OpenAPI and the availability gate of a request all read
+/// the one scope it is in.
+#[derive(Clone)]
+pub(crate) struct Scope {
+    pub(crate) registry: Registry,
+    pub(crate) discovery: Option<DiscoveryManager>,
+    pub(crate) openapi: Option<OpenApiManager>,
     host_cache: Arc<discovery::HostCache>,
-    openapi: Option<OpenApiManager>,
     openapi_cache: Arc<openapi::OpenApiCache>,
+}
+
+impl Scope {
+    pub(crate) fn new(
+        registry: Registry,
+        discovery: Option<DiscoveryManager>,
+        openapi: Option<OpenApiManager>,
+    ) -> Scope {
+        Scope {
+            registry,
+            discovery,
+            openapi,
+            host_cache: Arc::default(),
+            openapi_cache: Arc::default(),
+        }
+    }
 }
 
 impl std::fmt::Debug for AggregatorLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AggregatorLayer")
-            .field("registry", &self.shared.registry)
+            .field("registry", &self.shared.root.registry)
+            .field("tenants", &self.shared.tenants)
             .finish_non_exhaustive()
     }
 }
@@ -86,15 +120,12 @@ impl AggregatorLayer {
         let executor = None;
         AggregatorLayer {
             shared: Arc::new(Shared {
-                registry,
+                root: Scope::new(registry, None, None),
+                tenants: None,
                 resolver: Arc::new(resolver),
                 timer,
                 executor,
                 worker: None,
-                discovery: None,
-                host_cache: Arc::default(),
-                openapi: None,
-                openapi_cache: Arc::default(),
             }),
         }
     }
@@ -123,7 +154,7 @@ impl AggregatorLayer {
     /// group-version).
     pub fn discovery(self, manager: DiscoveryManager) -> AggregatorLayer {
         let mut shared = (*self.shared).clone();
-        shared.discovery = Some(manager);
+        shared.root.discovery = Some(manager);
         AggregatorLayer {
             shared: Arc::new(shared),
         }
@@ -134,7 +165,19 @@ impl AggregatorLayer {
     /// specs. Without one, those paths go to the inner service.
     pub fn openapi(self, manager: OpenApiManager) -> AggregatorLayer {
         let mut shared = (*self.shared).clone();
-        shared.openapi = Some(manager);
+        shared.root.openapi = Some(manager);
+        AggregatorLayer {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// Routes the requests of a tenant (a [`Tenant`] in their extensions, put there by
+    /// [`TenantLayer`](crate::tenant::TenantLayer)) by that tenant's own table, discovery
+    /// and OpenAPI documents in `tenants`; a tenant that is not mounted is 404 `clusters
+    /// "<name>" not found`. Without this, every tenant's request is 404.
+    pub fn tenants(self, tenants: Tenants) -> AggregatorLayer {
+        let mut shared = (*self.shared).clone();
+        shared.tenants = Some(tenants);
         AggregatorLayer {
             shared: Arc::new(shared),
         }
@@ -213,8 +256,26 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let mut req = req.map(Body::new);
-        let table = self.shared.registry.snapshot();
-        let target = match route(&table, &mut req, &self.shared) {
+        // A tenant's request is routed by its tenant's table alone (one more lock-free
+        // load); an unknown tenant goes nowhere.
+        let mounted = match req.extensions().get::<Tenant>() {
+            None => None,
+            Some(tenant) => match self
+                .shared
+                .tenants
+                .as_ref()
+                .and_then(|t| t.get(tenant.name()))
+            {
+                Some(mounted) => Some(mounted),
+                None => {
+                    let res = Status::not_found("", "clusters", tenant.name()).into_response();
+                    return Box::pin(std::future::ready(Ok(res)));
+                }
+            },
+        };
+        let scope = mounted.as_ref().map_or(&self.shared.root, |m| &m.scope);
+        let table = scope.registry.snapshot();
+        let target = match route(&table, &mut req, scope) {
             Target::Ready(res) => return Box::pin(std::future::ready(Ok(res))),
             target => target,
         };
@@ -226,10 +287,10 @@ where
         match target {
             Target::GroupList => group_list(inner, req, table.api_group_list_json().clone()),
             Target::Aggregated { core, version } => {
-                let Some(manager) = self.shared.discovery.clone() else {
+                let Some(manager) = scope.discovery.clone() else {
                     return Box::pin(inner.oneshot(req));
                 };
-                let cache = self.shared.host_cache.clone();
+                let cache = scope.host_cache.clone();
                 if core {
                     discovery::core(inner, req, manager, cache, version)
                 } else {
@@ -237,17 +298,20 @@ where
                 }
             }
             Target::OpenApi { v3_root } => {
-                let Some(manager) = self.shared.openapi.clone() else {
+                let Some(manager) = scope.openapi.clone() else {
                     return Box::pin(inner.oneshot(req));
                 };
-                let cache = self.shared.openapi_cache.clone();
+                let cache = scope.openapi_cache.clone();
                 if v3_root {
                     openapi::v3_root(inner, req, manager, cache)
                 } else {
                     openapi::v2(inner, req, manager, cache)
                 }
             }
-            Target::Remote(route, backend) => remote(self.shared.clone(), route, backend, req),
+            Target::Remote(route, backend) => {
+                let registry = scope.registry.clone();
+                remote(self.shared.clone(), registry, route, backend, req)
+            }
             Target::Inner | Target::Ready(_) => Box::pin(inner.oneshot(req)),
         }
     }
@@ -275,11 +339,7 @@ enum Target {
 /// The mux of kube-aggregator's `apiserver.go`. Reads the RequestInfo authorization read
 /// (or computes the same one when no authorization layer runs), so routing and
 /// authorization see one group and version (docs/upstream-behaviour.md §2.2).
-fn route(
-    table: &crate::registry::RoutingTable,
-    req: &mut Request<Body>,
-    shared: &Shared,
-) -> Target {
+fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>, scope: &Scope) -> Target {
     let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
     if let Err(e) = crate::authz::request_info::ensure(req) {
         return Target::Ready(e.into_response(req.uri()));
@@ -291,7 +351,7 @@ fn route(
         return Target::Ready(crate::status::internal_error(&uri, &"no RequestInfo"));
     };
     match info.api_path() {
-        ApiPath::GroupList if is_get => match aggregated(req, shared, info.path == "/apis") {
+        ApiPath::GroupList if is_get => match aggregated(req, scope, info.path == "/apis") {
             Some(target) => target,
             None => Target::GroupList,
         },
@@ -312,7 +372,7 @@ fn route(
         ApiPath::Legacy => match table.get("v1.").filter(|r| r.remote().is_some()) {
             Some(route) => remote_target(route),
             None if is_get && matches!(info.path.as_str(), "/api" | "/api/") => {
-                match aggregated(req, shared, true) {
+                match aggregated(req, scope, true) {
                     Some(Target::Aggregated { version, .. }) => Target::Aggregated {
                         core: true,
                         version,
@@ -322,8 +382,8 @@ fn route(
             }
             None => Target::Inner,
         },
-        ApiPath::Other if is_get && shared.openapi.is_some() => {
-            openapi_target(table, req, info, shared)
+        ApiPath::Other if is_get && scope.openapi.is_some() => {
+            openapi_target(table, req, info, scope)
         }
         _ => Target::Inner,
     }
@@ -344,9 +404,9 @@ fn openapi_target(
     table: &crate::registry::RoutingTable,
     req: &Request<Body>,
     info: &crate::authz::RequestInfo,
-    shared: &Shared,
+    scope: &Scope,
 ) -> Target {
-    let Some(manager) = &shared.openapi else {
+    let Some(manager) = &scope.openapi else {
         return Target::Inner;
     };
     match info.path.as_str() {
@@ -371,8 +431,8 @@ fn openapi_target(
 /// The aggregated-discovery target of a discovery request, when a manager serves it:
 /// only the exact path (`/apis`, not `/apis/`, as upstream's mux) with an aggregated
 /// `Accept`; `Some(Ready(406))` when the `Accept` allows nothing JSON.
-fn aggregated(req: &Request<Body>, shared: &Shared, exact: bool) -> Option<Target> {
-    shared.discovery.as_ref()?;
+fn aggregated(req: &Request<Body>, scope: &Scope, exact: bool) -> Option<Target> {
+    scope.discovery.as_ref()?;
     let accept = req
         .headers()
         .get(header::ACCEPT)
@@ -433,6 +493,7 @@ where
 /// A remote APIService: the gate, then the proxy (docs/upstream-behaviour.md §3.1 steps 3–8).
 fn remote<E: Send + 'static>(
     shared: Arc<Shared>,
+    registry: Registry,
     route: Arc<Route>,
     backend: Arc<RemoteBackend>,
     mut req: Request<Body>,
@@ -511,10 +572,7 @@ fn remote<E: Send + 'static>(
                 format!("https://{authority}/apis/{}/{}", spec.group, spec.version)
             };
             let message = format!("failing or missing response from {url}: {error}");
-            if shared
-                .registry
-                .report_unreachable(route.apiservice.name(), &message)
-            {
+            if registry.report_unreachable(route.apiservice.name(), &message) {
                 tracing::warn!(apiservice = route.apiservice.name(), %message, "backend unreachable; marked unavailable");
             }
         }

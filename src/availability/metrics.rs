@@ -6,28 +6,65 @@ use std::sync::Mutex;
 
 /// `aggregator_unavailable_apiservice` (gauge, label `name`) and
 /// `aggregator_unavailable_apiservice_total` (counter, labels `name`, `reason`).
+///
+/// A tenant's APIServices (see [`crate::tenant`]) carry one more label, `cluster`, the
+/// tenant's name; the stack's own are exposed exactly as upstream's.
 #[derive(Debug, Default)]
 pub struct AvailabilityMetrics {
-    gauge: Mutex<BTreeMap<String, bool>>,
-    counter: Mutex<BTreeMap<(String, String), u64>>,
+    /// By tenant (empty for the stack's own), then APIService.
+    gauge: Mutex<BTreeMap<String, BTreeMap<String, bool>>>,
+    counter: Mutex<BTreeMap<(String, String, String), u64>>,
 }
 
 impl AvailabilityMetrics {
     /// Sets the gauge of `name`: 1 when unavailable, 0 when available.
     pub fn set_unavailable(&self, name: &str, unavailable: bool) {
-        lock(&self.gauge).insert(name.to_owned(), unavailable);
+        self.set_unavailable_in("", name, unavailable);
     }
 
     /// Counts a transition of `name` from available to unavailable with `reason`.
     pub fn unavailable_transition(&self, name: &str, reason: &str) {
-        *lock(&self.counter)
-            .entry((name.to_owned(), reason.to_owned()))
-            .or_default() += 1;
+        self.unavailable_transition_in("", name, reason);
     }
 
     /// Forgets the gauge of a deleted APIService.
     pub fn forget(&self, name: &str) {
-        lock(&self.gauge).remove(name);
+        self.forget_in("", name);
+    }
+
+    /// [`AvailabilityMetrics::set_unavailable`] for tenant `tenant`'s APIService (`""`:
+    /// the stack's own).
+    pub fn set_unavailable_in(&self, tenant: &str, name: &str, unavailable: bool) {
+        let mut gauge = lock(&self.gauge);
+        // The steady state (the value is already there) allocates nothing.
+        let names = match gauge.get_mut(tenant) {
+            Some(names) => names,
+            None => gauge.entry(tenant.to_owned()).or_default(),
+        };
+        match names.get_mut(name) {
+            Some(v) => *v = unavailable,
+            None => {
+                names.insert(name.to_owned(), unavailable);
+            }
+        }
+    }
+
+    /// [`AvailabilityMetrics::unavailable_transition`] for tenant `tenant`'s APIService.
+    pub fn unavailable_transition_in(&self, tenant: &str, name: &str, reason: &str) {
+        *lock(&self.counter)
+            .entry((tenant.to_owned(), name.to_owned(), reason.to_owned()))
+            .or_default() += 1;
+    }
+
+    /// [`AvailabilityMetrics::forget`] for tenant `tenant`'s APIService.
+    pub fn forget_in(&self, tenant: &str, name: &str) {
+        let mut gauge = lock(&self.gauge);
+        if let Some(names) = gauge.get_mut(tenant) {
+            names.remove(name);
+            if names.is_empty() {
+                gauge.remove(tenant);
+            }
+        }
     }
 
     /// The Prometheus text exposition of both metrics.
@@ -35,25 +72,40 @@ impl AvailabilityMetrics {
         let mut out = String::new();
         out.push_str("# HELP aggregator_unavailable_apiservice [ALPHA] Gauge of APIServices which are marked as unavailable broken down by APIService name.\n");
         out.push_str("# TYPE aggregator_unavailable_apiservice gauge\n");
-        for (name, unavailable) in lock(&self.gauge).iter() {
+        let gauge = lock(&self.gauge);
+        let series = gauge
+            .iter()
+            .flat_map(|(tenant, names)| names.iter().map(move |(name, v)| (tenant, name, v)));
+        for (tenant, name, unavailable) in series {
             let _ = writeln!(
                 out,
-                "aggregator_unavailable_apiservice{{name=\"{}\"}} {}",
+                "aggregator_unavailable_apiservice{{{}name=\"{}\"}} {}",
+                cluster_label(tenant),
                 escape(name),
                 u8::from(*unavailable)
             );
         }
         out.push_str("# HELP aggregator_unavailable_apiservice_total [ALPHA] Counter of APIServices which are marked as unavailable broken down by APIService name and reason.\n");
         out.push_str("# TYPE aggregator_unavailable_apiservice_total counter\n");
-        for ((name, reason), n) in lock(&self.counter).iter() {
+        for ((tenant, name, reason), n) in lock(&self.counter).iter() {
             let _ = writeln!(
                 out,
-                "aggregator_unavailable_apiservice_total{{name=\"{}\",reason=\"{}\"}} {n}",
+                "aggregator_unavailable_apiservice_total{{{}name=\"{}\",reason=\"{}\"}} {n}",
+                cluster_label(tenant),
                 escape(name),
                 escape(reason)
             );
         }
         out
+    }
+}
+
+/// `cluster="<tenant>",` for a tenant's series, nothing for the stack's own.
+fn cluster_label(tenant: &str) -> String {
+    if tenant.is_empty() {
+        String::new()
+    } else {
+        format!("cluster=\"{}\",", escape(tenant))
     }
 }
 
@@ -83,5 +135,17 @@ mod tests {
         assert!(!m.render().contains("aggregator_unavailable_apiservice{"));
         m.unavailable_transition("v1.x", "FailedDiscoveryCheck");
         assert!(m.render().contains("aggregator_unavailable_apiservice_total{name=\"v1.x\",reason=\"FailedDiscoveryCheck\"} 1\n"));
+        m.set_unavailable_in("team-a", "v1.x", true);
+        m.unavailable_transition_in("team-a", "v1.x", "ServiceNotFound");
+        let text = m.render();
+        assert!(
+            text.contains(
+                "aggregator_unavailable_apiservice{cluster=\"team-a\",name=\"v1.x\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("aggregator_unavailable_apiservice_total{cluster=\"team-a\",name=\"v1.x\",reason=\"ServiceNotFound\"} 1\n"), "{text}");
+        m.forget_in("team-a", "v1.x");
+        assert!(!m.render().contains("aggregator_unavailable_apiservice{"));
     }
 }
