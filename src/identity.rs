@@ -36,11 +36,7 @@ pub(crate) const SYSTEM_MASTERS: &str = crate::authz::SYSTEM_MASTERS;
 
 /// Headers that carry identity or credentials and must never travel past the
 /// authentication filter (docs/upstream-behaviour.md §3.4, §7.9): `Authorization`,
-/// `Proxy-Authorization` and the front-proxy headers, `X-Remote-Extra-*` by prefix; and,
-/// beyond upstream, the tenant header a backend may read ([`TENANT_HEADER`],
-/// `X-Kubernetes-Cluster`), which only the aggregator writes.
-///
-/// [`TENANT_HEADER`]: crate::tenant::TENANT_HEADER
+/// `Proxy-Authorization` and the front-proxy headers, `X-Remote-Extra-*` by prefix.
 /// `Impersonate-*` is not among them: the
 /// [`ImpersonationLayer`](crate::impersonation::ImpersonationLayer) checks and removes it,
 /// and the proxy never forwards it.
@@ -50,7 +46,6 @@ pub(crate) fn is_identity_header(name: &HeaderName) -> bool {
         || *name == X_REMOTE_USER
         || *name == X_REMOTE_UID
         || *name == X_REMOTE_GROUP
-        || *name == crate::tenant::TENANT_HEADER
         || name.as_str().starts_with(X_REMOTE_EXTRA_PREFIX)
 }
 

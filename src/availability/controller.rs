@@ -385,7 +385,9 @@ impl AvailabilityController {
                 self.metrics
                     .unavailable_transition_in(tenant, name, &outcome.reason);
             }
-            if was_available != available {
+            if was_available != available && tenant.is_empty() {
+                tracing::info!(apiservice = name, available, reason = %outcome.reason, condition_message = %outcome.message, "availability changed");
+            } else if was_available != available {
                 tracing::info!(cluster = tenant, apiservice = name, available, reason = %outcome.reason, condition_message = %outcome.message, "availability changed");
             }
         }

@@ -11,7 +11,7 @@ use http::{Request, Response, StatusCode, Uri};
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
-use super::{CLUSTERS_PREFIX, Tenant};
+use super::{CLUSTERS_PREFIX, TENANT_HEADER, Tenant};
 use crate::authz::RequestInfo;
 use crate::body::Body;
 use crate::status::Status;
@@ -30,6 +30,9 @@ use crate::status::Status;
 /// regex`; and a path whose `/clusters/` only appears once percent escapes are decoded
 /// (`/clusters%2Fteam-a/...`), which names a tenant in one spelling and none in another.
 /// Other paths pass untouched.
+///
+/// A client's own [`TENANT_HEADER`] (`X-Kubernetes-Cluster`) is removed from every request:
+/// the path alone names the tenant.
 ///
 /// Whether the tenant is mounted is not checked here: the aggregator answers 404 for one
 /// that is not, after authentication and authorization.
@@ -125,6 +128,9 @@ where
 
 /// Strips the tenant off `req`'s path, or the answer refusing it.
 fn mount<B>(req: &mut Request<B>) -> Result<(), Box<Response<Body>>> {
+    // Only the path names a tenant: a client's own tenant header is dropped here, before
+    // authorization and the host's handlers see it (the proxy drops it again).
+    req.headers_mut().remove(TENANT_HEADER);
     let path = req.uri().path();
     let Some(after) = path.strip_prefix(CLUSTERS_PREFIX) else {
         if escaped_prefix(path) {

@@ -30,8 +30,10 @@
 //!    [`TENANT_HEADER`] (`X-Kubernetes-Cluster`, the header kcp read the cluster from),
 //!    or the `/clusters/<name>` prefix kept. The same holds for the aggregator's own
 //!    requests of that tenant's backends (availability probes, discovery and OpenAPI
-//!    fetches). A client's own `X-Kubernetes-Cluster` is removed after authentication
-//!    with the front-proxy headers, so it never reaches a backend or the host.
+//!    fetches). A client's own `X-Kubernetes-Cluster` is removed at the edge (by
+//!    [`TenantLayer`]) and again by the proxy, so it never reaches the authorizer, the
+//!    host or a backend; an extension server behind the aggregator, which authenticates
+//!    it as a front proxy, reads the aggregator's.
 //!
 //! Tenants come and go at run time through the same kind of feed as APIServices: a
 //! [`TenantSource`] of [`TenantEvent`]s (a tenant applied with its APIServices, deleted,
@@ -75,8 +77,8 @@ pub const CLUSTERS_PREFIX: &str = "/clusters/";
 
 /// The header that names the tenant to a backend under [`TenantForwarding::Header`]:
 /// `X-Kubernetes-Cluster: <name>` (the header kcp's servers read the logical cluster
-/// from). A client's own copy is removed after authentication, as the front-proxy
-/// `X-Remote-*` headers are, whatever the forwarding.
+/// from). A client's own copy is removed by [`TenantLayer`] and by the proxy, whatever
+/// the forwarding, as a client's `X-Remote-*` headers are.
 pub const TENANT_HEADER: HeaderName = HeaderName::from_static("x-kubernetes-cluster");
 
 /// The SubjectAccessReview `spec.extra` key that carries the tenant of a request:

@@ -45,6 +45,10 @@ fn tenant_names_are_kcp_logical_cluster_names() {
 async fn through_layer(uri: &str) -> Result<(String, Option<String>), (StatusCode, String)> {
     let inner = tower::service_fn(|req: Request<Body>| async move {
         // A RequestInfo of the path before the tenant was taken off does not survive.
+        assert!(
+            req.headers().get(TENANT_HEADER).is_none(),
+            "a client's tenant header"
+        );
         let stale = req.extensions().get::<RequestInfo>().is_some();
         assert!(!(stale && req.extensions().get::<Tenant>().is_some()));
         let tenant = req
@@ -55,7 +59,10 @@ async fn through_layer(uri: &str) -> Result<(String, Option<String>), (StatusCod
         res.extensions_mut().insert(tenant);
         Ok::<_, Infallible>(res)
     });
-    let mut req = Request::get(uri).body(Body::empty()).unwrap();
+    let mut req = Request::get(uri)
+        .header("x-kubernetes-cluster", "team-x")
+        .body(Body::empty())
+        .unwrap();
     // Computed before the layer, for the path as it was: must not survive it.
     req.extensions_mut().insert(RequestInfo::default());
     let res = TenantLayer::new().layer(inner).oneshot(req).await.unwrap();
