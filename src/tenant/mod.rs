@@ -62,6 +62,7 @@
 mod client;
 mod event;
 mod layer;
+mod signal;
 mod tenants;
 
 use std::sync::Arc;
@@ -70,7 +71,8 @@ use http::HeaderName;
 
 pub use event::{TenantApplyError, TenantError, TenantEvent, TenantSource, TenantSpec};
 pub use layer::{ResponseFuture, TenantLayer, TenantService};
-pub use tenants::{Changed, TenantStatusSink, Tenants, TenantsConfig};
+pub use signal::Changed;
+pub use tenants::{TenantStatusSink, Tenants, TenantsConfig};
 
 /// The path prefix of a tenant's requests: `/clusters/<name>/...` (kcp's).
 pub const CLUSTERS_PREFIX: &str = "/clusters/";

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
 
 use arc_swap::ArcSwap;
 use futures_util::StreamExt;
@@ -15,13 +15,14 @@ use futures_util::stream::FuturesUnordered;
 
 use super::client::{ClientCache, TenantTransport};
 use super::event::{TenantApplyError, TenantError, TenantEvent, TenantSource, TenantSpec};
+use super::signal::{Bump, Changed, Signal};
 use super::{Tenant, TenantForwarding};
 use crate::aggregator::Scope;
 use crate::apiservice::ApiService;
 use crate::availability::ServiceResolver;
 use crate::discovery::{DiscoveryConfig, DiscoveryManager};
 use crate::openapi::{OpenApiConfig, OpenApiManager};
-use crate::registry::{Registry, RoutingTable, StatusSink, TableObserver};
+use crate::registry::{Registry, StatusSink};
 use crate::rt::Timer;
 use crate::source::ApiServiceEvent;
 use crate::transport::Transport;
@@ -71,22 +72,6 @@ struct Managers {
 }
 
 type Mounts = HashMap<Arc<str>, Arc<Mounted>>;
-
-/// Bumped by every change of the tenant set and every table a tenant publishes.
-#[derive(Default)]
-struct Signal {
-    generation: AtomicU64,
-    wakers: Mutex<Vec<Waker>>,
-}
-
-impl Signal {
-    fn bump(&self) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        for w in lock(&self.wakers).drain(..) {
-            w.wake();
-        }
-    }
-}
 
 struct Shared {
     mounted: ArcSwap<Mounts>,
@@ -432,53 +417,6 @@ impl StatusSink for ForwardStatus {
         let sinks: Vec<Arc<dyn TenantStatusSink>> = lock(&self.sinks).clone();
         for sink in sinks {
             sink.status_changed(self.tenant.name(), apiservice);
-        }
-    }
-}
-
-/// Bumps the tenants' signal on every table a tenant publishes.
-struct Bump(Arc<Signal>);
-
-impl TableObserver for Bump {
-    fn table_published(&self, _table: &Arc<RoutingTable>) {
-        self.0.bump();
-    }
-}
-
-/// Future of [`Tenants::changed`].
-pub struct Changed {
-    signal: Arc<Signal>,
-    seen: u64,
-}
-
-impl std::fmt::Debug for Changed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Changed")
-            .field("seen", &self.seen)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Future for Changed {
-    type Output = u64;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u64> {
-        let g = self.signal.generation.load(Ordering::Acquire);
-        if g > self.seen {
-            return Poll::Ready(g);
-        }
-        {
-            let mut wakers = lock(&self.signal.wakers);
-            if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
-                wakers.push(cx.waker().clone());
-            }
-        }
-        // Re-checked after registering, so a bump between the two loads is not missed.
-        let g = self.signal.generation.load(Ordering::Acquire);
-        if g > self.seen {
-            Poll::Ready(g)
-        } else {
-            Poll::Pending
         }
     }
 }
