@@ -42,7 +42,7 @@ use crate::discovery::{AggregatedVersion, DiscoveryManager, Negotiated};
 use crate::openapi::{OpenApiManager, V3Entry};
 use crate::registry::{Registry, RemoteBackend, Route};
 use crate::rt::{Executor, Timer};
-use crate::status::{Status, plain_text_error};
+use crate::status::plain_text_error;
 use crate::tenant::{Tenant, Tenants};
 
 /// Layer that puts the aggregator in front of the host's own handlers.
@@ -268,7 +268,7 @@ where
             {
                 Some(mounted) => Some(mounted),
                 None => {
-                    let res = Status::not_found("", "clusters", tenant.name()).into_response();
+                    let res = crate::tenant::not_found(tenant);
                     return Box::pin(std::future::ready(Ok(res)));
                 }
             },

@@ -32,7 +32,7 @@
 //! pass-through otherwise), [`TimeoutLayer`], [`AuthenticationLayer`] (with the
 //! builder's authenticator, or, without one, the [`UserInfo`] the host put into the
 //! request extensions), [`ImpersonationLayer`], [`InFlightLayer`],
-//! [`AuthorizationLayer`], [`SelfReviewLayer`], then [`AggregatorLayer`] with aggregated
+//! [`AuthorizationLayer`], [`TenantGateLayer`], [`SelfReviewLayer`], then [`AggregatorLayer`] with aggregated
 //! discovery and OpenAPI. Impersonation, authorization and the self reviews ask the one
 //! authorizer. The [`Worker`] runs the
 //! [`Registry`] feed from the builder's [`ApiServiceSource`], the
@@ -73,7 +73,8 @@ use crate::rt::{Executor, Timer};
 use crate::selfreview::{SelfReviewLayer, SelfReviewService};
 use crate::source::{ApiServiceEvent, ApiServiceSource};
 use crate::tenant::{
-    TenantEvent, TenantForwarding, TenantLayer, TenantService, TenantSource, Tenants, TenantsConfig,
+    TenantEvent, TenantForwarding, TenantGate, TenantGateLayer, TenantLayer, TenantService,
+    TenantSource, Tenants, TenantsConfig,
 };
 use crate::timeout::{LongRunningCheck, TimeoutLayer, TimeoutService};
 use crate::transport::Transport;
@@ -95,6 +96,7 @@ pub struct Aggregator {
     impersonation: ImpersonationLayer<SharedAuthorizer>,
     inflight: InFlightLayer,
     authorization: AuthorizationLayer<SharedAuthorizer>,
+    tenant_gate: TenantGateLayer,
     selfreview: SelfReviewLayer<SharedAuthorizer>,
     aggregator: AggregatorLayer,
     registry: Registry,
@@ -121,7 +123,9 @@ pub type AggregatorStack<S> = AuditIdService<
                     ImpersonationService<
                         InFlightService<
                             AuthorizationService<
-                                SelfReviewService<AggregatorService<S>, SharedAuthorizer>,
+                                TenantGate<
+                                    SelfReviewService<AggregatorService<S>, SharedAuthorizer>,
+                                >,
                                 SharedAuthorizer,
                             >,
                         >,
@@ -199,7 +203,9 @@ impl<S> Layer<S> for Aggregator {
 
     fn layer(&self, inner: S) -> Self::Service {
         let aggregator = self.aggregator.clone().layer(inner);
-        let authorized = self.authorization.layer(self.selfreview.layer(aggregator));
+        // An unknown tenant is 404 once authorized, before the self reviews answer for it.
+        let reviewed = self.tenant_gate.layer(self.selfreview.layer(aggregator));
+        let authorized = self.authorization.layer(reviewed);
         let authenticated = self
             .authentication
             .layer(self.impersonation.layer(self.inflight.layer(authorized)));
@@ -500,6 +506,10 @@ impl AggregatorBuilder {
                 impersonation: ImpersonationLayer::new(authorizer.clone()),
                 inflight: self.inflight.long_running(self.long_running),
                 authorization: AuthorizationLayer::new(authorizer.clone()),
+                tenant_gate: match &tenants {
+                    Some(t) => TenantGateLayer::new(t.clone()),
+                    None => TenantGateLayer::off(),
+                },
                 selfreview: SelfReviewLayer::new(authorizer),
                 aggregator,
                 registry: self.registry,

@@ -24,8 +24,11 @@
 //!    routes by that tenant's table alone, so a tenant never sees, reaches or lists another
 //!    tenant's APIServices. A tenant that is not mounted is 404 `clusters "<name>" not
 //!    found`, after authorization, as kube-apiserver answers a missing object only to a
-//!    caller allowed to ask for it. Paths the tenant's APIServices do not serve go to the
-//!    host's handlers with the [`Tenant`] in the extensions.
+//!    caller allowed to ask for it ([`TenantGateLayer`] answers the same right after
+//!    authorization, so the self reviews are not answered for it either). Paths the
+//!    tenant's APIServices do not serve go to the host's handlers with the [`Tenant`] in
+//!    the extensions. A SelfSubjectRulesReview lists what the authorizer's
+//!    [`rules_for`](crate::authz::Authorizer::rules_for) gives, which takes no tenant.
 //! 4. To the backend, as [`TenantForwarding`] says: the path stripped and the tenant in
 //!    [`TENANT_HEADER`] (`X-Kubernetes-Cluster`, the header kcp read the cluster from),
 //!    or the `/clusters/<name>` prefix kept. The same holds for the aggregator's own
@@ -61,6 +64,7 @@
 
 mod client;
 mod event;
+mod gate;
 mod layer;
 mod signal;
 mod tenants;
@@ -70,6 +74,8 @@ use std::sync::Arc;
 use http::HeaderName;
 
 pub use event::{TenantApplyError, TenantError, TenantEvent, TenantSource, TenantSpec};
+pub(crate) use gate::not_found;
+pub use gate::{TenantGate, TenantGateLayer};
 pub use layer::{ResponseFuture, TenantLayer, TenantService};
 pub use signal::Changed;
 pub use tenants::{TenantStatusSink, Tenants, TenantsConfig};

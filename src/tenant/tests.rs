@@ -396,6 +396,29 @@ async fn get(
     (status, String::from_utf8_lossy(&body).into_owned())
 }
 
+async fn post(
+    service: &(
+         impl tower::Service<
+        Request<Body>,
+        Response = Response<Body>,
+        Error = Infallible,
+        Future: Send + 'static,
+    > + Clone
+     ),
+    uri: &str,
+    body: &'static str,
+) -> (StatusCode, String) {
+    let mut req = Request::post(uri)
+        .header("content-type", "application/json")
+        .body(Body::full(body))
+        .unwrap();
+    req.extensions_mut().insert(UserInfo::new("alice", ["dev"]));
+    let res = service.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
 #[tokio::test]
 async fn each_tenant_routes_by_its_own_table() {
     let Stack {
@@ -466,6 +489,23 @@ async fn each_tenant_routes_by_its_own_table() {
     );
     let (status, _) = get(&service, &format!("/clusters/{path}"), &[]).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // Self reviews ask within the tenant, and only in a mounted one.
+    let review = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"list","group":"widgets.example.io","resource":"things"}}}"#;
+    let ssar = |tenant: &str| {
+        format!("/clusters/{tenant}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+    };
+    let (status, body) = post(&service, &ssar("team-a"), review).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert!(body.contains(r#""allowed":true"#), "{body}");
+    let asked = authorizer.0.lock().unwrap().pop().unwrap();
+    assert_eq!(
+        (asked.tenant.as_str(), asked.resource.as_str()),
+        ("team-a", "things")
+    );
+    let (status, body) = post(&service, &ssar("team-c"), review).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert!(body.contains(r#"clusters \"team-c\" not found"#), "{body}");
 
     // Unmounted: 404 at once.
     tenants
