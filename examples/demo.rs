@@ -1,10 +1,13 @@
 //! The main job: `kubectl` against a real TLS gateway that embeds the aggregator, which
-//! proxies over mTLS to three sample extension servers: `metrics.k8s.io` (metrics-server),
-//! `custom.metrics.k8s.io` and `external.metrics.k8s.io` (a custom-metrics adapter) and
-//! `servicecatalog.example.io` (a CRUD + watch API with storage of its own).
+//! routes to three sample extension servers: `metrics.k8s.io` (metrics-server, over
+//! mTLS), `custom.metrics.k8s.io` and `external.metrics.k8s.io` (a custom-metrics
+//! adapter, in the gateway's own process through the in-memory transport, or over
+//! loopback mTLS with `--custom-metrics-over-mtls`) and `servicecatalog.example.io` (a
+//! CRUD + watch API with storage of its own, over mTLS); and two tenants under
+//! `/clusters/team-a` and `/clusters/team-b`, each with APIServices of its own.
 //!
 //! ```text
-//! cargo run --example demo [-- --dir target/demo]
+//! cargo run --example demo [-- --dir target/demo] [--custom-metrics-over-mtls]
 //! ```
 
 #[path = "support/mod.rs"]
@@ -14,8 +17,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+const USAGE: &str = "usage: demo [--dir DIR] [--custom-metrics-over-mtls]
+  --dir DIR                    where the PKI, manifests and kubeconfig go (default target/demo)
+  --custom-metrics-over-mtls   run the custom-metrics adapter on a loopback port behind mTLS
+                               instead of in the gateway's process";
+
 fn main() -> ExitCode {
     let mut dir = PathBuf::from("target/demo");
+    let mut over_mtls = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -24,8 +33,9 @@ fn main() -> ExitCode {
                 None => return usage("flag needs an argument: --dir"),
             },
             s if s.starts_with("--dir=") => dir = PathBuf::from(&s["--dir=".len()..]),
+            "--custom-metrics-over-mtls" => over_mtls = true,
             "-h" | "--help" => {
-                println!("usage: demo [--dir DIR]   (default target/demo)");
+                println!("{USAGE}");
                 return ExitCode::SUCCESS;
             }
             other => return usage(&format!("unknown flag: {other}")),
@@ -43,7 +53,12 @@ fn main() -> ExitCode {
         }
     };
     rt.block_on(async move {
-        let demo = match support::demo::start(&dir, Duration::from_secs(30)).await {
+        let options = support::demo::DemoOptions {
+            custom_metrics_over_mtls: over_mtls,
+            ..support::demo::DemoOptions::default()
+        };
+        let started = support::demo::start_with_options(&dir, Duration::from_secs(30), options);
+        let demo = match started.await {
             Ok(d) => d,
             Err(e) => {
                 eprintln!("demo: {e}");
@@ -72,7 +87,11 @@ fn main() -> ExitCode {
         println!("  kubectl auth can-i --list");
         println!("  kubectl auth whoami --as=bob --as-group=team");
         println!();
-        println!("The custom-metrics adapter (what an HPA reads):");
+        if demo.custom_metrics_over_mtls {
+            println!("The custom-metrics adapter (what an HPA reads), behind loopback mTLS:");
+        } else {
+            println!("The custom-metrics adapter (what an HPA reads), in this process (--custom-metrics-over-mtls puts it behind loopback mTLS):");
+        }
         println!("  kubectl get --raw '/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/http_requests_per_second?labelSelector=app%3Dfrontend'");
         println!("  kubectl get --raw '/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/deployments.apps/frontend/http_requests_per_second'");
         println!("  kubectl get --raw '/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/metrics/queue_messages_ready'");
@@ -90,6 +109,20 @@ fn main() -> ExitCode {
         println!("  kubectl explain serviceinstances.spec");
         println!("  kubectl delete serviceinstance db");
         println!();
+        let server = format!("https://{}", demo.gateway.local_addr);
+        println!("Two tenants under /clusters/<name>, each with its own APIServices, discovery and availability:");
+        println!("  kubectl --server {server}/clusters/team-a api-resources   # metrics.k8s.io, custom and external metrics");
+        println!("  kubectl --server {server}/clusters/team-b api-resources   # servicecatalog.example.io");
+        println!("  kubectl --server {server}/clusters/team-a get apiservices");
+        println!("  kubectl --server {server}/clusters/team-a top nodes");
+        println!("  kubectl get --raw '/clusters/team-a/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/metrics/queue_messages_ready'");
+        println!("      # --raw takes the path as it is, tenant prefix included; --server's path does not apply");
+        println!("  kubectl --context team-b get serviceinstances -A");
+        println!("  kubectl --context team-b --user demo-viewer get serviceinstances -A   # allowed in team-b only");
+        println!("  kubectl --user demo-viewer get serviceinstances -A                    # Forbidden outside it");
+        println!("  kubectl get --raw /clusters/team-c/apis          # NotFound: clusters \"team-c\" not found");
+        println!("  (tenants are the subdirectories of {}; edit them while it runs)", demo.kubeconfig.with_file_name("tenants").display());
+        println!();
         println!("Serving until Ctrl-C.");
         let _ = tokio::signal::ctrl_c().await;
         println!("Shutting down.");
@@ -99,6 +132,6 @@ fn main() -> ExitCode {
 }
 
 fn usage(msg: &str) -> ExitCode {
-    eprintln!("demo: {msg}\nusage: demo [--dir DIR]");
+    eprintln!("demo: {msg}\n{USAGE}");
     ExitCode::from(2)
 }

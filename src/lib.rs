@@ -39,6 +39,7 @@ pub mod server;
 mod sharded;
 pub mod source;
 pub mod status;
+pub mod tenant;
 #[cfg(any(test, fuzzing))]
 mod testing;
 pub mod timeout;

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 
 /// The background work of an [`Aggregator`](crate::Aggregator): the APIService feed, the
-/// availability checks and the discovery and OpenAPI managers. A future that never ends;
-/// spawn it.
+/// availability checks and the discovery and OpenAPI managers, and those of every tenant
+/// when tenants are mounted. A future that never ends; spawn it.
 #[must_use = "the aggregator marks no APIService Available until its worker runs: spawn it"]
 pub struct Worker {
     work: BoxFuture<'static, ()>,

@@ -1,7 +1,8 @@
 //! The custom-metrics adapter and the service-catalog CRUD server behind the demo's TLS
 //! gateway, end to end: the real `kubectl` (get --raw with label selectors, apply with
 //! validation on, get, get -w, patch, replace, delete, explain), HPA-shaped requests sent
-//! byte for byte, and the catalog surviving a restart.
+//! byte for byte (to the adapter in the gateway's process, and behind loopback mTLS), and
+//! the catalog surviving a restart.
 //!
 //! Fails (never skips) when `kubectl` is not on `PATH`.
 
@@ -152,6 +153,8 @@ async fn custom_and_external_metrics_through_the_gateway() {
         "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/%2A/http_requests_per_second?labelSelector=app%3Dfrontend&timeout=20s"
     );
     assert_eq!(seen.user, "demo-admin");
+    // In the gateway's process: no socket between them, the same authentication.
+    assert_eq!(seen.remote_addr, None);
 
     // metricLabelSelector picks series by the metric's labels and comes back in the answer.
     let raw = kubectl(&kc, &["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/pods/*/http_requests_per_second?labelSelector=app%3Dbackend&metricLabelSelector=method%3DPOST"]).await;
@@ -194,10 +197,17 @@ async fn custom_and_external_metrics_through_the_gateway() {
     let list: Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(list["items"][0]["value"], "4250m", "{raw}");
 
-    // An HPA's requests, as client-go's custom and external metrics clients build them
-    // (k8s.io/metrics pkg/client): the adapter receives exactly the target sent and the
-    // client gets exactly the bytes the adapter answered.
-    let client = RawClient::new(&dir, demo.gateway.local_addr);
+    hpa_requests_are_relayed_byte_for_byte(&dir, &demo).await;
+
+    demo.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An HPA's requests, as client-go's custom and external metrics clients build them
+/// (k8s.io/metrics pkg/client): the adapter receives exactly the target sent and the
+/// client gets exactly the bytes the adapter answered.
+async fn hpa_requests_are_relayed_byte_for_byte(dir: &Path, demo: &support::demo::Demo) {
+    let client = RawClient::new(dir, demo.gateway.local_addr);
     let table = [
         // Pods metric: every pod the HPA's scale target selects.
         "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/%2A/http_requests_per_second?labelSelector=app%3Dfrontend%2Cpod-template-hash%3D7d9c8b6f4",
@@ -243,7 +253,30 @@ async fn custom_and_external_metrics_through_the_gateway() {
         list["items"][0]["metricName"],
         "pubsub.googleapis.com|subscription|num_undelivered_messages"
     );
+}
 
+/// The same adapter behind loopback mTLS (`--custom-metrics-over-mtls`): the same answers,
+/// byte for byte, over a socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_adapter_over_loopback_mtls() {
+    let dir = scratch_dir("custom-metrics-mtls");
+    let options = support::demo::DemoOptions {
+        custom_metrics_over_mtls: true,
+        ..support::demo::DemoOptions::default()
+    };
+    let demo = support::demo::start_with_options(&dir, Duration::from_secs(30), options)
+        .await
+        .expect("the demo starts");
+    let raw = kubectl(&demo.kubeconfig, &["get", "--raw", "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready?labelSelector=queue%3Dorders"]).await;
+    let list: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(list["kind"], "ExternalMetricValueList", "{raw}");
+    let seen = demo.adapter.log().last().unwrap().clone();
+    assert_eq!(seen.user, "demo-admin");
+    assert!(
+        seen.remote_addr.is_some_and(|a| a.ip().is_loopback()),
+        "{seen:?}"
+    );
+    hpa_requests_are_relayed_byte_for_byte(&dir, &demo).await;
     demo.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

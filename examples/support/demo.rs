@@ -1,5 +1,7 @@
-//! The demo: a PKI, the sample metrics server and the gateway on free loopback ports, and
-//! a kubeconfig for `kubectl`. Also used by the end-to-end test.
+//! The demo: a PKI, the sample metrics server, the custom-metrics adapter (in process by
+//! default, over loopback mTLS on request), the service-catalog server and the gateway on
+//! free loopback ports with two tenants, and a kubeconfig for `kubectl`. Also used by the
+//! end-to-end tests.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -19,6 +21,31 @@ use super::{custom_metrics, demo_servers};
 /// The APIService the demo registers.
 pub const APISERVICE: &str = "v1beta1.metrics.k8s.io";
 
+/// The demo's tenants, under `/clusters/<name>`, and the APIServices each has: team-a
+/// the metrics APIs (metrics-server's and the adapter's), team-b the service catalog.
+pub const TENANTS: [(&str, &[&str]); 2] = [
+    (
+        "team-a",
+        &[
+            APISERVICE,
+            super::demo_servers::METRICS_APISERVICES[0],
+            super::demo_servers::METRICS_APISERVICES[1],
+            super::demo_servers::METRICS_APISERVICES[2],
+        ],
+    ),
+    ("team-b", &[super::demo_servers::CATALOG_APISERVICE]),
+];
+
+/// How the demo runs.
+#[derive(Clone, Copy, Default)]
+pub struct DemoOptions<'a> {
+    /// The custom-metrics adapter on a loopback port behind mTLS, instead of in the
+    /// gateway's process through the in-memory transport.
+    pub custom_metrics_over_mtls: bool,
+    /// More APIServices beside the demo's.
+    pub extra: &'a [ExtraApiService],
+}
+
 /// A running demo.
 pub struct Demo {
     /// Absolute path of the kubeconfig.
@@ -31,6 +58,8 @@ pub struct Demo {
     pub adapter: custom_metrics::Adapter,
     /// The service-catalog CRUD server (its store).
     pub crud: super::crud::Crud,
+    /// True when the adapter runs behind loopback mTLS, false when in process.
+    pub custom_metrics_over_mtls: bool,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -151,10 +180,11 @@ pub struct ExtraApiService {
     pub endpoint: String,
 }
 
-/// Generates everything under `dir` and starts both servers; returns once the
-/// APIService is `Available` (or fails after `ready_timeout`).
+/// Generates everything under `dir` and starts the servers, the adapter in process;
+/// returns once every APIService (the tenants' included) is `Available` (or fails after
+/// `ready_timeout`).
 pub async fn start(dir: &Path, ready_timeout: Duration) -> Result<Demo, String> {
-    start_with(dir, ready_timeout, &[]).await
+    start_with_options(dir, ready_timeout, DemoOptions::default()).await
 }
 
 /// As [`start`], with `extra` APIServices registered beside the demo's.
@@ -163,6 +193,24 @@ pub async fn start_with(
     ready_timeout: Duration,
     extra: &[ExtraApiService],
 ) -> Result<Demo, String> {
+    start_with_options(
+        dir,
+        ready_timeout,
+        DemoOptions {
+            extra,
+            ..DemoOptions::default()
+        },
+    )
+    .await
+}
+
+/// As [`start`], as `options` say.
+pub async fn start_with_options(
+    dir: &Path,
+    ready_timeout: Duration,
+    options: DemoOptions<'_>,
+) -> Result<Demo, String> {
+    let extra = options.extra;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let dir = dir
         .canonicalize()
@@ -203,6 +251,23 @@ pub async fn start_with(
             endpoints.push_str(&x.endpoint);
         }
         write(&p("service-endpoints.yaml"), &endpoints)?;
+        // The tenants: each a directory of the same manifests (the same extension
+        // servers), served under /clusters/<name>/.
+        let _ = std::fs::remove_dir_all(p("tenants"));
+        for (tenant, names) in TENANTS {
+            let tenant_dir = p("tenants").join(tenant);
+            std::fs::create_dir_all(&tenant_dir)
+                .map_err(|e| format!("cannot create {}: {e}", tenant_dir.display()))?;
+            for name in names {
+                let manifest = if *name == APISERVICE {
+                    std::fs::read_to_string(p("apiservices/metrics.k8s.io.yaml"))
+                } else {
+                    std::fs::read_to_string(p(&format!("apiservices/{name}.yaml")))
+                }
+                .map_err(|e| format!("cannot read the manifest of {name}: {e}"))?;
+                write(&tenant_dir.join(format!("{name}.yaml")), &manifest)?;
+            }
+        }
     }
     // An unprivileged user: the demo policy lets it read core nodes and pods only.
     let viewer = cluster_ca.client("demo-viewer", &[]);
@@ -220,13 +285,13 @@ pub async fn start_with(
     write(
         &p("kubeconfig"),
         &format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: demo\n  cluster:\n    server: https://{gateway_addr}\n    certificate-authority-data: {}\nusers:\n- name: demo-admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n- name: demo-viewer\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n- name: demo-token\n  user:\n    token: {}\ncontexts:\n- name: demo\n  context:\n    cluster: demo\n    user: demo-admin\ncurrent-context: demo\n",
-            b64(&cluster_ca.cert_pem),
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: demo\n  cluster:\n    server: https://{gateway_addr}\n    certificate-authority-data: {ca}\n- name: team-a\n  cluster:\n    server: https://{gateway_addr}/clusters/team-a\n    certificate-authority-data: {ca}\n- name: team-b\n  cluster:\n    server: https://{gateway_addr}/clusters/team-b\n    certificate-authority-data: {ca}\nusers:\n- name: demo-admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n- name: demo-viewer\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n- name: demo-token\n  user:\n    token: {}\ncontexts:\n- name: demo\n  context:\n    cluster: demo\n    user: demo-admin\n- name: team-a\n  context:\n    cluster: team-a\n    user: demo-admin\n- name: team-b\n  context:\n    cluster: team-b\n    user: demo-admin\ncurrent-context: demo\n",
             b64(&admin.cert_pem),
             b64(&admin.key_pem),
             b64(&viewer.cert_pem),
             b64(&viewer.key_pem),
-            token
+            token,
+            ca = b64(&cluster_ca.cert_pem),
         ),
     )?;
 
@@ -262,16 +327,32 @@ pub async fn start_with(
         }
     }));
     let (adapter, adapter_serving) = (servers.adapter.clone(), servers.adapter_serving.clone());
-    let adapter_shutdown = until_stopped();
-    tasks.push(tokio::spawn(async move {
-        let config = custom_metrics::AdapterConfig::default();
-        if let Err(e) = adapter
-            .serve(&adapter_serving, config, adapter_listener, adapter_shutdown)
-            .await
-        {
-            tracing::error!(error = %e, "custom-metrics adapter failed");
-        }
-    }));
+    let mut in_process = Vec::new();
+    if options.custom_metrics_over_mtls {
+        let adapter_shutdown = until_stopped();
+        tasks.push(tokio::spawn(async move {
+            let config = custom_metrics::AdapterConfig::default();
+            if let Err(e) = adapter
+                .serve(&adapter_serving, config, adapter_listener, adapter_shutdown)
+                .await
+            {
+                tracing::error!(error = %e, "custom-metrics adapter failed");
+            }
+        }));
+    } else {
+        // In the gateway's process: the same handler behind the same front-proxy
+        // authentication, reached through the in-memory transport instead of a socket.
+        drop(adapter_listener);
+        let (service, scraper) = adapter
+            .in_process(&adapter_serving, custom_metrics::AdapterConfig::default())
+            .map_err(|e| format!("custom-metrics adapter: {e}"))?;
+        let scraper_stop = until_stopped();
+        tasks.push(tokio::spawn(async move {
+            scraper_stop.await;
+            scraper.abort();
+        }));
+        in_process.push((demo_servers::ADAPTER_SERVER_NAME.to_owned(), service));
+    }
     let (crud, crud_serving) = (servers.crud.clone(), servers.crud_serving.clone());
     let crud_shutdown = until_stopped();
     tasks.push(tokio::spawn(async move {
@@ -302,6 +383,7 @@ pub async fn start_with(
         arg("proxy-client-cert-file", "front-proxy-client.crt"),
         arg("proxy-client-key-file", "front-proxy-client.key"),
         arg("apiservice-dir", "apiservices"),
+        arg("tenant-dir", "tenants"),
         arg("service-endpoints", "service-endpoints.yaml"),
         "--authorization-mode=Webhook".to_string(),
         arg(
@@ -312,21 +394,31 @@ pub async fn start_with(
         "--availability-resync-period=10s".to_string(),
     ];
     let opts = GatewayOptions::parse(args).map_err(|e| e.to_string())?;
-    let (gateway, handle) = gateway::start(opts, Some(gateway_listener), until_stopped())
-        .await
-        .map_err(|e| e.0)?;
+    let (gateway, handle) =
+        gateway::start_with(opts, Some(gateway_listener), until_stopped(), in_process)
+            .await
+            .map_err(|e| e.0)?;
     tasks.push(handle);
 
     let deadline = tokio::time::Instant::now() + ready_timeout;
     let own = std::iter::once(APISERVICE)
         .chain(demo_servers::METRICS_APISERVICES)
         .chain([demo_servers::CATALOG_APISERVICE]);
-    for name in own {
-        wait_available(&gateway, name, deadline, ready_timeout)
-            .await
-            .inspect_err(|_| {
-                let _ = stop.send(true);
-            })?;
+    let tenants = gateway.tenants.clone();
+    let registries = std::iter::once((String::new(), gateway.registry.clone(), own.collect()))
+        .chain(TENANTS.iter().filter_map(|(tenant, names)| {
+            let registry = tenants.as_ref()?.registry(tenant)?;
+            Some((format!("/clusters/{tenant}: "), registry, names.to_vec()))
+        }));
+    for (tenant, registry, names) in registries {
+        for name in names {
+            wait_available(&registry, name, deadline, ready_timeout)
+                .await
+                .map_err(|e| format!("{tenant}{e}"))
+                .inspect_err(|_| {
+                    let _ = stop.send(true);
+                })?;
+        }
     }
     Ok(Demo {
         kubeconfig: p("kubeconfig"),
@@ -334,6 +426,7 @@ pub async fn start_with(
         metrics_addr,
         adapter: servers.adapter,
         crud: servers.crud,
+        custom_metrics_over_mtls: options.custom_metrics_over_mtls,
         stop,
         tasks,
     })
@@ -341,13 +434,13 @@ pub async fn start_with(
 
 /// Waits until APIService `name` is Available, or fails at `deadline` with its condition.
 async fn wait_available(
-    gateway: &Gateway,
+    registry: &kube_aggregator::Registry,
     name: &str,
     deadline: tokio::time::Instant,
     ready_timeout: Duration,
 ) -> Result<(), String> {
     loop {
-        let table = gateway.registry.snapshot();
+        let table = registry.snapshot();
         let route = table.get(name);
         if route.is_some_and(|r| r.is_available()) {
             return Ok(());

@@ -21,6 +21,8 @@ pub const METRICS_APISERVICES: [&str; 3] = [
     "v1beta1.custom.metrics.k8s.io",
     "v1beta1.external.metrics.k8s.io",
 ];
+/// The in-process adapter's name: its Service's `<name>.<namespace>.svc`.
+pub const ADAPTER_SERVER_NAME: &str = "custom-metrics-apiserver.custom-metrics.svc";
 /// The APIService of the CRUD server.
 pub const CATALOG_APISERVICE: &str = "v1beta1.servicecatalog.example.io";
 

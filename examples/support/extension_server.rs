@@ -30,6 +30,7 @@ use hyper::body::Incoming;
 use kube_aggregator::authn::{
     Anonymous, AuthenticationLayer, RequestHeaderAuthenticator, RequestHeaderConfig, Union,
 };
+use kube_aggregator::transport::BackendClient;
 use kube_aggregator::{Body, server};
 use serde_json::Value;
 use tokio::net::TcpListener;
@@ -82,6 +83,34 @@ where
     let service = AuthenticationLayer::new(authn).layer(service);
     server::serve_tls(listener, tls, service, shutdown).await;
     Ok(())
+}
+
+/// The same server in process: `handler` behind the same front-proxy authenticator, as
+/// the tower service an [`InMemoryTransport`](kube_aggregator::transport::InMemoryTransport)
+/// hands requests to (register it under `<service>.<namespace>.svc`). The serving
+/// certificate is not used; the request-header CA and allowed names are, against the peer
+/// chain the transport presents (its `client_certificate`). Errors: as [`serve`].
+pub fn in_process<H, F>(config: &ServingConfig, handler: H) -> Result<BackendClient, BoxError>
+where
+    H: Fn(Request<Body>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    let (_, authn) = prepare(config)?;
+    let service = tower::service_fn(move |req: Request<Body>| {
+        let handler = handler.clone();
+        async move {
+            if PROBES.contains(&req.uri().path()) {
+                return Ok::<_, Infallible>(text(StatusCode::OK, "ok"));
+            }
+            Ok(handler(req).await)
+        }
+    });
+    let service = AuthenticationLayer::new(authn).layer(service);
+    Ok(BackendClient::new(
+        tower::ServiceBuilder::new()
+            .map_err(|e: Infallible| -> BoxError { match e {} })
+            .service(service),
+    ))
 }
 
 fn prepare(config: &ServingConfig) -> Result<(Arc<rustls::ServerConfig>, Union), BoxError> {

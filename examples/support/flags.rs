@@ -204,6 +204,12 @@ pub struct GatewayFlags {
     /// Directory of APIService manifests (YAML or JSON) to serve, re-read every --apiservice-dir-poll-interval.
     #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
     apiservice_dir: OptionalPath,
+    /// Directory of tenants served under /clusters/<name>/: each subdirectory <name> holds that tenant's APIService manifests, re-read every --apiservice-dir-poll-interval. Not a kube-apiserver flag.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    tenant_dir: OptionalPath,
+    /// How a tenant's requests reach its extension API servers: header (the /clusters/<name> prefix removed, the tenant in X-Kubernetes-Cluster) or path-prefix (the path as the client sent it). Not a kube-apiserver flag.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "header")]
+    tenant_forwarding: String,
     /// YAML or JSON list mapping each Service (namespace, name, port) to the host:port to dial.
     #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
     service_endpoints: OptionalPath,
@@ -642,6 +648,10 @@ pub struct GatewayOptions {
     pub proxy_client_key_file: Option<PathBuf>,
     /// `--apiservice-dir`: APIService manifests to serve.
     pub apiservice_dir: Option<PathBuf>,
+    /// `--tenant-dir`: one subdirectory of APIService manifests per tenant.
+    pub tenant_dir: Option<PathBuf>,
+    /// `--tenant-forwarding`, `header` (default) or `path-prefix`.
+    pub tenant_forwarding: String,
     /// `--service-endpoints`: file read by [`load_service_endpoints`].
     pub service_endpoints: Option<PathBuf>,
     /// `--authorization-mode`, default `[AlwaysAllow]`; each one of
@@ -721,6 +731,8 @@ impl GatewayOptions {
             proxy_client_cert_file: f.proxy_client_cert_file.0,
             proxy_client_key_file: f.proxy_client_key_file.0,
             apiservice_dir: f.apiservice_dir.0,
+            tenant_dir: f.tenant_dir.0,
+            tenant_forwarding: f.tenant_forwarding,
             service_endpoints: f.service_endpoints.0,
             authorization_mode: flatten(&f.authorization_mode),
             authorization_webhook_config_file: f.authorization_webhook_config_file.0,
@@ -799,6 +811,12 @@ impl GatewayOptions {
                 self.authorization_webhook_version
             ));
         }
+        if !matches!(self.tenant_forwarding.as_str(), "header" | "path-prefix") {
+            return invalid(format!(
+                "--tenant-forwarding: unsupported value {:?} (header or path-prefix)",
+                self.tenant_forwarding
+            ));
+        }
         if self.proxy_client_cert_file.is_some() != self.proxy_client_key_file.is_some() {
             return invalid(
                 "--proxy-client-cert-file and --proxy-client-key-file must be given together"
@@ -850,6 +868,8 @@ impl Default for GatewayOptions {
             proxy_client_cert_file: None,
             proxy_client_key_file: None,
             apiservice_dir: None,
+            tenant_dir: None,
+            tenant_forwarding: "header".to_owned(),
             service_endpoints: None,
             authorization_mode: vec!["AlwaysAllow".to_owned()],
             authorization_webhook_config_file: None,
@@ -1458,5 +1478,22 @@ mod tests {
             "{missing}"
         );
         std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn tenant_flags() {
+        let o = parse(&[]).expect("parse");
+        assert_eq!(
+            (o.tenant_dir, o.tenant_forwarding.as_str()),
+            (None, "header")
+        );
+        let o =
+            parse(&["--tenant-dir=tenants", "--tenant-forwarding", "path-prefix"]).expect("parse");
+        assert_eq!(o.tenant_dir, Some(PathBuf::from("tenants")));
+        assert_eq!(o.tenant_forwarding, "path-prefix");
+        assert_eq!(
+            err(&["--tenant-forwarding=query"]),
+            r#"--tenant-forwarding: unsupported value "query" (header or path-prefix)"#
+        );
     }
 }

@@ -20,7 +20,7 @@ use kube_aggregator::authz::{
     Union as AuthorizerUnion, WebhookVersion,
 };
 use kube_aggregator::availability::{
-    AvailabilityConfig, AvailabilityMetrics, StaticServiceResolver,
+    AvailabilityConfig, AvailabilityMetrics, ServiceResolver, StaticServiceResolver,
 };
 use kube_aggregator::discovery::DiscoveryManager;
 use kube_aggregator::registry::Registry;
@@ -28,7 +28,10 @@ use kube_aggregator::reload::watch_files;
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::server::ServingTls;
 use kube_aggregator::source::{ApiServiceEvent, ManifestDir};
-use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
+use kube_aggregator::tenant::{TenantEvent, TenantForwarding, Tenants};
+use kube_aggregator::transport::{
+    BackendClient, ClientCertificate, InMemoryTransport, RustlsTransport, Transport,
+};
 use kube_aggregator::{Aggregator, Body, server};
 use prometheus_client::encoding::prometheus_text;
 use tokio::net::TcpListener;
@@ -36,11 +39,14 @@ use tower::Layer;
 
 use super::core_api;
 use super::flags::{FlagError, GatewayOptions, load_service_endpoints};
+use super::tenant_dir::{self, TenantDir};
 
 /// A started gateway.
 pub struct Gateway {
     /// The APIService registry (status included).
     pub registry: Registry,
+    /// The tenants of `--tenant-dir`, when given.
+    pub tenants: Option<Tenants>,
     /// The address it listens on.
     pub local_addr: std::net::SocketAddr,
     /// Availability metrics.
@@ -63,6 +69,19 @@ pub async fn start(
     opts: GatewayOptions,
     listener: Option<TcpListener>,
     shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(Gateway, tokio::task::JoinHandle<()>), StartError> {
+    start_with(opts, listener, shutdown, Vec::new()).await
+}
+
+/// As [`start`], with extension servers in the same process: each `(server name,
+/// service)` serves the APIServices whose Service is `<name>.<namespace>.svc`, through an
+/// [`InMemoryTransport`] presenting the `--proxy-client-cert-file` identity (so they
+/// authenticate the gateway as over mTLS); every other APIService is reached over mTLS.
+pub async fn start_with(
+    opts: GatewayOptions,
+    listener: Option<TcpListener>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    in_process: Vec<(String, BackendClient)>,
 ) -> Result<(Gateway, tokio::task::JoinHandle<()>), StartError> {
     let cert = read("tls-cert-file", &opts.tls_cert_file)?;
     let key = read("tls-private-key-file", &opts.tls_private_key_file)?;
@@ -150,26 +169,38 @@ pub async fn start(
     // (docs/upstream-behaviour.md §6; `Aggregator::builder` documents each step), and
     // the worker that feeds it: the APIServices of --apiservice-dir, their availability
     // checks, and the discovery and OpenAPI documents fetched off the request path.
-    let mut builder = Aggregator::builder(RustlsTransport::new(
-        proxy_cert,
-        executor.clone(),
-        timer.clone(),
-    ))
-    .resolver(resolver)
-    .authenticator(authenticator)
-    .authorizer(authorizer)
-    .runtime(executor, timer.clone())
-    .availability(AvailabilityConfig {
-        resync_period: opts.availability_resync_period,
-        probe_timeout: opts.discovery_check_timeout,
-        ..AvailabilityConfig::default()
-    })
-    .request_timeout(opts.request_timeout)
-    .max_requests_inflight(
-        opts.max_requests_inflight,
-        opts.max_mutating_requests_inflight,
-        opts.max_requests_inflight_per_apiservice,
-    );
+    let network = RustlsTransport::new(proxy_cert.clone(), executor.clone(), timer.clone());
+    let (transport, resolver): (Arc<dyn Transport>, Arc<dyn ServiceResolver>) =
+        if in_process.is_empty() {
+            (Arc::new(network), Arc::new(resolver))
+        } else {
+            let memory = InMemoryTransport::new()
+                .client_certificate(proxy_cert)
+                .fallback(network);
+            for (server_name, service) in in_process {
+                memory.insert(server_name, service);
+            }
+            (
+                Arc::new(memory.clone()),
+                Arc::new(memory.resolver().or(resolver)),
+            )
+        };
+    let mut builder = Aggregator::builder(transport)
+        .resolver(resolver)
+        .authenticator(authenticator)
+        .authorizer(authorizer)
+        .runtime(executor, timer.clone())
+        .availability(AvailabilityConfig {
+            resync_period: opts.availability_resync_period,
+            probe_timeout: opts.discovery_check_timeout,
+            ..AvailabilityConfig::default()
+        })
+        .request_timeout(opts.request_timeout)
+        .max_requests_inflight(
+            opts.max_requests_inflight,
+            opts.max_mutating_requests_inflight,
+            opts.max_requests_inflight_per_apiservice,
+        );
     let initial = match &opts.apiservice_dir {
         Some(dir) => {
             // Start-up is strict: a bad manifest or an invalid APIService refuses to start.
@@ -186,12 +217,36 @@ pub async fn start(
         }
         None => None,
     };
+    // Tenants under /clusters/<name>/, one subdirectory of manifests each, checked as
+    // strictly at start as --apiservice-dir.
+    let tenants = match &opts.tenant_dir {
+        Some(dir) => {
+            let initial =
+                tenant_dir::load(dir).map_err(|e| StartError(format!("--tenant-dir: {e}")))?;
+            let forwarding = match opts.tenant_forwarding.as_str() {
+                "path-prefix" => TenantForwarding::PathPrefix,
+                _ => TenantForwarding::Header,
+            };
+            builder = builder.tenants(forwarding).tenant_source(TenantDir::new(
+                dir.clone(),
+                opts.apiservice_dir_poll_interval,
+                initial.clone(),
+            ));
+            Some(initial)
+        }
+        None => None,
+    };
     let (aggregator, worker) = builder.build().map_err(|e| StartError(e.to_string()))?;
     if let Some((dir, initial)) = initial {
         aggregator
             .registry()
             .apply(ApiServiceEvent::Resynced(initial))
             .map_err(|e| StartError(format!("--apiservice-dir: {}: {e}", dir.display())))?;
+    }
+    if let (Some(initial), Some(mounted)) = (tenants, aggregator.tenants()) {
+        mounted
+            .apply(TenantEvent::Resynced(initial))
+            .map_err(|e| StartError(format!("--tenant-dir: {e}")))?;
     }
     tokio::spawn(worker);
 
@@ -209,6 +264,7 @@ pub async fn start(
     });
     let service = aggregator.layer(inner);
     let registry = aggregator.registry().clone();
+    let tenants = aggregator.tenants().cloned();
 
     let listener = match listener {
         Some(l) => l,
@@ -233,6 +289,7 @@ pub async fn start(
     Ok((
         Gateway {
             registry,
+            tenants,
             local_addr,
             metrics,
             discovery,

@@ -18,3 +18,4 @@ pub mod metrics_server;
 pub mod pki;
 pub mod policy;
 pub mod selector;
+pub mod tenant_dir;

@@ -18,6 +18,10 @@
 //! - members of `team` may read `nodes` and `pods` in the core group and in
 //!   `metrics.k8s.io`: `kubectl --as=bob --as-group=team top nodes` works for an
 //!   administrator impersonating them;
+//! - `demo-viewer` may read anything in the tenant `team-b`, which the review names in
+//!   `spec.extra["authorization.kcp.io/cluster-name"]` (kcp's key): `kubectl --context
+//!   team-b --user demo-viewer get serviceinstances -A` works, the same outside is
+//!   Forbidden;
 //! - only `system:masters` may `impersonate` (demo-admin may, demo-viewer may not);
 //! - anything else: no opinion, which the gateway answers 403 (denials carry no reason,
 //!   as RBAC's do, so the Forbidden message has no `: <reason>` suffix).
@@ -41,6 +45,9 @@ pub const DEMO_VIEWER: &str = "demo-viewer";
 
 /// The group an administrator impersonates in the demo (`--as-group=team`).
 pub const DEMO_TEAM: &str = "team";
+
+/// The tenant in which `demo-viewer` may read everything.
+pub const DEMO_VIEWER_TENANT: &str = "team-b";
 
 /// Largest review body read.
 const MAX_BODY: usize = 1 << 20;
@@ -91,6 +98,13 @@ pub fn decide(spec: &SubjectAccessReviewSpec) -> (bool, String) {
             return (true, "every user may review itself".into());
         }
         let read = matches!(r.verb.as_str(), "get" | "list" | "watch");
+        let tenant = spec
+            .extra
+            .get(kube_aggregator::tenant::TENANT_EXTRA_KEY)
+            .and_then(|v| v.first());
+        if spec.user == DEMO_VIEWER && read && tenant.is_some_and(|t| t == DEMO_VIEWER_TENANT) {
+            return (true, "demo-viewer may read anything in team-b".into());
+        }
         let nodes_or_pods =
             matches!(r.resource.as_str(), "nodes" | "pods") && r.subresource.is_empty();
         if spec.user == DEMO_VIEWER && read && nodes_or_pods && r.group.is_empty() {
@@ -326,6 +340,25 @@ mod tests {
             ),
             (
                 resource(DEMO_VIEWER, &viewer, "impersonate", "", "users"),
+                false,
+            ),
+            // In team-b, as the review's extra says, demo-viewer reads anything.
+            (
+                spec(json!({"user": DEMO_VIEWER, "groups": viewer,
+                    "extra": {"authorization.kcp.io/cluster-name": ["team-b"]},
+                    "resourceAttributes": {"verb": "list", "group": "servicecatalog.example.io", "resource": "serviceinstances"}})),
+                true,
+            ),
+            (
+                spec(json!({"user": DEMO_VIEWER, "groups": viewer,
+                    "extra": {"authorization.kcp.io/cluster-name": ["team-a"]},
+                    "resourceAttributes": {"verb": "list", "group": "servicecatalog.example.io", "resource": "serviceinstances"}})),
+                false,
+            ),
+            (
+                spec(json!({"user": DEMO_VIEWER, "groups": viewer,
+                    "extra": {"authorization.kcp.io/cluster-name": ["team-b"]},
+                    "resourceAttributes": {"verb": "delete", "group": "servicecatalog.example.io", "resource": "serviceinstances"}})),
                 false,
             ),
             (

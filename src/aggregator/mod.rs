@@ -12,73 +12,16 @@
 //! | `/apis/<g>/<v>[/...]` of a remote APIService | availability gate, then the mTLS proxy |
 //! | anything else, local APIServices included | the inner service (the host's handlers) |
 //!
-//! Mirrors the mux of kube-aggregator
-//! [`pkg/apiserver/apiserver.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/apiserver.go) (exact paths
-//! first, then the longest prefix, then the delegate, as
-//! [`pkg/server/mux/pathrecorder.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/mux/pathrecorder.go)
-//! matches) and the decisions of
-//! [`pkg/apiserver/handler_proxy.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_proxy.go). The
-//! service is always ready; each request does one snapshot load.
+//! Mirrors the mux of kube-aggregator `apiserver.go` and `handler_proxy.go` (docs/upstream-behaviour.md
+//! §2.2, §3.1). The service is always ready; each request does one snapshot load.
 //!
-//! A remote APIService's request is answered, in upstream's order: 503 `service
-//! unavailable` when its `Available` condition is not `True` (no connection is tried);
-//! 500 with the transport's error when no client could be built; 500 `missing user` when
-//! no [`UserInfo`](crate::authn::UserInfo) is in the extensions (authentication must run
-//! first); 503 `service unavailable` when the Service does not resolve; otherwise the
-//! proxied backend answer, or 503 `error trying to reach service: ...` when the backend
-//! cannot be reached. These are plain-text bodies, as upstream writes them with Go's
-//! `http.Error`. A stack built by the [`Aggregator`](crate::Aggregator) builder also
-//! answers 503 naming the problem while its worker is not running.
-//!
-//! The layer sits innermost in the stack, behind authentication and authorization (it
-//! reads the [`RequestInfo`](crate::authz::RequestInfo) authorization computed, or
-//! computes the same one), as the aggregator's mux sits behind kube-apiserver's filters.
-//!
-//! ```
-//! use http::{Request, Response, StatusCode};
-//! use kube_aggregator::availability::StaticServiceResolver;
-//! use kube_aggregator::registry::Registry;
-//! use kube_aggregator::rt::Timer;
-//! use kube_aggregator::source::ApiServiceEvent;
-//! use kube_aggregator::transport::InMemoryTransport;
-//! use kube_aggregator::{AggregatorLayer, Body};
-//! use tower::{Layer, ServiceExt};
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-//! let registry = Registry::new(InMemoryTransport::new());
-//! registry.apply(ApiServiceEvent::Applied(serde_json::from_str(r#"{
-//!   "metadata": {"name": "v1beta1.metrics.k8s.io"},
-//!   "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"},
-//!            "group": "metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": true,
-//!            "groupPriorityMinimum": 100, "versionPriority": 100}}"#)?))?;
-//!
-//! // The host's own handlers: any service answering any body of `Bytes`.
-//! let host = tower::service_fn(|req: Request<Body>| async move {
-//!     Ok::<_, std::convert::Infallible>(Response::new(format!("host: {}", req.uri().path())))
-//! });
-//! let aggregator = AggregatorLayer::new(registry, StaticServiceResolver::new(), Timer::tokio())
-//!     .layer(host);
-//!
-//! // `/apis` lists apiregistration.k8s.io first, then the APIService groups.
-//! let res = aggregator.clone().oneshot(Request::get("/apis").body(Body::empty())?).await?;
-//! assert_eq!(res.status(), StatusCode::OK);
-//!
-//! // A remote APIService not yet checked is not available: 503, no connection tried.
-//! let req = Request::get("/apis/metrics.k8s.io/v1beta1/nodes").body(Body::empty())?;
-//! let res = aggregator.clone().oneshot(req).await?;
-//! assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
-//!
-//! // Everything else is the host's.
-//! let res = aggregator.oneshot(Request::get("/healthz").body(Body::empty())?).await?;
-//! assert_eq!(res.status(), StatusCode::OK);
-//! # Ok(()) }
-//! ```
+//! A request in a tenant (a [`Tenant`] in its extensions, see [`crate::tenant`]) is routed
+//! the same way by that tenant's own table, discovery and OpenAPI documents, given
+//! [`AggregatorLayer::tenants`]; a tenant that is not mounted is 404 `clusters "<name>"
+//! not found`. That is one more lock-free load.
 
 mod discovery;
 mod openapi;
-mod remote;
-mod route;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -87,33 +30,33 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode, header};
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use tower::{Layer, Service, ServiceExt};
 
+use crate::authn::{ConnectionInfo, UserInfo};
+use crate::authz::ApiPath;
+use crate::availability::ServiceResolver;
 use crate::body::{Body, BoxError};
-use crate::discovery::DiscoveryManager;
-use crate::openapi::OpenApiManager;
-use crate::registry::Registry;
-use crate::resolver::ServiceResolver;
+use crate::discovery::{AggregatedVersion, DiscoveryManager, Negotiated};
+use crate::openapi::{OpenApiManager, V3Entry};
+use crate::registry::{Registry, RemoteBackend, Route};
 use crate::rt::{Executor, Timer};
-
-use route::Target;
+use crate::status::plain_text_error;
+use crate::tenant::{Tenant, Tenants};
 
 /// Layer that puts the aggregator in front of the host's own handlers.
-///
-/// Built from a [`Registry`], a [`ServiceResolver`] and a [`Timer`]; the discovery and
-/// OpenAPI managers are optional and add their paths. Cloning shares everything; the
-/// builder methods return a new layer and leave services already built alone.
 #[derive(Clone)]
 pub struct AggregatorLayer {
     shared: Arc<Shared>,
 }
 
-/// Everything an [`AggregatorService`] and its routing read, shared by every clone.
 #[derive(Clone)]
 struct Shared {
-    registry: Registry,
+    /// The stack's own APIServices: every request outside a tenant.
+    root: Scope,
+    /// The mounted tenants, for requests with a [`Tenant`] in their extensions.
+    tenants: Option<Tenants>,
     resolver: Arc<dyn ServiceResolver>,
     timer: Timer,
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
@@ -121,29 +64,48 @@ struct Shared {
     /// The worker of a stack from [`Aggregator::builder`](crate::Aggregator::builder);
     /// `None` when assembled by hand (the host runs the controller itself).
     worker: Option<Arc<crate::worker::WorkerState>>,
-    discovery: Option<DiscoveryManager>,
+}
+
+/// One APIService table and the documents served from it: the stack's own, or one
+/// tenant's. Routing, discovery, OpenAPI and the availability gate of a request all read
+/// the one scope it is in.
+#[derive(Clone)]
+pub(crate) struct Scope {
+    pub(crate) registry: Registry,
+    pub(crate) discovery: Option<DiscoveryManager>,
+    pub(crate) openapi: Option<OpenApiManager>,
     host_cache: Arc<discovery::HostCache>,
-    openapi: Option<OpenApiManager>,
     openapi_cache: Arc<openapi::OpenApiCache>,
+}
+
+impl Scope {
+    pub(crate) fn new(
+        registry: Registry,
+        discovery: Option<DiscoveryManager>,
+        openapi: Option<OpenApiManager>,
+    ) -> Scope {
+        Scope {
+            registry,
+            discovery,
+            openapi,
+            host_cache: Arc::default(),
+            openapi_cache: Arc::default(),
+        }
+    }
 }
 
 impl std::fmt::Debug for AggregatorLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AggregatorLayer")
-            .field("registry", &self.shared.registry)
+            .field("registry", &self.shared.root.registry)
+            .field("tenants", &self.shared.tenants)
             .finish_non_exhaustive()
     }
 }
 
 impl AggregatorLayer {
-    /// Routes by `registry`, resolving Services with `resolver` per proxied request;
-    /// `timer` times the 5 s deadline of discovery requests (`/apis/<group>/<version>`)
-    /// to backends, as upstream's `NewRequestForProxy` sets it.
-    ///
-    /// Availability is read from the registry: run an
-    /// [`AvailabilityController`](crate::availability::AvailabilityController) on the
-    /// same registry (the [`Aggregator`](crate::Aggregator) builder does), or every remote
-    /// APIService answers 503.
+    /// Routes by `registry`, resolving Services with `resolver`; `timer` times the 5 s
+    /// discovery deadline.
     ///
     /// With the `tokio` feature, upgrade requests are spliced on the tokio executor;
     /// [`AggregatorLayer::executor`] sets another one.
@@ -158,22 +120,17 @@ impl AggregatorLayer {
         let executor = None;
         AggregatorLayer {
             shared: Arc::new(Shared {
-                registry,
+                root: Scope::new(registry, None, None),
+                tenants: None,
                 resolver: Arc::new(resolver),
                 timer,
                 executor,
                 worker: None,
-                discovery: None,
-                host_cache: Arc::default(),
-                openapi: None,
-                openapi_cache: Arc::default(),
             }),
         }
     }
 
-    /// The executor that runs spliced upgrade connections (SPDY, WebSocket): one task per
-    /// upgraded connection, copying bytes both ways until either side closes. Splicing
-    /// needs the `tokio` feature; without it upgrade requests are answered 503.
+    /// The executor that runs spliced upgrade connections (SPDY, WebSocket).
     pub fn executor(self, executor: Executor) -> AggregatorLayer {
         let mut shared = (*self.shared).clone();
         shared.executor = Some(executor);
@@ -182,8 +139,7 @@ impl AggregatorLayer {
         }
     }
 
-    /// Answers remote requests with a 503 naming the problem while `worker` is not running
-    /// (never started, or stopped), so a forgotten worker shows in every answer.
+    /// Answers remote requests with a 503 naming the problem while `worker` is not running.
     pub(crate) fn with_worker(self, worker: Arc<crate::worker::WorkerState>) -> AggregatorLayer {
         let mut shared = (*self.shared).clone();
         shared.worker = Some(worker);
@@ -196,13 +152,9 @@ impl AggregatorLayer {
     /// `/api` from `manager`'s published document. Without one, `/apis` answers only the
     /// legacy `APIGroupList` (which kubectl then follows with one request per
     /// group-version).
-    ///
-    /// The manager must be fed by the same registry
-    /// ([`Registry::feed`](crate::registry::Registry::feed)) and run; the host's own groups
-    /// are asked from the inner service with the same `Accept` and merged in.
     pub fn discovery(self, manager: DiscoveryManager) -> AggregatorLayer {
         let mut shared = (*self.shared).clone();
-        shared.discovery = Some(manager);
+        shared.root.discovery = Some(manager);
         AggregatorLayer {
             shared: Arc::new(shared),
         }
@@ -211,13 +163,21 @@ impl AggregatorLayer {
     /// Serves `/openapi/v2` (merged, JSON or protobuf) and `/openapi/v3` (the merged root,
     /// remote group-versions proxied to their APIService) from `manager`'s published
     /// specs. Without one, those paths go to the inner service.
-    ///
-    /// The host's own documents are asked from the inner service (its `/openapi/v2`, its
-    /// `/openapi/v3` root) and merged with the backends' as upstream merges local specs
-    /// first.
     pub fn openapi(self, manager: OpenApiManager) -> AggregatorLayer {
         let mut shared = (*self.shared).clone();
-        shared.openapi = Some(manager);
+        shared.root.openapi = Some(manager);
+        AggregatorLayer {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// Routes the requests of a tenant (a [`Tenant`] in their extensions, put there by
+    /// [`TenantLayer`](crate::tenant::TenantLayer)) by that tenant's own table, discovery
+    /// and OpenAPI documents in `tenants`; a tenant that is not mounted is 404 `clusters
+    /// "<name>" not found`. Without this, every tenant's request is 404.
+    pub fn tenants(self, tenants: Tenants) -> AggregatorLayer {
+        let mut shared = (*self.shared).clone();
+        shared.tenants = Some(tenants);
         AggregatorLayer {
             shared: Arc::new(shared),
         }
@@ -235,12 +195,7 @@ impl<S> Layer<S> for AggregatorLayer {
     }
 }
 
-/// Service of [`AggregatorLayer`]: routes each request to the aggregator's own answers,
-/// the proxy, or `inner`.
-///
-/// Always ready; the inner service is cloned per request and called with `oneshot`, so
-/// it must be `Clone` and should be cheap to clone (an axum `Router`, a
-/// `BoxCloneSyncService`).
+/// Service of [`AggregatorLayer`].
 #[derive(Clone)]
 pub struct AggregatorService<S> {
     inner: S,
@@ -273,7 +228,6 @@ impl<S> AggregatorService<S> {
 }
 
 /// The response future of [`AggregatorService`]; `E` is the inner service's error.
-/// Boxed once per request: the routes are several different futures.
 pub type ResponseFuture<E = Infallible> =
     Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
 
@@ -302,8 +256,26 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let mut req = req.map(Body::new);
-        let table = self.shared.registry.snapshot();
-        let target = match route::route(&table, &mut req, &self.shared) {
+        // A tenant's request is routed by its tenant's table alone (one more lock-free
+        // load); an unknown tenant goes nowhere.
+        let mounted = match req.extensions().get::<Tenant>() {
+            None => None,
+            Some(tenant) => match self
+                .shared
+                .tenants
+                .as_ref()
+                .and_then(|t| t.get(tenant.name()))
+            {
+                Some(mounted) => Some(mounted),
+                None => {
+                    let res = crate::tenant::not_found(tenant);
+                    return Box::pin(std::future::ready(Ok(res)));
+                }
+            },
+        };
+        let scope = mounted.as_ref().map_or(&self.shared.root, |m| &m.scope);
+        let table = scope.registry.snapshot();
+        let target = match route(&table, &mut req, scope) {
             Target::Ready(res) => return Box::pin(std::future::ready(Ok(res))),
             target => target,
         };
@@ -315,10 +287,10 @@ where
         match target {
             Target::GroupList => group_list(inner, req, table.api_group_list_json().clone()),
             Target::Aggregated { core, version } => {
-                let Some(manager) = self.shared.discovery.clone() else {
+                let Some(manager) = scope.discovery.clone() else {
                     return Box::pin(inner.oneshot(req));
                 };
-                let cache = self.shared.host_cache.clone();
+                let cache = scope.host_cache.clone();
                 if core {
                     discovery::core(inner, req, manager, cache, version)
                 } else {
@@ -326,10 +298,10 @@ where
                 }
             }
             Target::OpenApi { v3_root } => {
-                let Some(manager) = self.shared.openapi.clone() else {
+                let Some(manager) = scope.openapi.clone() else {
                     return Box::pin(inner.oneshot(req));
                 };
-                let cache = self.shared.openapi_cache.clone();
+                let cache = scope.openapi_cache.clone();
                 if v3_root {
                     openapi::v3_root(inner, req, manager, cache)
                 } else {
@@ -337,14 +309,146 @@ where
                 }
             }
             Target::Remote(route, backend) => {
-                remote::remote(self.shared.clone(), route, backend, req)
+                let registry = scope.registry.clone();
+                remote(self.shared.clone(), registry, route, backend, req)
             }
             Target::Inner | Target::Ready(_) => Box::pin(inner.oneshot(req)),
         }
     }
 }
 
-/// A `200` with `bytes` as `application/json`.
+/// Where [`route`] sends a request.
+enum Target {
+    /// Answered already (discovery of one group, the APIService API, a path error).
+    Ready(Response<Body>),
+    /// `/apis`: our group list merged with the host's.
+    GroupList,
+    /// `/apis` (or `/api` when `core`) with an aggregated `Accept`.
+    Aggregated {
+        core: bool,
+        version: AggregatedVersion,
+    },
+    /// `/openapi/v2`, or the `/openapi/v3` root.
+    OpenApi { v3_root: bool },
+    /// A remote APIService, and how it is reached.
+    Remote(Arc<Route>, Arc<RemoteBackend>),
+    /// The host's own handlers.
+    Inner,
+}
+
+/// The mux of kube-aggregator's `apiserver.go`. Reads the RequestInfo authorization read
+/// (or computes the same one when no authorization layer runs), so routing and
+/// authorization see one group and version (docs/upstream-behaviour.md §2.2).
+fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>, scope: &Scope) -> Target {
+    let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
+    if let Err(e) = crate::authz::request_info::ensure(req) {
+        return Target::Ready(e.into_response(req.uri()));
+    }
+    let req = &*req;
+    let Some(info) = req.extensions().get::<crate::authz::RequestInfo>() else {
+        // `ensure` stored it; never reached, and never a reason to route.
+        let uri = req.uri().to_string();
+        return Target::Ready(crate::status::internal_error(&uri, &"no RequestInfo"));
+    };
+    match info.api_path() {
+        ApiPath::GroupList if is_get => match aggregated(req, scope, info.path == "/apis") {
+            Some(target) => target,
+            None => Target::GroupList,
+        },
+        ApiPath::Group(crate::apiservice::API_GROUP)
+        | ApiPath::GroupVersion {
+            group: crate::apiservice::API_GROUP,
+            ..
+        } => Target::Ready(crate::apiregistration::handle(table, req, info)),
+        ApiPath::Group(g) if is_get => match table.group(g) {
+            Some(group) => Target::Ready(json(group.api_group_json.clone())),
+            None => Target::Inner,
+        },
+        ApiPath::GroupVersion { group, version } => match table.lookup(group, version) {
+            Some(route) => remote_target(route),
+            None => Target::Inner,
+        },
+        // The legacy core API is proxied only when `v1.` is a remote APIService.
+        ApiPath::Legacy => match table.get("v1.").filter(|r| r.remote().is_some()) {
+            Some(route) => remote_target(route),
+            None if is_get && matches!(info.path.as_str(), "/api" | "/api/") => {
+                match aggregated(req, scope, true) {
+                    Some(Target::Aggregated { version, .. }) => Target::Aggregated {
+                        core: true,
+                        version,
+                    },
+                    _ => Target::Inner,
+                }
+            }
+            None => Target::Inner,
+        },
+        ApiPath::Other if is_get && scope.openapi.is_some() => {
+            openapi_target(table, req, info, scope)
+        }
+        _ => Target::Inner,
+    }
+}
+
+/// The proxy for a remote APIService's route, the inner service for a local one.
+fn remote_target(route: &Arc<Route>) -> Target {
+    match route.remote() {
+        Some(backend) => Target::Remote(route.clone(), backend.clone()),
+        None => Target::Inner,
+    }
+}
+
+/// `/openapi/v2`, `/openapi/v3` and the v3 group-version documents remote APIServices
+/// listed; every other path (the host's own v3 documents included) goes to the inner
+/// service.
+fn openapi_target(
+    table: &crate::registry::RoutingTable,
+    req: &Request<Body>,
+    info: &crate::authz::RequestInfo,
+    scope: &Scope,
+) -> Target {
+    let Some(manager) = &scope.openapi else {
+        return Target::Inner;
+    };
+    match info.path.as_str() {
+        "/openapi/v2" => Target::OpenApi { v3_root: false },
+        "/openapi/v3" => Target::OpenApi { v3_root: true },
+        path => {
+            let Some(key) = path.strip_prefix("/openapi/v3/") else {
+                return Target::Inner;
+            };
+            match manager.snapshot().v3.get(key) {
+                Some(V3Entry::Remote { apiservice, .. }) => match table.get(apiservice) {
+                    Some(route) => remote_target(route),
+                    None => Target::Inner,
+                },
+                Some(V3Entry::Converted(doc)) => Target::Ready(openapi::converted(req, key, doc)),
+                None => Target::Inner,
+            }
+        }
+    }
+}
+
+/// The aggregated-discovery target of a discovery request, when a manager serves it:
+/// only the exact path (`/apis`, not `/apis/`, as upstream's mux) with an aggregated
+/// `Accept`; `Some(Ready(406))` when the `Accept` allows nothing JSON.
+fn aggregated(req: &Request<Body>, scope: &Scope, exact: bool) -> Option<Target> {
+    scope.discovery.as_ref()?;
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    match crate::discovery::negotiate(accept) {
+        Negotiated::Aggregated(version) if exact => Some(Target::Aggregated {
+            core: false,
+            version,
+        }),
+        Negotiated::NotAcceptable if exact => {
+            Some(Target::Ready(crate::discovery::not_acceptable()))
+        }
+        _ => None,
+    }
+}
+
 fn json(bytes: Bytes) -> Response<Body> {
     let mut res = Response::new(Body::full(bytes));
     res.headers_mut().insert(
@@ -355,10 +459,6 @@ fn json(bytes: Bytes) -> Response<Body> {
 }
 
 /// `/apis`: our list, with the groups the inner service lists appended.
-///
-/// The inner service is asked `GET` the same path with `Accept: application/json` and the
-/// request's extensions (so it sees the same user); a non-200 or unreadable answer leaves
-/// our list alone, and groups we already list are not repeated.
 fn group_list<S, RB>(inner: S, req: Request<Body>, ours: Bytes) -> ResponseFuture<S::Error>
 where
     S: Service<Request<Body>, Response = Response<RB>> + Send + 'static,
@@ -387,5 +487,95 @@ where
         Ok(json(
             crate::discovery::merge_group_lists(&ours, &theirs).unwrap_or(ours),
         ))
+    })
+}
+
+/// A remote APIService: the gate, then the proxy (docs/upstream-behaviour.md §3.1 steps 3–8).
+fn remote<E: Send + 'static>(
+    shared: Arc<Shared>,
+    registry: Registry,
+    route: Arc<Route>,
+    backend: Arc<RemoteBackend>,
+    mut req: Request<Body>,
+) -> ResponseFuture<E> {
+    Box::pin(async move {
+        if let Some(problem) = shared
+            .worker
+            .as_ref()
+            .and_then(|w| w.problem(shared.timer.now()))
+        {
+            return Ok(plain_text_error(StatusCode::SERVICE_UNAVAILABLE, problem));
+        }
+        if !route.is_available() {
+            return Ok(plain_text_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "service unavailable",
+            ));
+        }
+        let client = match &backend.client {
+            Ok(c) => c.clone(),
+            Err(e) => {
+                return Ok(plain_text_error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &e.to_string(),
+                ));
+            }
+        };
+        // Taken out, not cloned: nothing behind the proxy reads the extensions.
+        let Some(user) = req.extensions_mut().remove::<UserInfo>() else {
+            return Ok(plain_text_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "missing user",
+            ));
+        };
+        let authority = match shared.resolver.resolve(&backend.service).await {
+            Ok(a) => a,
+            Err(e) => {
+                // Upstream logs the real error and tells the client only this.
+                tracing::warn!(apiservice = route.apiservice.name(), error = %e, "cannot resolve service");
+                return Ok(plain_text_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "service unavailable",
+                ));
+            }
+        };
+        let remote_addr = req
+            .extensions()
+            .get::<ConnectionInfo>()
+            .and_then(|c| c.remote_addr);
+        if crate::proxy::is_upgrade_request(&req) {
+            #[cfg(feature = "tokio")]
+            if let (Some(executor), Ok(c)) = (&shared.executor, &backend.upgrade_client) {
+                let client = c.clone();
+                return Ok(crate::proxy::forward_upgrade(
+                    client,
+                    executor,
+                    &authority,
+                    &user,
+                    remote_addr,
+                    req,
+                )
+                .await);
+            }
+            let text = "error trying to reach service: upgrade requests are not supported by this transport";
+            return Ok(plain_text_error(StatusCode::SERVICE_UNAVAILABLE, text));
+        }
+        let mut res =
+            crate::proxy::forward(client, &shared.timer, &authority, &user, remote_addr, req).await;
+        // Passive availability: a backend that cannot even be connected to is down for
+        // every request, so say so now rather than at the next check.
+        if let Some(crate::proxy::Unreachable(error)) = res.extensions_mut().remove() {
+            let spec = &route.apiservice.spec;
+            let url = if spec.group.is_empty() {
+                format!("https://{authority}/api/{}", spec.version)
+            } else {
+                format!("https://{authority}/apis/{}/{}", spec.group, spec.version)
+            };
+            let message = format!("failing or missing response from {url}: {error}");
+            if registry.report_unreachable(route.apiservice.name(), &message) {
+                tracing::warn!(apiservice = route.apiservice.name(), %message, "backend unreachable; marked unavailable");
+            }
+        }
+        Ok(res)
     })
 }

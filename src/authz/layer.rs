@@ -138,7 +138,8 @@ where
                 &"no user found for request",
             ))));
         };
-        let attrs = Attributes::new(user, info);
+        let tenant = req.extensions().get::<crate::tenant::Tenant>();
+        let attrs = Attributes::new(user, info).in_tenant(tenant);
         let pending = self.authorizer.authorize(&attrs);
         Box::pin(async move {
             match pending.await {

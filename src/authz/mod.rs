@@ -68,6 +68,11 @@ pub struct Attributes {
     /// The label selector likewise (operators `In`, `NotIn`, `Exists`, `DoesNotExist`;
     /// `>` and `<` terms are left out, which only broadens the check).
     pub label_selector: Vec<SelectorRequirement>,
+    /// The tenant the request is in (the `<name>` of `/clusters/<name>/...`, see
+    /// [`crate::tenant`]); empty outside a tenant. Not upstream: kcp's logical cluster,
+    /// which the SubjectAccessReview carries as
+    /// `spec.extra["authorization.kcp.io/cluster-name"]`.
+    pub tenant: String,
 }
 
 /// One requirement of a field or label selector, as a SubjectAccessReview carries it
@@ -154,7 +159,14 @@ impl Attributes {
             is_resource_request: info.is_resource_request,
             field_selector,
             label_selector,
+            tenant: String::new(),
         }
+    }
+
+    /// These attributes within `tenant` (see [`Attributes::tenant`]).
+    pub fn in_tenant(mut self, tenant: Option<&crate::tenant::Tenant>) -> Attributes {
+        self.tenant = tenant.map(|t| t.name().to_owned()).unwrap_or_default();
+        self
     }
 
     /// True for `get`, `list` and `watch`.

@@ -170,6 +170,11 @@ pub struct SubjectAccessReviewStatus {
 impl SubjectAccessReviewSpec {
     /// The spec upstream builds for `attrs`: the user, and resource attributes (without
     /// the path) for resource requests or the path and verb otherwise.
+    ///
+    /// Beyond upstream, the tenant ([`Attributes::tenant`]) goes into `extra` under
+    /// [`TENANT_EXTRA_KEY`](crate::tenant::TENANT_EXTRA_KEY) (`authorization.kcp.io/cluster-name`,
+    /// as kcp sends it); whatever the user's own extra held under that key is dropped, so
+    /// only the request's path can place it in a tenant.
     pub fn from_attributes(attrs: &Attributes) -> SubjectAccessReviewSpec {
         let (resource_attributes, non_resource_attributes) = if attrs.is_resource_request {
             let r = ResourceAttributes {
@@ -191,12 +196,20 @@ impl SubjectAccessReviewSpec {
             };
             (None, Some(n))
         };
+        let mut extra = attrs.user.extra.clone();
+        extra.remove(crate::tenant::TENANT_EXTRA_KEY);
+        if !attrs.tenant.is_empty() {
+            extra.insert(
+                crate::tenant::TENANT_EXTRA_KEY.to_owned(),
+                vec![attrs.tenant.clone()],
+            );
+        }
         SubjectAccessReviewSpec {
             resource_attributes,
             non_resource_attributes,
             user: attrs.user.name.clone(),
             groups: attrs.user.groups.clone(),
-            extra: attrs.user.extra.clone(),
+            extra,
             uid: attrs.user.uid.clone(),
         }
     }
@@ -465,6 +478,7 @@ fn should_cache(attrs: &Attributes) -> bool {
         .map(|s| s.len())
         .sum::<usize>()
         + attrs.path.len()
+        + attrs.tenant.len()
         + selectors;
     size < MAX_CACHED_ATTRIBUTE_BYTES
 }
@@ -528,6 +542,9 @@ fn cache_key(attrs: &Attributes) -> String {
             field(&mut key, v);
         }
     }
+    // The tenant is part of the question: one tenant's answer never serves another.
+    key.push('t');
+    field(&mut key, &attrs.tenant);
     key
 }
 

@@ -19,8 +19,9 @@ use super::{AvailabilityMetrics, ResolveError, ServiceResolver};
 use crate::apiservice::{ConditionStatus, ServiceReference};
 use crate::body::Body;
 use crate::identity;
-use crate::registry::{Registry, Route};
+use crate::registry::{Registry, Route, RoutingTable};
 use crate::rt::Timer;
+use crate::tenant::{Tenant, Tenants};
 use crate::transport::BackendClient;
 
 /// How many APIServices are checked at the same time (upstream: 5 workers).
@@ -90,6 +91,7 @@ impl Default for AvailabilityConfig {
 #[derive(Clone)]
 pub struct AvailabilityController {
     registry: Registry,
+    tenants: Option<Tenants>,
     resolver: Arc<dyn ServiceResolver>,
     timer: Timer,
     config: AvailabilityConfig,
@@ -112,8 +114,29 @@ struct Outcome {
     message: String,
 }
 
-/// A check in flight: its route and outcome.
-type CheckFuture<'a> = Pin<Box<dyn Future<Output = (Arc<Route>, Outcome)> + Send + 'a>>;
+/// A finished check: where its APIService lives, the route checked and the outcome.
+struct Checked {
+    tenant: Option<Tenant>,
+    registry: Registry,
+    route: Arc<Route>,
+    outcome: Outcome,
+}
+
+/// A check in flight.
+type CheckFuture<'a> = Pin<Box<dyn Future<Output = Checked> + Send + 'a>>;
+
+/// What the controller keeps for one registry (the stack's, or a tenant's).
+#[derive(Default)]
+struct ScopeState {
+    schedule: HashMap<String, Schedule>,
+    gauged: HashSet<String>,
+    in_flight: HashSet<String>,
+}
+
+/// The metrics label of a tenant: empty for the stack's own APIServices.
+fn tenant_name(tenant: &Option<Tenant>) -> &str {
+    tenant.as_ref().map_or("", Tenant::name)
+}
 
 /// When an APIService is checked next, and how its retries back off.
 struct Schedule {
@@ -137,6 +160,7 @@ impl AvailabilityController {
     ) -> AvailabilityController {
         AvailabilityController {
             registry,
+            tenants: None,
             resolver: Arc::new(resolver),
             timer,
             config,
@@ -148,6 +172,29 @@ impl AvailabilityController {
     /// `aggregator_unavailable_apiservice_total`, as upstream's).
     pub fn metrics(&self) -> &Arc<AvailabilityMetrics> {
         &self.metrics
+    }
+
+    /// Checks the APIServices of every tenant of `tenants` too (see [`crate::tenant`]),
+    /// with the same workers, schedule and resolver: one controller for the whole stack.
+    /// A tenant's conditions go to its own registry, and its metrics carry a `cluster`
+    /// label.
+    pub fn tenants(mut self, tenants: Tenants) -> AvailabilityController {
+        self.tenants = Some(tenants);
+        self
+    }
+
+    /// The stack's registry and every mounted tenant's, each with its current table.
+    fn scopes(&self) -> HashMap<Option<Tenant>, (Registry, Arc<RoutingTable>)> {
+        let mut scopes = HashMap::new();
+        scopes.insert(
+            None,
+            (self.registry.clone(), self.registry.snapshot_owned()),
+        );
+        for (tenant, registry) in self.tenants.iter().flat_map(Tenants::registries) {
+            let table = registry.snapshot_owned();
+            scopes.insert(Some(tenant), (registry, table));
+        }
+        scopes
     }
 
     /// Runs forever: checks every remote APIService when it appears or its service
@@ -162,113 +209,120 @@ impl AvailabilityController {
     /// Up to five checks run at once, each on its own: a check that hangs until its probe
     /// timeout (a black-holed backend) holds one of the five and delays nobody else's, as
     /// with upstream's five independent workers. The next due APIService starts as soon
-    /// as any check finishes.
+    /// as any check finishes. With [`AvailabilityController::tenants`], the five are
+    /// shared by every tenant's APIServices.
     pub async fn run(self) {
-        let mut schedule: HashMap<String, Schedule> = HashMap::new();
-        let mut gauged: HashSet<String> = HashSet::new();
+        let mut states: HashMap<Option<Tenant>, ScopeState> = HashMap::new();
         let mut running: FuturesUnordered<CheckFuture<'_>> = FuturesUnordered::new();
-        let mut in_flight: HashSet<String> = HashSet::new();
         loop {
-            let table = self.registry.snapshot_owned();
+            // Read before the tables, so a change while this pass runs wakes the next.
+            let tenants_seen = self.tenants.as_ref().map(Tenants::generation);
+            let scopes = self.scopes();
             let now = self.timer.now();
-            // Follow the table: new APIServices and changed services are due now.
-            // Forget the gauge of every APIService that is gone, local ones included
-            // (upstream's local controller removes theirs too).
-            gauged.retain(|name| {
-                let keep = table.get(name).is_some();
+            // A tenant that is gone takes its schedule and its gauges along (its checks in
+            // flight finish and are dropped).
+            states.retain(|tenant, state| {
+                let keep = scopes.contains_key(tenant);
                 if !keep {
-                    self.metrics.forget(name);
+                    for name in &state.gauged {
+                        self.metrics.forget_in(tenant_name(tenant), name);
+                    }
                 }
                 keep
             });
-            schedule.retain(|name, _| table.get(name).is_some_and(|r| !r.apiservice.is_local()));
-            for route in table.routes_unordered() {
-                let name = route.apiservice.name();
-                if !gauged.contains(name) {
-                    gauged.insert(name.to_owned());
-                }
-                let Some(service) = &route.apiservice.spec.service else {
-                    self.metrics.set_unavailable(name, false);
-                    continue;
-                };
-                let entry = schedule
-                    .entry(route.apiservice.name().to_owned())
-                    .or_insert_with(|| Schedule {
-                        due: now,
-                        failures: 0,
-                        service: service.clone(),
-                        passive: false,
-                    });
-                if entry.service != *service {
-                    *entry = Schedule {
-                        due: now,
-                        failures: 0,
-                        service: service.clone(),
-                        passive: false,
-                    };
-                }
-            }
-            // Found unreachable by requests: already unavailable; re-check soon.
-            for name in self.registry.take_unreachable() {
-                self.metrics.set_unavailable(&name, true);
-                self.metrics
-                    .unavailable_transition(&name, "FailedDiscoveryCheck");
-                if let Some(s) = schedule.get_mut(&name) {
-                    s.failures = 0;
-                    s.passive = true;
-                    s.due = now + self.config.passive_recheck;
-                }
+            for (tenant, (registry, table)) in &scopes {
+                let state = states.entry(tenant.clone()).or_default();
+                self.follow(tenant_name(tenant), registry, table, state, now);
             }
             // Start the longest overdue APIServices on the free workers; the rest wait
             // for a worker, so thousands coming due together never open thousands of
             // probe connections.
             let free = WORKERS.saturating_sub(running.len());
             if free > 0 {
-                let mut overdue: Vec<(&String, Instant)> = schedule
+                let mut overdue: Vec<(&Option<Tenant>, &String, Instant)> = states
                     .iter()
-                    .filter(|(n, s)| s.due <= now && !in_flight.contains(*n))
-                    .map(|(n, s)| (n, s.due))
+                    .flat_map(|(tenant, state)| {
+                        state
+                            .schedule
+                            .iter()
+                            .filter(|(n, s)| s.due <= now && !state.in_flight.contains(*n))
+                            .map(move |(n, s)| (tenant, n, s.due))
+                    })
                     .collect();
-                overdue.sort_unstable_by_key(|(_, due)| *due);
-                for (name, _) in overdue.into_iter().take(free) {
-                    if let Some(route) = table.get(name).cloned() {
-                        in_flight.insert(name.clone());
-                        running.push(Box::pin(self.check_owned(route)));
+                overdue.sort_unstable_by_key(|(_, _, due)| *due);
+                let start: Vec<(Option<Tenant>, String)> = overdue
+                    .into_iter()
+                    .take(free)
+                    .map(|(t, n, _)| (t.clone(), n.clone()))
+                    .collect();
+                for (tenant, name) in start {
+                    let Some((registry, table)) = scopes.get(&tenant) else {
+                        continue;
+                    };
+                    if let (Some(route), Some(state)) =
+                        (table.get(&name).cloned(), states.get_mut(&tenant))
+                    {
+                        state.in_flight.insert(name);
+                        running.push(Box::pin(self.check_owned(tenant, registry.clone(), route)));
                     }
                 }
             }
-            let generation = table.generation();
-            drop(table);
-            let next = schedule
-                .iter()
-                .filter(|(n, _)| !in_flight.contains(*n))
-                .map(|(_, s)| s.due)
+            let generation = scopes.get(&None).map_or(0, |(_, t)| t.generation());
+            drop(scopes);
+            let next = states
+                .values()
+                .flat_map(|state| {
+                    state
+                        .schedule
+                        .iter()
+                        .filter(|(n, _)| !state.in_flight.contains(*n))
+                        .map(|(_, s)| s.due)
+                })
                 .min();
             let wait = next.map_or(self.config.resync_period, |d| {
                 d.saturating_duration_since(self.timer.now())
             });
             let mut sleep = self.timer.sleep(wait);
             let mut changed = self.registry.changed(generation);
+            let mut tenants_changed = self
+                .tenants
+                .as_ref()
+                .zip(tenants_seen)
+                .map(|(t, seen)| t.changed(seen));
             let event = std::future::poll_fn(|cx| {
                 if !running.is_empty() {
                     if let Poll::Ready(Some(done)) = running.poll_next_unpin(cx) {
                         return Poll::Ready(Some(done));
                     }
                 }
-                if sleep.as_mut().poll(cx).is_ready() || Pin::new(&mut changed).poll(cx).is_ready()
+                let tenants = tenants_changed
+                    .as_mut()
+                    .is_some_and(|c| Pin::new(c).poll(cx).is_ready());
+                if sleep.as_mut().poll(cx).is_ready()
+                    || Pin::new(&mut changed).poll(cx).is_ready()
+                    || tenants
                 {
                     return Poll::Ready(None);
                 }
                 Poll::Pending
             })
             .await;
-            if let Some((route, outcome)) = event {
+            if let Some(Checked {
+                tenant,
+                registry,
+                route,
+                outcome,
+            }) = event
+            {
                 let done = self.timer.now();
                 let name = route.apiservice.name();
-                in_flight.remove(name);
                 let passed = outcome.status == ConditionStatus::True;
-                self.record(name, &outcome);
-                if let Some(s) = schedule.get_mut(name) {
+                self.record(tenant_name(&tenant), &registry, name, &outcome);
+                let Some(state) = states.get_mut(&tenant) else {
+                    continue;
+                };
+                state.in_flight.remove(name);
+                if let Some(s) = state.schedule.get_mut(name) {
                     if passed {
                         s.failures = 0;
                         s.passive = false;
@@ -288,29 +342,97 @@ impl AvailabilityController {
         }
     }
 
-    /// [`Self::check`] of a route it owns, returning the route with the outcome.
-    async fn check_owned(&self, route: Arc<Route>) -> (Arc<Route>, Outcome) {
-        let outcome = self.check(&route).await;
-        (route, outcome)
+    /// Follows one scope's table: new APIServices and changed services are due now; the
+    /// gauges of APIServices that are gone are forgotten, local ones included (upstream's
+    /// local controller removes theirs too); those found unreachable by requests are
+    /// already unavailable and re-checked soon.
+    fn follow(
+        &self,
+        tenant: &str,
+        registry: &Registry,
+        table: &RoutingTable,
+        state: &mut ScopeState,
+        now: Instant,
+    ) {
+        state.gauged.retain(|name| {
+            let keep = table.get(name).is_some();
+            if !keep {
+                self.metrics.forget_in(tenant, name);
+            }
+            keep
+        });
+        state
+            .schedule
+            .retain(|name, _| table.get(name).is_some_and(|r| !r.apiservice.is_local()));
+        for route in table.routes_unordered() {
+            let name = route.apiservice.name();
+            if !state.gauged.contains(name) {
+                state.gauged.insert(name.to_owned());
+            }
+            let Some(service) = &route.apiservice.spec.service else {
+                self.metrics.set_unavailable_in(tenant, name, false);
+                continue;
+            };
+            let fresh = || Schedule {
+                due: now,
+                failures: 0,
+                service: service.clone(),
+                passive: false,
+            };
+            let entry = state.schedule.entry(name.to_owned()).or_insert_with(fresh);
+            if entry.service != *service {
+                *entry = fresh();
+            }
+        }
+        for name in registry.take_unreachable() {
+            self.metrics.set_unavailable_in(tenant, &name, true);
+            self.metrics
+                .unavailable_transition_in(tenant, &name, "FailedDiscoveryCheck");
+            if let Some(s) = state.schedule.get_mut(&name) {
+                s.failures = 0;
+                s.passive = true;
+                s.due = now + self.config.passive_recheck;
+            }
+        }
     }
 
-    /// Writes `outcome` as `name`'s condition and updates the metrics: the gauge on every
-    /// check, the transition counter only when a written change turned an available
-    /// APIService unavailable (with the new reason), as upstream counts them.
-    fn record(&self, name: &str, outcome: &Outcome) {
+    /// [`Self::check`] of a route it owns, returning the route with the outcome.
+    async fn check_owned(
+        &self,
+        tenant: Option<Tenant>,
+        registry: Registry,
+        route: Arc<Route>,
+    ) -> Checked {
+        let outcome = self.check(&route).await;
+        Checked {
+            tenant,
+            registry,
+            route,
+            outcome,
+        }
+    }
+
+    /// Writes `outcome` as `name`'s condition in `registry` and updates the metrics (with
+    /// `tenant`'s `cluster` label): the gauge on every check, the transition counter only
+    /// when a written change turned an available APIService unavailable (with the new
+    /// reason), as upstream counts them.
+    fn record(&self, tenant: &str, registry: &Registry, name: &str, outcome: &Outcome) {
         let available = outcome.status == ConditionStatus::True;
-        self.metrics.set_unavailable(name, !available);
-        if let Some(was_available) = self.registry.set_available_condition(
+        self.metrics.set_unavailable_in(tenant, name, !available);
+        if let Some(was_available) = registry.set_available_condition(
             name,
             outcome.status,
             &outcome.reason,
             &outcome.message,
         ) {
             if was_available && !available {
-                self.metrics.unavailable_transition(name, &outcome.reason);
+                self.metrics
+                    .unavailable_transition_in(tenant, name, &outcome.reason);
             }
-            if was_available != available {
+            if was_available != available && tenant.is_empty() {
                 tracing::info!(apiservice = name, available, reason = %outcome.reason, condition_message = %outcome.message, "availability changed");
+            } else if was_available != available {
+                tracing::info!(cluster = tenant, apiservice = name, available, reason = %outcome.reason, condition_message = %outcome.message, "availability changed");
             }
         }
     }

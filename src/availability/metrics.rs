@@ -23,6 +23,9 @@ const COUNTER_HELP: &str = "[ALPHA] Counter of APIServices which are marked as u
 /// and `aggregator_unavailable_apiservice_total` (counter, labels `name` and `reason`),
 /// maintained by the [`AvailabilityController`](super::AvailabilityController).
 ///
+/// A tenant's APIServices (see [`crate::tenant`]) carry one more label, `cluster`, the
+/// tenant's name; the stack's own are exposed exactly as upstream's.
+///
 /// A host that keeps a [`prometheus_client`] [`Registry`] adds both with
 /// [`register`](AvailabilityMetrics::register) (or registers the metrics as a
 /// [`Collector`] itself); [`render`](AvailabilityMetrics::render) gives them alone in the
@@ -58,26 +61,44 @@ pub struct AvailabilityMetrics {
 /// The values, shared with every registry the metrics are registered in.
 #[derive(Debug, Default)]
 struct Series {
-    gauge: Mutex<BTreeMap<String, bool>>,
-    counter: Mutex<BTreeMap<(String, String), u64>>,
+    /// By (tenant, APIService); the tenant is empty for the stack's own.
+    gauge: Mutex<BTreeMap<(String, String), bool>>,
+    /// By (tenant, APIService, reason).
+    counter: Mutex<BTreeMap<(String, String, String), u64>>,
 }
 
 impl AvailabilityMetrics {
     /// Sets the gauge of `name`: 1 when unavailable, 0 when available.
     pub fn set_unavailable(&self, name: &str, unavailable: bool) {
-        lock(&self.series.gauge).insert(name.to_owned(), unavailable);
+        self.set_unavailable_in("", name, unavailable);
     }
 
     /// Counts a transition of `name` from available to unavailable with `reason`.
     pub fn unavailable_transition(&self, name: &str, reason: &str) {
-        *lock(&self.series.counter)
-            .entry((name.to_owned(), reason.to_owned()))
-            .or_default() += 1;
+        self.unavailable_transition_in("", name, reason);
     }
 
     /// Forgets the gauge of a deleted APIService (its counter series stay, as upstream's).
     pub fn forget(&self, name: &str) {
-        lock(&self.series.gauge).remove(name);
+        self.forget_in("", name);
+    }
+
+    /// [`AvailabilityMetrics::set_unavailable`] for tenant `tenant`'s APIService (`""`:
+    /// the stack's own).
+    pub fn set_unavailable_in(&self, tenant: &str, name: &str, unavailable: bool) {
+        lock(&self.series.gauge).insert((tenant.to_owned(), name.to_owned()), unavailable);
+    }
+
+    /// [`AvailabilityMetrics::unavailable_transition`] for tenant `tenant`'s APIService.
+    pub fn unavailable_transition_in(&self, tenant: &str, name: &str, reason: &str) {
+        *lock(&self.series.counter)
+            .entry((tenant.to_owned(), name.to_owned(), reason.to_owned()))
+            .or_default() += 1;
+    }
+
+    /// [`AvailabilityMetrics::forget`] for tenant `tenant`'s APIService.
+    pub fn forget_in(&self, tenant: &str, name: &str) {
+        lock(&self.series.gauge).remove(&(tenant.to_owned(), name.to_owned()));
     }
 
     /// Adds both metrics to `registry`; every encoding of it reads their current values.
@@ -109,17 +130,32 @@ impl Collector for Series {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let gauge = lock(&self.gauge);
         let mut family = encoder.encode_descriptor(GAUGE, GAUGE_HELP, None, MetricType::Gauge)?;
-        for (name, unavailable) in gauge.iter() {
-            let labels = [("name", name.as_str())];
-            ConstGauge::new(i64::from(*unavailable)).encode(family.encode_family(&labels)?)?;
+        for ((tenant, name), unavailable) in gauge.iter() {
+            let value = ConstGauge::new(i64::from(*unavailable));
+            if tenant.is_empty() {
+                value.encode(family.encode_family(&[("name", name.as_str())])?)?;
+            } else {
+                let labels = [("cluster", tenant.as_str()), ("name", name.as_str())];
+                value.encode(family.encode_family(&labels)?)?;
+            }
         }
         drop(gauge);
         let counter = lock(&self.counter);
         let mut family =
             encoder.encode_descriptor(COUNTER, COUNTER_HELP, None, MetricType::Counter)?;
-        for ((name, reason), n) in counter.iter() {
-            let labels = [("name", name.as_str()), ("reason", reason.as_str())];
-            ConstCounter::new(*n).encode(family.encode_family(&labels)?)?;
+        for ((tenant, name, reason), n) in counter.iter() {
+            let value = ConstCounter::new(*n);
+            if tenant.is_empty() {
+                let labels = [("name", name.as_str()), ("reason", reason.as_str())];
+                value.encode(family.encode_family(&labels)?)?;
+            } else {
+                let labels = [
+                    ("cluster", tenant.as_str()),
+                    ("name", name.as_str()),
+                    ("reason", reason.as_str()),
+                ];
+                value.encode(family.encode_family(&labels)?)?;
+            }
         }
         Ok(())
     }
@@ -152,6 +188,23 @@ mod tests {
         m.unavailable_transition("v1.x", "FailedDiscoveryCheck");
         m.unavailable_transition("v1.x", "FailedDiscoveryCheck");
         assert!(m.render().ends_with("# TYPE aggregator_unavailable_apiservice_total counter\naggregator_unavailable_apiservice_total{name=\"v1.x\",reason=\"FailedDiscoveryCheck\"} 2\n"));
+    }
+
+    #[test]
+    fn a_tenants_series_carry_its_cluster() {
+        let m = AvailabilityMetrics::default();
+        m.set_unavailable_in("team-a", "v1.x", true);
+        m.unavailable_transition_in("team-a", "v1.x", "ServiceNotFound");
+        let text = m.render();
+        assert!(
+            text.contains(
+                "aggregator_unavailable_apiservice{cluster=\"team-a\",name=\"v1.x\"} 1\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("aggregator_unavailable_apiservice_total{cluster=\"team-a\",name=\"v1.x\",reason=\"ServiceNotFound\"} 1\n"), "{text}");
+        m.forget_in("team-a", "v1.x");
+        assert!(!m.render().contains("aggregator_unavailable_apiservice{"));
     }
 
     #[test]

@@ -28,14 +28,16 @@
 //!
 //! What [`AggregatorBuilder::build`] assembles, outside in (kube-apiserver's order,
 //! docs/upstream-behaviour.md §6): [`AuditIdLayer`], `Cache-Control: no-cache, private`
-//! when the handler set none, [`TimeoutLayer`], [`AuthenticationLayer`] (with the
+//! when the handler set none, [`TenantLayer`] (with [`AggregatorBuilder::tenants`]; a
+//! pass-through otherwise), [`TimeoutLayer`], [`AuthenticationLayer`] (with the
 //! builder's authenticator, or, without one, the [`UserInfo`] the host put into the
 //! request extensions), [`ImpersonationLayer`], [`InFlightLayer`],
-//! [`AuthorizationLayer`], [`SelfReviewLayer`], then [`AggregatorLayer`] with aggregated
+//! [`AuthorizationLayer`], [`TenantGateLayer`], [`SelfReviewLayer`], then [`AggregatorLayer`] with aggregated
 //! discovery and OpenAPI. Impersonation, authorization and the self reviews ask the one
 //! authorizer. The [`Worker`] runs the
 //! [`Registry`] feed from the builder's [`ApiServiceSource`], the
-//! [`AvailabilityController`], the [`DiscoveryManager`] and the [`OpenApiManager`]. Assembling the layers by hand
+//! [`AvailabilityController`], the [`DiscoveryManager`] and the [`OpenApiManager`], and
+//! with tenants their feed and every tenant's managers. Assembling the layers by hand
 //! stays possible: each is public and documented, and then the host runs
 //! [`Registry::run`] and [`AvailabilityController::run`] itself.
 //!
@@ -70,6 +72,10 @@ use crate::registry::{Registry, StatusSink};
 use crate::rt::{Executor, Timer};
 use crate::selfreview::{SelfReviewLayer, SelfReviewService};
 use crate::source::{ApiServiceEvent, ApiServiceSource};
+use crate::tenant::{
+    TenantEvent, TenantForwarding, TenantGate, TenantGateLayer, TenantLayer, TenantService,
+    TenantSource, Tenants, TenantsConfig,
+};
 use crate::timeout::{LongRunningCheck, TimeoutLayer, TimeoutService};
 use crate::transport::Transport;
 pub use crate::worker::Worker;
@@ -84,22 +90,26 @@ pub type SharedAuthorizer = Arc<dyn Authorizer>;
 pub struct Aggregator {
     audit: AuditIdLayer,
     cache_control: SetResponseHeaderLayer<HeaderValue>,
+    tenant: TenantLayer,
     timeout: TimeoutLayer,
     authentication: AuthenticationLayer<Box<dyn Authenticator>>,
     impersonation: ImpersonationLayer<SharedAuthorizer>,
     inflight: InFlightLayer,
     authorization: AuthorizationLayer<SharedAuthorizer>,
+    tenant_gate: TenantGateLayer,
     selfreview: SelfReviewLayer<SharedAuthorizer>,
     aggregator: AggregatorLayer,
     registry: Registry,
     metrics: Arc<AvailabilityMetrics>,
     discovery: DiscoveryManager,
+    tenants: Option<Tenants>,
 }
 
 impl std::fmt::Debug for Aggregator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Aggregator")
             .field("registry", &self.registry)
+            .field("tenants", &self.tenants)
             .finish_non_exhaustive()
     }
 }
@@ -107,18 +117,22 @@ impl std::fmt::Debug for Aggregator {
 /// The service of [`Aggregator`] around the host's handlers `S`, outside in.
 pub type AggregatorStack<S> = AuditIdService<
     SetResponseHeader<
-        TimeoutService<
-            AuthenticationService<
-                ImpersonationService<
-                    InFlightService<
-                        AuthorizationService<
-                            SelfReviewService<AggregatorService<S>, SharedAuthorizer>,
-                            SharedAuthorizer,
+        TenantService<
+            TimeoutService<
+                AuthenticationService<
+                    ImpersonationService<
+                        InFlightService<
+                            AuthorizationService<
+                                TenantGate<
+                                    SelfReviewService<AggregatorService<S>, SharedAuthorizer>,
+                                >,
+                                SharedAuthorizer,
+                            >,
                         >,
+                        SharedAuthorizer,
                     >,
-                    SharedAuthorizer,
+                    Box<dyn Authenticator>,
                 >,
-                Box<dyn Authenticator>,
             >,
         >,
         HeaderValue,
@@ -130,8 +144,12 @@ impl Aggregator {
     /// [`RustlsTransport`](crate::transport::RustlsTransport) in production, an
     /// [`InMemoryTransport`](crate::transport::InMemoryTransport) for in-process backends).
     pub fn builder(transport: impl Transport) -> AggregatorBuilder {
+        let transport: Arc<dyn Transport> = Arc::new(transport);
         AggregatorBuilder {
-            registry: Registry::new(transport),
+            registry: Registry::new(transport.clone()),
+            transport,
+            tenants: None,
+            tenant_source: None,
             resolver: None,
             source: None,
             authenticator: None,
@@ -173,6 +191,12 @@ impl Aggregator {
     pub fn discovery(&self) -> &DiscoveryManager {
         &self.discovery
     }
+
+    /// The mounted tenants, when [`AggregatorBuilder::tenants`] mounted `/clusters/`:
+    /// [`Tenants::apply`] mounts, changes and unmounts them at run time.
+    pub fn tenants(&self) -> Option<&Tenants> {
+        self.tenants.as_ref()
+    }
 }
 
 impl<S> Layer<S> for Aggregator {
@@ -180,18 +204,25 @@ impl<S> Layer<S> for Aggregator {
 
     fn layer(&self, inner: S) -> Self::Service {
         let aggregator = self.aggregator.clone().layer(inner);
-        let authorized = self.authorization.layer(self.selfreview.layer(aggregator));
+        // An unknown tenant is 404 once authorized, before the self reviews answer for it.
+        let reviewed = self.tenant_gate.layer(self.selfreview.layer(aggregator));
+        let authorized = self.authorization.layer(reviewed);
         let authenticated = self
             .authentication
             .layer(self.impersonation.layer(self.inflight.layer(authorized)));
-        self.audit
-            .layer(self.cache_control.layer(self.timeout.layer(authenticated)))
+        // The tenant comes off the path before anything reads it: the timeout, in-flight
+        // and authorization layers all parse the path that remains, once.
+        let timed = self.tenant.layer(self.timeout.layer(authenticated));
+        self.audit.layer(self.cache_control.layer(timed))
     }
 }
 
 /// Configures an [`Aggregator`]; every setting is given once.
 pub struct AggregatorBuilder {
     registry: Registry,
+    transport: Arc<dyn Transport>,
+    tenants: Option<TenantForwarding>,
+    tenant_source: Option<Box<dyn BoxedTenantSource>>,
     resolver: Option<Arc<dyn ServiceResolver>>,
     source: Option<Box<dyn BoxedSource>>,
     authenticator: Option<Box<dyn Authenticator>>,
@@ -336,6 +367,26 @@ impl AggregatorBuilder {
         self
     }
 
+    /// Mounts tenants under `/clusters/<name>/...` (kcp's shape, see [`crate::tenant`]):
+    /// each with its own APIServices, discovery, OpenAPI and availability, on this
+    /// builder's transport, resolver and worker; their requests reach their backends as
+    /// `forwarding` says. Tenants come from [`AggregatorBuilder::tenant_source`] or
+    /// [`Aggregator::tenants`]; until one is mounted, every `/clusters/<name>` request is
+    /// 404. Without this, `/clusters/...` paths are the host's like any other.
+    pub fn tenants(mut self, forwarding: TenantForwarding) -> Self {
+        self.tenants = Some(forwarding);
+        self
+    }
+
+    /// Where tenants come from (a watch of workspaces, a database); the worker applies
+    /// its events. Mounts `/clusters/` with the default [`TenantForwarding`] unless
+    /// [`AggregatorBuilder::tenants`] chose one.
+    pub fn tenant_source(mut self, source: impl TenantSource) -> Self {
+        self.tenants.get_or_insert_with(TenantForwarding::default);
+        self.tenant_source = Some(Box::new(source));
+        self
+    }
+
     /// The stack and its worker. Spawn the worker (`tokio::spawn(worker)`, or the host's
     /// executor): it runs until the process ends.
     ///
@@ -357,13 +408,29 @@ impl AggregatorBuilder {
             .resolver
             .unwrap_or_else(|| Arc::new(StaticServiceResolver::new()));
         let metrics = self.metrics.unwrap_or_default();
-        let controller = AvailabilityController::new(
+        let tenants = self.tenants.map(|forwarding| {
+            let config = TenantsConfig {
+                forwarding,
+                discovery: self.discovery.clone(),
+                openapi: self.openapi.clone(),
+            };
+            Tenants::with_shared(
+                config,
+                self.transport.clone(),
+                resolver.clone(),
+                timer.clone(),
+            )
+        });
+        let mut controller = AvailabilityController::new(
             self.registry.clone(),
             resolver.clone(),
             timer.clone(),
             self.availability,
             metrics.clone(),
         );
+        if let Some(tenants) = &tenants {
+            controller = controller.tenants(tenants.clone());
+        }
         let discovery = DiscoveryManager::new(timer.clone(), self.discovery);
         let openapi = OpenApiManager::new(timer.clone(), self.openapi);
         let (registry, mut source) = (self.registry.clone(), self.source);
@@ -388,15 +455,35 @@ impl AggregatorBuilder {
             }
         };
         let managers = (discovery.clone().run(), openapi.clone().run());
+        // The tenants' managers and feed, in the same worker.
+        let (to_tenants, mut tenant_source) = (tenants.clone(), self.tenant_source);
+        let tenant_work = async move {
+            let Some(tenants) = to_tenants else {
+                return;
+            };
+            let follow = async {
+                if let Some(source) = &mut tenant_source {
+                    while let Some(event) = source.next_boxed().await {
+                        tenants.apply_logged(event);
+                    }
+                }
+            };
+            futures_util::future::join(tenants.clone().run_managers(), follow).await;
+        };
         let work: BoxFuture<'static, ()> = Box::pin(async move {
-            futures_util::future::join4(controller.run(), managers.0, managers.1, follow).await;
+            let stack =
+                futures_util::future::join4(controller.run(), managers.0, managers.1, follow);
+            futures_util::future::join(stack, tenant_work).await;
         });
         let (worker, state) = Worker::new(work, timer.now());
-        let aggregator = AggregatorLayer::new(self.registry.clone(), resolver, timer.clone())
+        let mut aggregator = AggregatorLayer::new(self.registry.clone(), resolver, timer.clone())
             .executor(executor)
             .discovery(discovery.clone())
             .openapi(openapi)
             .with_worker(state);
+        if let Some(tenants) = &tenants {
+            aggregator = aggregator.tenants(tenants.clone());
+        }
         let authenticator = self
             .authenticator
             .unwrap_or_else(|| Box::new(HostAuthenticated));
@@ -408,6 +495,11 @@ impl AggregatorBuilder {
                     http::header::CACHE_CONTROL,
                     HeaderValue::from_static("no-cache, private"),
                 ),
+                tenant: if tenants.is_some() {
+                    TenantLayer::new()
+                } else {
+                    TenantLayer::off()
+                },
                 timeout: TimeoutLayer::new(timer.clone())
                     .request_timeout(self.request_timeout)
                     .long_running(self.long_running.clone()),
@@ -415,11 +507,16 @@ impl AggregatorBuilder {
                 impersonation: ImpersonationLayer::new(authorizer.clone()),
                 inflight: self.inflight.long_running(self.long_running),
                 authorization: AuthorizationLayer::new(authorizer.clone()),
+                tenant_gate: match &tenants {
+                    Some(t) => TenantGateLayer::new(t.clone()),
+                    None => TenantGateLayer::off(),
+                },
                 selfreview: SelfReviewLayer::new(authorizer),
                 aggregator,
                 registry: self.registry,
                 metrics,
                 discovery,
+                tenants,
             },
             worker,
         ))
@@ -433,6 +530,17 @@ trait BoxedSource: Send {
 
 impl<S: ApiServiceSource> BoxedSource for S {
     fn next_boxed(&mut self) -> BoxFuture<'_, Option<ApiServiceEvent>> {
+        Box::pin(self.next_event())
+    }
+}
+
+/// A [`TenantSource`] behind a box.
+trait BoxedTenantSource: Send {
+    fn next_boxed(&mut self) -> BoxFuture<'_, Option<TenantEvent>>;
+}
+
+impl<S: TenantSource> BoxedTenantSource for S {
+    fn next_boxed(&mut self) -> BoxFuture<'_, Option<TenantEvent>> {
         Box::pin(self.next_event())
     }
 }

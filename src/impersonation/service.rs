@@ -141,10 +141,12 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let authorizer = self.authorizer.clone();
+        // Impersonation is asked within the request's tenant, as everything else it does.
+        let tenant = req.extensions().get::<crate::tenant::Tenant>().cloned();
         ResponseFuture::Checking {
             checking: Box::pin(async move {
                 for item in &items {
-                    let attrs = item.attributes(&requester);
+                    let attrs = item.attributes(&requester).in_tenant(tenant.as_ref());
                     let verdict = authorizer.authorize(&attrs).await;
                     let reason = match verdict {
                         Ok(a) if a.decision == Decision::Allow => continue,

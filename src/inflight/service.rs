@@ -66,8 +66,9 @@ impl InFlightLayer {
         self.shared.in_flight()
     }
 
-    /// The requests counted right now for APIService `name` (`<version>.<group>`); 0 when
-    /// there is no per-APIService limit.
+    /// The requests counted right now for APIService `name` (`<version>.<group>`, or
+    /// `<tenant>/<version>.<group>` for a tenant's: each tenant's APIServices have limits of
+    /// their own); 0 when there is no per-APIService limit.
     pub fn in_flight_for(&self, name: &str) -> usize {
         self.shared
             .per_api_service
@@ -206,7 +207,8 @@ fn admit(shared: &Arc<Shared>, head: &http::request::Parts, info: &RequestInfo) 
         class: None,
         api_service: None,
     };
-    if let (Some(per), Some(name)) = (per, api_service_name(info)) {
+    let tenant = head.extensions.get::<crate::tenant::Tenant>();
+    if let (Some(per), Some(name)) = (per, api_service_name(info, tenant)) {
         if per.try_acquire(&name) {
             slots.api_service = Some(name);
         } else if is_master() {
@@ -233,12 +235,17 @@ fn admit(shared: &Arc<Shared>, head: &http::request::Parts, info: &RequestInfo) 
 
 /// The APIService a request addresses: `<version>.<group>` for `/apis/<group>/<version>...`,
 /// `<version>.` for the core group's resources.
-fn api_service_name(info: &RequestInfo) -> Option<String> {
-    match info.api_path() {
-        ApiPath::GroupVersion { group, version } => Some(format!("{version}.{group}")),
-        ApiPath::Legacy if info.is_resource_request => Some(format!("{}.", info.api_version)),
-        _ => None,
-    }
+fn api_service_name(info: &RequestInfo, tenant: Option<&crate::tenant::Tenant>) -> Option<String> {
+    let name = match info.api_path() {
+        ApiPath::GroupVersion { group, version } => format!("{version}.{group}"),
+        ApiPath::Legacy if info.is_resource_request => format!("{}.", info.api_version),
+        _ => return None,
+    };
+    // A tenant's APIService is another one than the same name elsewhere.
+    Some(match tenant {
+        Some(t) => format!("{t}/{name}"),
+        None => name,
+    })
 }
 
 /// Upstream's `tooManyRequests`: `Retry-After: 1` and Go's `http.Error` text.

@@ -71,8 +71,9 @@ const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host")
 
 /// Rewrites a client request into the request sent to the backend at `authority`.
 ///
-/// Removes hop-by-hop headers, `Host`, credentials, impersonation and client-supplied
-/// identity headers; writes `user` as front-proxy headers; appends the client IP to
+/// Removes hop-by-hop headers, `Host`, credentials, impersonation, client-supplied
+/// identity headers and a client's tenant header
+/// ([`TENANT_HEADER`](crate::tenant::TENANT_HEADER)); writes `user` as front-proxy headers; appends the client IP to
 /// `X-Forwarded-For`; sets `X-Forwarded-Proto: https`, `X-Forwarded-Uri` (the cleaned
 /// escaped path) and `X-Forwarded-Host` (the backend's host:port, as upstream).
 /// Errors only when the rewritten URI is not valid.
@@ -97,6 +98,9 @@ pub fn upstream_request(
     let extra_values: usize = user.extra.values().map(Vec::len).sum();
     h.reserve(6 + user.groups.len() + extra_values);
     set_identity_headers(h, user);
+    // The tenant header is the aggregator's to write (a tenant's client adds it behind
+    // this): a client's own never reaches a backend, whether tenants are mounted or not.
+    h.remove(crate::tenant::TENANT_HEADER);
     if let Some(addr) = remote_addr {
         let value = if h.contains_key(X_FORWARDED_FOR) {
             let prior: Vec<&str> = h
@@ -233,6 +237,7 @@ mod tests {
         h.insert("authorization", HeaderValue::from_static("Bearer secret"));
         h.insert("x-remote-user", HeaderValue::from_static("system:admin"));
         h.insert("impersonate-user", HeaderValue::from_static("root"));
+        h.insert("x-kubernetes-cluster", HeaderValue::from_static("team-b"));
         h.insert("x-forwarded-for", HeaderValue::from_static("192.0.2.1"));
         h.insert("host", HeaderValue::from_static("gateway:6443"));
         h.insert("user-agent", HeaderValue::from_static("kubectl/v1.32"));
@@ -249,6 +254,7 @@ mod tests {
         assert!(
             !h.contains_key("authorization")
                 && !h.contains_key("impersonate-user")
+                && !h.contains_key("x-kubernetes-cluster")
                 && !h.contains_key("host")
         );
         assert_eq!(h["x-remote-user"], "username");

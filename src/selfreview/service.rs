@@ -212,7 +212,9 @@ where
         }
         Err(e) => return bad_request(format!("reading the request body: {e}")),
     };
-    match respond(kind, input, output, &bytes, &user, authorizer).await {
+    // A self review in a tenant asks about that tenant.
+    let tenant = parts.extensions.get::<crate::tenant::Tenant>();
+    match respond(kind, input, output, &bytes, &user, tenant, authorizer).await {
         Ok(res) => res,
         Err(ReviewError::Decode(message)) => bad_request(message),
     }
@@ -225,6 +227,7 @@ async fn respond<Z: Authorizer + ?Sized>(
     output: Format,
     bytes: &[u8],
     user: &UserInfo,
+    tenant: Option<&crate::tenant::Tenant>,
     authorizer: &Z,
 ) -> Result<Response<Body>, ReviewError> {
     // The request as JSON, or the protobuf object's bytes.
@@ -249,6 +252,7 @@ async fn respond<Z: Authorizer + ?Sized>(
                 return Ok(res);
             }
             let (attrs, notes) = review::attributes(user, &review);
+            let attrs = attrs.in_tenant(tenant);
             let status = review::status(authorizer.authorize(&attrs).await, &notes);
             if output == Format::Protobuf {
                 (None, Some(proto::encode_access_review(&review, &status)))

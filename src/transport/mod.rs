@@ -67,7 +67,7 @@ use std::sync::Arc;
 use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 
-pub use memory::InMemoryTransport;
+pub use memory::{InMemoryResolver, InMemoryTransport};
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use pool::PoolConfig;

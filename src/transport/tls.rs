@@ -48,6 +48,8 @@ pub enum TlsConfigError {
 #[derive(Debug, Clone, Default)]
 pub struct ClientCertificate {
     current: Arc<ArcSwapOption<CertifiedKey>>,
+    /// The current chain as a TLS server would record it, for in-process backends.
+    chain: Arc<ArcSwapOption<Arc<[CertificateDer<'static>]>>>,
     /// Bumped by every [`ClientCertificate::set_pem`]: pooled connections made with an
     /// older certificate are drained instead of reused.
     generation: Arc<std::sync::atomic::AtomicU64>,
@@ -95,14 +97,21 @@ impl ClientCertificate {
             .key_provider
             .load_private_key(key)
             .map_err(|e| TlsConfigError::ClientCertificate(e.to_string()))?;
+        let shared: Arc<[CertificateDer<'static>]> = Arc::from(chain.as_slice());
         let certified = CertifiedKey::new(chain, signing_key);
         certified
             .keys_match()
             .map_err(|e| TlsConfigError::ClientCertificate(e.to_string()))?;
         self.current.store(Some(Arc::new(certified)));
+        self.chain.store(Some(Arc::new(shared)));
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         Ok(())
+    }
+
+    /// The current certificate chain, leaf first; `None` when there is none.
+    pub(crate) fn chain(&self) -> Option<Arc<[CertificateDer<'static>]>> {
+        self.chain.load().as_ref().map(|c| (**c).clone())
     }
 
     /// How many times the certificate was set; connections remember it from their

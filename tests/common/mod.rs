@@ -120,7 +120,12 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// The TLS of an extension server: serving certificate for `backend.test-ns.svc` from the
 /// serving CA, a client certificate from the front-proxy CA required, ALPN `alpn`.
 pub(crate) fn backend_tls(pki: &Pki, alpn: &[&[u8]]) -> Arc<ServerConfig> {
-    let leaf = pki.serving_ca.server("backend", &["backend.test-ns.svc"]);
+    backend_tls_for(pki, alpn, "backend.test-ns.svc")
+}
+
+/// As [`backend_tls`], serving `server_name` (`<service>.<namespace>.svc`).
+pub(crate) fn backend_tls_for(pki: &Pki, alpn: &[&[u8]], server_name: &str) -> Arc<ServerConfig> {
+    let leaf = pki.serving_ca.server("backend", &[server_name]);
     let verifier = WebPkiClientVerifier::builder_with_provider(
         Arc::new(roots(&pki.front_proxy_ca.cert_pem)),
         provider(),
@@ -253,6 +258,8 @@ pub(crate) struct Backend {
     pub(crate) addr: SocketAddr,
     seen: mpsc::UnboundedReceiver<Seen>,
     connections: Arc<AtomicUsize>,
+    /// Every TLS connection accepted, the aggregator's own included.
+    accepted: Arc<AtomicUsize>,
 }
 
 impl Backend {
@@ -284,6 +291,18 @@ impl Backend {
         Backend::start_with(pki, alpn, handler, true, Answers::Background).await
     }
 
+    /// As [`Backend::start`], for Service `<name>.<namespace>.svc` (`server_name`), with
+    /// the aggregator's requests answered as `answers` says.
+    pub(crate) async fn start_for(
+        pki: &Pki,
+        server_name: &str,
+        answers: Answers,
+        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
+    ) -> Backend {
+        let config = backend_tls_for(pki, H2_AND_HTTP11, server_name);
+        Backend::start_on(config, handler, false, answers).await
+    }
+
     async fn start_with(
         pki: &Pki,
         alpn: &[&[u8]],
@@ -291,19 +310,28 @@ impl Backend {
         read_bodies: bool,
         answers: Answers,
     ) -> Backend {
-        let config = backend_tls(pki, alpn);
+        Backend::start_on(backend_tls(pki, alpn), handler, read_bodies, answers).await
+    }
+
+    async fn start_on(
+        config: Arc<ServerConfig>,
+        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
+        read_bodies: bool,
+        answers: Answers,
+    ) -> Backend {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind backend");
         let addr = listener.local_addr().expect("backend address");
         let (tx, seen) = mpsc::unbounded_channel();
         let connections = Arc::new(AtomicUsize::new(0));
+        let accepted = Arc::new(AtomicUsize::new(0));
         tokio::spawn(backend_accept_loop(
             listener,
             tokio_rustls::TlsAcceptor::from(config),
             Arc::new(handler),
             tx,
-            connections.clone(),
+            (connections.clone(), accepted.clone()),
             read_bodies,
             answers,
         ));
@@ -311,6 +339,7 @@ impl Backend {
             addr,
             seen,
             connections,
+            accepted,
         }
     }
 
@@ -320,8 +349,18 @@ impl Backend {
             .expect("the backend is running")
     }
 
+    /// A request already received and not yet taken, if any.
+    pub(crate) fn try_next(&mut self) -> Option<Seen> {
+        self.seen.try_recv().ok()
+    }
+
     pub(crate) fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
+    }
+
+    /// Every TLS connection accepted so far, the aggregator's own included.
+    pub(crate) fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     /// No request of a caller reached the backend, and no connection carried one.
@@ -342,17 +381,18 @@ async fn backend_accept_loop(
     acceptor: tokio_rustls::TlsAcceptor,
     handler: Handler,
     tx: mpsc::UnboundedSender<Seen>,
-    connections: Arc<AtomicUsize>,
+    (connections, accepted): (Arc<AtomicUsize>, Arc<AtomicUsize>),
     read_bodies: bool,
     answers: Answers,
 ) {
     while let Ok((tcp, _)) = listener.accept().await {
         let (acceptor, handler, tx) = (acceptor.clone(), handler.clone(), tx.clone());
-        let connections = connections.clone();
+        let (connections, accepted) = (connections.clone(), accepted.clone());
         tokio::spawn(async move {
             let Ok(tls) = acceptor.accept(tcp).await else {
                 return;
             };
+            accepted.fetch_add(1, Ordering::SeqCst);
             // Counted when it carries its first request of a caller.
             let counted = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {

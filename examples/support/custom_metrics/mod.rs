@@ -21,8 +21,9 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use kube_aggregator::Body;
-use kube_aggregator::authn::UserInfo;
+use kube_aggregator::authn::{ConnectionInfo, UserInfo};
 use kube_aggregator::discovery::{Negotiated, etag_of, negotiate};
+use kube_aggregator::transport::BackendClient;
 use percent_encoding::percent_decode_str;
 use tokio::net::TcpListener;
 
@@ -35,6 +36,10 @@ use series::Series;
 pub struct Exchange {
     /// The authenticated user (the end user, from `X-Remote-User`).
     pub user: String,
+    /// The front proxy's address: `None` in process (no socket between them).
+    pub remote_addr: Option<std::net::SocketAddr>,
+    /// The tenant the aggregator named in `X-Kubernetes-Cluster`, empty for none.
+    pub cluster: String,
     /// The request method.
     pub method: Method,
     /// The request target exactly as received: escaped path and raw query.
@@ -103,17 +108,7 @@ impl Adapter {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), BoxError> {
-        let scraper = {
-            let series = self.series.clone();
-            tokio::spawn(async move {
-                let mut every = tokio::time::interval(config.scrape_interval);
-                every.tick().await;
-                loop {
-                    every.tick().await;
-                    series.scrape(SystemTime::now());
-                }
-            })
-        };
+        let scraper = self.scrape_every(config.scrape_interval);
         let adapter = self;
         let handler = move |req: Request<Incoming>| {
             let adapter = adapter.clone();
@@ -124,12 +119,51 @@ impl Adapter {
         result
     }
 
-    async fn handle(&self, req: Request<Incoming>) -> Response<Body> {
+    /// The adapter as an in-process backend, behind the same front-proxy authentication
+    /// ([`extension_server::in_process`]); the scraper runs until the returned task is
+    /// aborted.
+    pub fn in_process(
+        &self,
+        serving: &ServingConfig,
+        config: AdapterConfig,
+    ) -> Result<(BackendClient, tokio::task::JoinHandle<()>), BoxError> {
+        let adapter = self.clone();
+        let service = extension_server::in_process(serving, move |req: Request<Body>| {
+            let adapter = adapter.clone();
+            async move { adapter.handle(req).await }
+        })?;
+        Ok((service, self.scrape_every(config.scrape_interval)))
+    }
+
+    /// A new sample of every series each `interval`.
+    fn scrape_every(&self, interval: Duration) -> tokio::task::JoinHandle<()> {
+        let series = self.series.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(interval);
+            every.tick().await;
+            loop {
+                every.tick().await;
+                series.scrape(SystemTime::now());
+            }
+        })
+    }
+
+    async fn handle<B>(&self, req: Request<B>) -> Response<Body> {
         let user = req
             .extensions()
             .get::<UserInfo>()
             .map(|u| u.name.clone())
             .unwrap_or_default();
+        let remote_addr = req
+            .extensions()
+            .get::<ConnectionInfo>()
+            .and_then(|c| c.remote_addr);
+        let cluster = req
+            .headers()
+            .get("x-kubernetes-cluster")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
         let method = req.method().clone();
         let target = req
             .uri()
@@ -152,6 +186,8 @@ impl Adapter {
             }
             log.push_back(Exchange {
                 user,
+                remote_addr,
+                cluster,
                 method,
                 target,
                 status: parts.status,

@@ -175,6 +175,52 @@ fn extra_is_sent_and_empty_extra_is_absent() {
     );
 }
 
+/// A tenant's request carries the tenant as `spec.extra["authorization.kcp.io/cluster-name"]`
+/// (kcp's key), replacing any value the user's own extra had for it; outside a tenant a
+/// user's value of that key is dropped. Each tenant's answers are cached apart.
+#[tokio::test]
+async fn the_tenant_is_an_extra_of_the_review_and_part_of_the_cache_key() {
+    let mut user = UserInfo::new("u", ["g"]);
+    user.extra.insert(
+        crate::tenant::TENANT_EXTRA_KEY.into(),
+        vec!["team-b".into()],
+    );
+    user.extra.insert("scopes".into(), vec!["s".into()]);
+    let mut in_a = resource_attrs("u");
+    in_a.user = user.clone();
+    in_a.tenant = "team-a".into();
+    let spec = serde_json::to_value(SubjectAccessReviewSpec::from_attributes(&in_a)).unwrap();
+    assert_eq!(
+        spec["extra"],
+        json!({"authorization.kcp.io/cluster-name": ["team-a"], "scopes": ["s"]})
+    );
+    let mut outside = in_a.clone();
+    outside.tenant = String::new();
+    let spec = serde_json::to_value(SubjectAccessReviewSpec::from_attributes(&outside)).unwrap();
+    assert_eq!(spec["extra"], json!({"scopes": ["s"]}));
+
+    // Allowed in team-a, denied in team-b: two reviews, each answer cached for its tenant.
+    let (stub, transport) = webhook_stub(|body| {
+        let tenant = &body["spec"]["extra"]["authorization.kcp.io/cluster-name"][0];
+        status(json!({"allowed": tenant == "team-a"}))
+    });
+    let (authz, _) = authorizer(transport);
+    let mut in_b = in_a.clone();
+    in_b.tenant = "team-b".into();
+    for _ in 0..2 {
+        assert_eq!(
+            authz.authorize(&in_a).await.unwrap().decision,
+            Decision::Allow
+        );
+        assert_eq!(
+            authz.authorize(&in_b).await.unwrap().decision,
+            Decision::NoOpinion
+        );
+    }
+    assert_eq!(stub.calls.load(Ordering::SeqCst), 2);
+    assert_ne!(cache_key(&in_a), cache_key(&outside));
+}
+
 #[test]
 fn v1beta1_names_groups_group() {
     let spec = SubjectAccessReviewSpec::from_attributes(&resource_attrs("u"));
