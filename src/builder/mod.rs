@@ -72,6 +72,7 @@ use crate::registry::{Registry, StatusSink};
 use crate::rt::{Executor, Timer};
 use crate::selfreview::{SelfReviewLayer, SelfReviewService};
 use crate::source::{ApiServiceEvent, ApiServiceSource};
+use crate::tenant::client::{CachedTransport, ClientCache};
 use crate::tenant::{
     TenantEvent, TenantForwarding, TenantGate, TenantGateLayer, TenantLayer, TenantService,
     TenantSource, Tenants, TenantsConfig,
@@ -144,10 +145,9 @@ impl Aggregator {
     /// [`RustlsTransport`](crate::transport::RustlsTransport) in production, an
     /// [`InMemoryTransport`](crate::transport::InMemoryTransport) for in-process backends).
     pub fn builder(transport: impl Transport) -> AggregatorBuilder {
-        let transport: Arc<dyn Transport> = Arc::new(transport);
         AggregatorBuilder {
-            registry: Registry::new(transport.clone()),
-            transport,
+            transport: Arc::new(transport),
+            sinks: Vec::new(),
             tenants: None,
             tenant_source: None,
             resolver: None,
@@ -219,8 +219,9 @@ impl<S> Layer<S> for Aggregator {
 
 /// Configures an [`Aggregator`]; every setting is given once.
 pub struct AggregatorBuilder {
-    registry: Registry,
     transport: Arc<dyn Transport>,
+    /// The status sinks, added to the registry when it is built.
+    sinks: Vec<AddSink>,
     tenants: Option<TenantForwarding>,
     tenant_source: Option<Box<dyn BoxedTenantSource>>,
     resolver: Option<Arc<dyn ServiceResolver>>,
@@ -242,6 +243,7 @@ impl std::fmt::Debug for AggregatorBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AggregatorBuilder")
             .field("availability", &self.availability)
+            .field("tenants", &self.tenants)
             .finish_non_exhaustive()
     }
 }
@@ -285,8 +287,10 @@ impl AggregatorBuilder {
     /// write status back to where its APIServices live (as kube-aggregator's
     /// availability controller updates the APIService's status). May be given more than
     /// once; same as [`Registry::add_status_sink`] on [`Aggregator::registry`].
-    pub fn status_sink(self, sink: impl StatusSink) -> Self {
-        self.registry.add_status_sink(sink);
+    pub fn status_sink(mut self, sink: impl StatusSink) -> Self {
+        self.sinks.push(Box::new(move |registry: &Registry| {
+            registry.add_status_sink(sink)
+        }));
         self
     }
 
@@ -403,26 +407,32 @@ impl AggregatorBuilder {
             #[cfg(not(feature = "tokio"))]
             _ => return Err(BuildError::NoRuntime),
         };
-        self.registry.set_clock(timer.clone());
         let resolver = self
             .resolver
             .unwrap_or_else(|| Arc::new(StaticServiceResolver::new()));
         let metrics = self.metrics.unwrap_or_default();
-        let tenants = self.tenants.map(|forwarding| {
-            let config = TenantsConfig {
-                forwarding,
-                discovery: self.discovery.clone(),
-                openapi: self.openapi.clone(),
-            };
-            Tenants::with_shared(
-                config,
-                self.transport.clone(),
-                resolver.clone(),
-                timer.clone(),
-            )
-        });
+        // With tenants, the stack's own APIServices and every tenant's take their clients
+        // from one cache: one pool of connections per backend, whoever reaches it.
+        let (own, tenants) = match self.tenants {
+            None => (Registry::new(self.transport.clone()), None),
+            Some(forwarding) => {
+                let config = TenantsConfig {
+                    forwarding,
+                    discovery: self.discovery.clone(),
+                    openapi: self.openapi.clone(),
+                };
+                let clients = Arc::new(ClientCache::new(self.transport.clone()));
+                let tenants =
+                    Tenants::with_clients(config, clients.clone(), resolver.clone(), timer.clone());
+                (Registry::new(CachedTransport(clients)), Some(tenants))
+            }
+        };
+        own.set_clock(timer.clone());
+        for add in self.sinks {
+            add(&own);
+        }
         let mut controller = AvailabilityController::new(
-            self.registry.clone(),
+            own.clone(),
             resolver.clone(),
             timer.clone(),
             self.availability,
@@ -433,7 +443,7 @@ impl AggregatorBuilder {
         }
         let discovery = DiscoveryManager::new(timer.clone(), self.discovery);
         let openapi = OpenApiManager::new(timer.clone(), self.openapi);
-        let (registry, mut source) = (self.registry.clone(), self.source);
+        let (registry, mut source) = (own.clone(), self.source);
         let (feed_resolver, to_discovery, to_openapi) =
             (resolver.clone(), discovery.clone(), openapi.clone());
         let follow = async move {
@@ -476,7 +486,7 @@ impl AggregatorBuilder {
             futures_util::future::join(stack, tenant_work).await;
         });
         let (worker, state) = Worker::new(work, timer.now());
-        let mut aggregator = AggregatorLayer::new(self.registry.clone(), resolver, timer.clone())
+        let mut aggregator = AggregatorLayer::new(own.clone(), resolver, timer.clone())
             .executor(executor)
             .discovery(discovery.clone())
             .openapi(openapi)
@@ -513,7 +523,7 @@ impl AggregatorBuilder {
                 },
                 selfreview: SelfReviewLayer::new(authorizer),
                 aggregator,
-                registry: self.registry,
+                registry: own,
                 metrics,
                 discovery,
                 tenants,
@@ -533,6 +543,9 @@ impl<S: ApiServiceSource> BoxedSource for S {
         Box::pin(self.next_event())
     }
 }
+
+/// A status sink waiting for the registry [`AggregatorBuilder::build`] makes.
+type AddSink = Box<dyn FnOnce(&Registry) + Send>;
 
 /// A [`TenantSource`] behind a box.
 trait BoxedTenantSource: Send {

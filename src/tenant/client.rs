@@ -32,7 +32,7 @@ impl ClientCache {
     }
 
     /// The shared client for `target` (the upgrade client when `upgrade`).
-    fn get(
+    pub(crate) fn get(
         &self,
         target: &BackendTarget,
         upgrade: bool,
@@ -51,6 +51,39 @@ impl ClientCache {
         clients.retain(|_, c| c.strong_count() > 0);
         clients.insert(key, Arc::downgrade(&client));
         Ok(client)
+    }
+}
+
+/// The [`Transport`] of the stack's own registry when tenants are mounted: the cache's
+/// clients as they are.
+pub(crate) struct CachedTransport(pub(crate) Arc<ClientCache>);
+
+impl Transport for CachedTransport {
+    fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
+        Ok(BoxCloneSyncService::new(Shared(self.0.get(target, false)?)))
+    }
+
+    fn upgrade_client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
+        Ok(BoxCloneSyncService::new(Shared(self.0.get(target, true)?)))
+    }
+}
+
+/// A client of the cache, kept alive by whoever holds it.
+#[derive(Clone)]
+struct Shared(Arc<BackendClient>);
+
+impl Service<Request<Body>> for Shared {
+    type Response = Response<Body>;
+    type Error = BoxError;
+    type Future = Oneshot<BackendClient, Request<Body>>;
+
+    /// Always ready: each call takes a fresh clone of the shared client.
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        (*self.0).clone().oneshot(req)
     }
 }
 

@@ -2,8 +2,8 @@
 //! number of tenants (kcp's logical clusters, or workspaces), each with an APIService
 //! table of its own (routing, legacy and aggregated discovery, `/openapi`, the
 //! `apiregistration.k8s.io` API, availability), while every tenant shares the stack's
-//! transport (one connection pool per backend, whichever tenants use it), its resolver
-//! and its one worker.
+//! transport (one client, so one connection pool, per backend target, whichever tenants
+//! and the stack's own APIServices reach it), its resolver and its one worker.
 //!
 //! What a request under `/clusters/<name>` goes through:
 //!
@@ -62,7 +62,7 @@
 //! # Ok(()) }
 //! ```
 
-mod client;
+pub(crate) mod client;
 mod event;
 mod gate;
 mod layer;

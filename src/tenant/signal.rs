@@ -35,7 +35,7 @@ impl TableObserver for Bump {
     }
 }
 
-/// Future of [`Tenants::changed`].
+/// Future of [`Tenants::changed`](super::Tenants::changed).
 pub struct Changed {
     pub(super) signal: Arc<Signal>,
     pub(super) seen: u64,

@@ -117,12 +117,15 @@ impl Tenants {
         resolver: impl ServiceResolver,
         timer: Timer,
     ) -> Tenants {
-        Tenants::with_shared(config, Arc::new(transport), Arc::new(resolver), timer)
+        let clients = Arc::new(ClientCache::new(Arc::new(transport)));
+        Tenants::with_clients(config, clients, Arc::new(resolver), timer)
     }
 
-    pub(crate) fn with_shared(
+    /// As [`Tenants::new`], taking clients from `clients` (shared with the stack's own
+    /// registry).
+    pub(crate) fn with_clients(
         config: TenantsConfig,
-        transport: Arc<dyn Transport>,
+        clients: Arc<ClientCache>,
         resolver: Arc<dyn ServiceResolver>,
         timer: Timer,
     ) -> Tenants {
@@ -130,7 +133,7 @@ impl Tenants {
             shared: Arc::new(Shared {
                 mounted: ArcSwap::from_pointee(Mounts::new()),
                 writer: Mutex::new(()),
-                clients: Arc::new(ClientCache::new(transport)),
+                clients,
                 resolver,
                 timer,
                 config,
