@@ -1,6 +1,12 @@
 //! The aggregated discovery document: group-versions with their priorities, sorted and
 //! encoded as apiserver's `resourceDiscoveryManager` does
-//! (`pkg/endpoints/discovery/aggregated/handler.go`, docs/upstream-behaviour.md §5.3).
+//! ([`pkg/endpoints/discovery/aggregated/handler.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/discovery/aggregated/handler.go)).
+//!
+//! Order: `apiregistration.k8s.io` first (priority 20001), then groups by the highest
+//! `groupPriorityMinimum` of their versions, descending, ties by group name; versions by
+//! `versionPriority` descending, ties by the Kubernetes version order. This differs from
+//! the legacy `/apis`, which breaks group ties by APIService name, exactly as upstream
+//! differs.
 //!
 //! A [`DocumentBuilder`] keeps every group-version; [`DocumentBuilder::build`] re-encodes
 //! only the groups changed since the last build and joins the cached encodings of the
@@ -27,7 +33,8 @@ pub const DEFAULT_VERSION_PRIORITY: i32 = 15;
 /// the 20000 an APIService may have).
 pub const APIREGISTRATION_GROUP_PRIORITY: i32 = 20001;
 
-/// One group-version of the document and where it sorts.
+/// One group-version of the document and where it sorts. Build one per APIService (its
+/// `spec` priorities) or per group-version the host serves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VersionEntry {
     /// The entry as served (version, resources, freshness).
@@ -87,6 +94,9 @@ impl GroupDocument {
 }
 
 /// A built, immutable aggregated discovery document with its encodings and ETag.
+///
+/// Both encodings (`v2`, `v2beta1`) are made once at build time, so serving it is a
+/// clone of `Bytes`. Cheap to share (`Arc`); the manager publishes a new one per change.
 #[derive(Debug)]
 pub struct AggregatedDocument {
     groups: Vec<Arc<GroupDocument>>,
@@ -120,7 +130,8 @@ impl AggregatedDocument {
         &self.groups
     }
 
-    /// The JSON body for `version`.
+    /// The JSON body for `version`:
+    /// `{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/<v>","metadata":{},"items":[...]}`.
     pub fn body(&self, version: AggregatedVersion) -> &Bytes {
         match version {
             AggregatedVersion::V2 => &self.v2,
@@ -271,7 +282,8 @@ impl DocumentBuilder {
         b
     }
 
-    /// Adds or replaces `group`/`entry.discovery.version`. Returns whether anything changed.
+    /// Adds or replaces `group`/`entry.discovery.version`. Returns whether anything changed
+    /// (an equal entry changes nothing and costs no re-encoding at the next build).
     pub fn set(&mut self, group: &str, entry: VersionEntry) -> bool {
         let g = self.groups.entry(group.to_owned()).or_default();
         if g.versions.get(&entry.discovery.version) == Some(&entry) {

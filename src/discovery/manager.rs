@@ -1,6 +1,11 @@
 //! The discovery manager: fetches each remote Service's discovery off the request path
 //! and publishes the aggregated document (kube-aggregator
-//! `pkg/apiserver/handler_discovery.go`, docs/upstream-behaviour.md §5.3).
+//! [`pkg/apiserver/handler_discovery.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_discovery.go)).
+//!
+//! The state is per Service (several APIServices on one Service share one fetch) and per
+//! APIService (its entry, kept `Stale` with its last good resources while fetches fail).
+//! One mutex guards it; fetches run outside it, so `sync` from the registry never waits
+//! on a backend.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;

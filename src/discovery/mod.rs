@@ -1,14 +1,18 @@
 //! Discovery documents: legacy and aggregated (v2).
 //!
-//! **Legacy**, as kube-aggregator `handler_apis.go` serves it (docs/upstream-behaviour.md
-//! §5.1–5.2): `GET /apis` answers an `APIGroupList` whose first group is
+//! **Legacy**, as kube-aggregator
+//! [`pkg/apiserver/handler_apis.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_apis.go) serves
+//! it: `GET /apis` answers an `APIGroupList` whose first group is
 //! `apiregistration.k8s.io`, then one entry per APIService group in priority order
 //! (unavailable ones included); `GET /apis/<group>` answers that group's `APIGroup`. The
 //! documents are encoded once per registry change and served from the snapshot. Groups the
 //! host serves itself (found in the inner service's own `/apis`) are appended after the
 //! aggregated ones.
 //!
-//! **Aggregated** (`apidiscovery.k8s.io/v2` and `v2beta1`, §5.3): [`negotiate`] reads the
+//! **Aggregated** (`apidiscovery.k8s.io/v2` and `v2beta1`; apiserver
+//! [`pkg/endpoints/discovery/aggregated/handler.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/discovery/aggregated/handler.go),
+//! kube-aggregator
+//! [`pkg/apiserver/handler_discovery.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_discovery.go)): [`negotiate`] reads the
 //! `Accept` header; the [`DiscoveryManager`] fetches each remote Service's discovery off
 //! the request path and publishes an [`AggregatedDocument`] (apiregistration first, then
 //! groups by their highest `groupPriorityMinimum`, then name; versions by
@@ -61,11 +65,15 @@ pub use target::{Fetcher, LocalVersion, ServiceKey, Target, TargetSet, TargetSin
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-/// The `APIGroup` of `apiregistration.k8s.io`, always listed first.
+/// The `APIGroup` of `apiregistration.k8s.io`, always listed first: version `v1` only
+/// (this crate serves no `v1beta1`), preferred `v1`.
 pub(crate) fn apiregistration_group() -> Value {
     group_value(crate::apiservice::API_GROUP, ["v1"].into_iter())
 }
 
+/// One group's `APIGroup` body without type meta (as an item of `APIGroupList`):
+/// `name`, `versions` as `{groupVersion, version}`, and the first version as
+/// `preferredVersion` (`null` when there is none).
 fn group_value<'a>(group: &str, versions: impl Iterator<Item = &'a str>) -> Value {
     let versions: Vec<Value> = versions
         .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
