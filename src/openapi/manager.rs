@@ -24,18 +24,20 @@ use crate::discovery::{Target, TargetSet, TargetSink, etag_of, sha512_hex};
 use crate::identity;
 use crate::rt::Timer;
 
-/// Timing and limits of the [`OpenApiManager`]. Defaults are upstream's where it has one.
+/// Timing and limits of the [`OpenApiManager`]. Defaults are upstream's where it has one;
+/// every duration is measured on the manager's [`Timer`].
 #[derive(Debug, Clone)]
 pub struct OpenApiConfig {
     /// How often an APIService's specs are downloaded again (upstream: 1 min).
     pub refresh_period: Duration,
     /// Deadline of one download, headers and body (upstream: 1 min).
     pub fetch_timeout: Duration,
-    /// First retry delay after a failure, doubled per failure.
+    /// First retry delay after a failure, doubled per failure (default 500 ms).
     pub backoff_base: Duration,
-    /// Longest retry delay.
+    /// Longest retry delay (default 1 min).
     pub backoff_max: Duration,
-    /// Downloads running at once once every APIService has been tried.
+    /// Downloads running at once once every APIService has been tried (default 2); the
+    /// first download of each new APIService does not wait for a worker.
     pub workers: usize,
     /// Largest spec accepted from a backend, in bytes; a larger one is refused with a
     /// logged reason and counts as a failed download.
@@ -55,7 +57,8 @@ impl Default for OpenApiConfig {
     }
 }
 
-/// A merged Swagger 2.0 document, encoded both ways.
+/// A merged Swagger 2.0 document, encoded both ways, as `/openapi/v2` serves it. Built
+/// once per change of the merged specs; serving it clones `Bytes`.
 #[derive(Debug)]
 pub struct V2Document {
     /// The JSON encoding.
@@ -80,7 +83,9 @@ impl V2Document {
     }
 }
 
-/// A v3 group-version document the aggregator serves itself (converted from v2).
+/// A v3 group-version document the aggregator serves itself (converted from v2): served
+/// at `/openapi/v3/<key>` with handler3's caching (`Cache-Control: public, immutable` at
+/// the current hash, a 301 to the current hash for an old one).
 #[derive(Debug)]
 pub struct V3Document {
     /// The JSON encoding.
@@ -91,7 +96,7 @@ pub struct V3Document {
     pub last_modified: SystemTime,
 }
 
-/// Who serves one key of the v3 root.
+/// Who serves one key of the v3 root: the aggregator routes `/openapi/v3/<key>` by it.
 #[derive(Debug, Clone)]
 pub enum V3Entry {
     /// The APIService of this name, through the proxy; its root gave this URL.
@@ -105,7 +110,8 @@ pub enum V3Entry {
     Converted(Arc<V3Document>),
 }
 
-/// What the request path serves, published whole after every download that changed it.
+/// What the request path serves, published whole after every download that changed it:
+/// one lock-free load per request, never a wait on a backend.
 #[derive(Debug)]
 pub struct OpenApiSnapshot {
     /// The remote APIServices' v2 specs (filtered to their group-version) in merge order.
