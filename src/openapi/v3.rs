@@ -259,7 +259,7 @@ fn convert_operation(op: &Value) -> Value {
 ///
 /// `definitions` become `components.schemas`, global `responses` become
 /// `components.responses`, security definitions `components.securitySchemes` (global
-/// `parameters` are not carried over, as upstream's converter drops them); each
+/// `parameters` are not carried over); each
 /// operation's `body` parameter becomes its
 /// `requestBody` (one entry per `consumes` type) and each response's schema a `content`
 /// entry per `produces` type. Vendor extensions are kept where they stood.
