@@ -1,7 +1,8 @@
 //! Bearer tokens: the `Authorization` header (k8s.io/apiserver
-//! `pkg/authentication/request/bearertoken/bearertoken.go`) and the WebSocket subprotocol
-//! `base64url.bearer.authorization.k8s.io.<token>` (`request/websocket/protocol.go`),
-//! docs/upstream-behaviour.md §7.4.
+//! [`pkg/authentication/request/bearertoken/bearertoken.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/bearertoken/bearertoken.go))
+//! and the WebSocket subprotocol `base64url.bearer.authorization.k8s.io.<token>`
+//! ([`pkg/authentication/request/websocket/protocol.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/websocket/protocol.go)),
+//! which browsers use because they cannot set headers on a WebSocket.
 
 use std::sync::Arc;
 
@@ -36,6 +37,15 @@ impl<T: TokenAuthenticator + ?Sized> TokenAuthenticator for Arc<T> {
 /// single spaces, the first part `bearer` in any case, the token the second part (anything
 /// after it ignored). `None` when the header is not a bearer header or the token is empty
 /// (`Bearer  token`, with two spaces, is ignored: upstream only warns about it).
+///
+/// ```
+/// use kube_aggregator::authn::bearer_token;
+///
+/// assert_eq!(bearer_token("Bearer abc.def"), Some("abc.def"));
+/// assert_eq!(bearer_token("bearer abc extra"), Some("abc"));
+/// assert_eq!(bearer_token("Basic YWxpY2U6cHc="), None);
+/// assert_eq!(bearer_token("Bearer  abc"), None);
+/// ```
 pub fn bearer_token(authorization: &str) -> Option<&str> {
     let value = authorization.trim();
     let mut parts = value.splitn(3, ' ');

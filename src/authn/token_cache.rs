@@ -1,5 +1,5 @@
 //! The token result cache (k8s.io/apiserver
-//! `pkg/authentication/token/cache/cached_token_authenticator.go`): results keyed by an
+//! [`pkg/authentication/token/cache/cached_token_authenticator.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/token/cache/cached_token_authenticator.go)): results keyed by an
 //! HMAC-SHA256 of token and audiences under a random per-process key, successes and
 //! failures kept for their own TTLs, errors never kept, and concurrent lookups of one key
 //! coalesced into one (a `futures_util` `Shared` future per key in flight).

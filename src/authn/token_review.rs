@@ -1,6 +1,6 @@
 //! The TokenReview webhook token authenticator (k8s.io/apiserver
-//! `plugin/pkg/authenticator/token/webhook/webhook.go`, docs/upstream-behaviour.md §7.6) with the token
-//! cache in front of it.
+//! [`plugin/pkg/authenticator/token/webhook/webhook.go`](https://github.com/kubernetes/apiserver/blob/master/plugin/pkg/authenticator/token/webhook/webhook.go))
+//! with the token cache in front of it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,5 +1,7 @@
-//! Chaining authenticators (k8s.io/apiserver `pkg/authentication/request/union/union.go`)
-//! and the anonymous fallback (`request/anonymous/anonymous.go`), docs/upstream-behaviour.md §7.1, §7.7.
+//! Chaining authenticators (k8s.io/apiserver
+//! [`pkg/authentication/request/union/union.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/union/union.go))
+//! and the anonymous fallback
+//! ([`pkg/authentication/request/anonymous/anonymous.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/anonymous/anonymous.go)).
 
 use std::sync::Arc;
 

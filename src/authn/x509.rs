@@ -1,5 +1,11 @@
 //! The x509 client-certificate authenticator (k8s.io/apiserver
-//! `pkg/authentication/request/x509/x509.go`, docs/upstream-behaviour.md §7.2).
+//! [`pkg/authentication/request/x509/x509.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/x509/x509.go)).
+//!
+//! The chain comes from [`ConnectionInfo`](super::ConnectionInfo) unverified (the TLS
+//! server requests a certificate but trusts nothing yet) and is verified here, against
+//! this authenticator's CA with the client-auth usage, as kube-apiserver verifies it in
+//! its authenticator rather than in the handshake. So a certificate from an unknown CA
+//! gets 401, not a failed handshake.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -57,7 +63,8 @@ pub(crate) struct ChainVerifier {
 /// One CA bundle: its verifier and the anchors as given.
 struct Trust {
     verifier: Arc<dyn ClientCertVerifier>,
-    /// For the CA-overlap check of known failure B06.
+    /// For the check that the client CA and the request-header CA share no certificate
+    /// ([`RequestHeaderAuthenticator::check_client_ca_overlap`](super::RequestHeaderAuthenticator::check_client_ca_overlap)).
     anchors: Arc<[CertificateDer<'static>]>,
 }
 
