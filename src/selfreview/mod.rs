@@ -1,6 +1,9 @@
 //! SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview: what
 //! `kubectl auth can-i`, `kubectl auth can-i --list` and `kubectl auth whoami` ask
-//! (docs/upstream-behaviour.md §14).
+//! (kubernetes
+//! [`pkg/registry/authorization/selfsubjectaccessreview/rest.go`](https://github.com/kubernetes/kubernetes/blob/master/pkg/registry/authorization/selfsubjectaccessreview/rest.go),
+//! [`pkg/registry/authorization/selfsubjectrulesreview/rest.go`](https://github.com/kubernetes/kubernetes/blob/master/pkg/registry/authorization/selfsubjectrulesreview/rest.go),
+//! [`pkg/registry/authentication/selfsubjectreview/rest.go`](https://github.com/kubernetes/kubernetes/blob/master/pkg/registry/authentication/selfsubjectreview/rest.go)).
 //!
 //! [`SelfReviewLayer`] answers `POST` to
 //!

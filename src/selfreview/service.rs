@@ -1,3 +1,7 @@
+//! [`SelfReviewLayer`] and its service: which requests are self reviews, and how one is
+//! read, answered and written (the formats are `json.rs`'s and `proto.rs`'s, the
+//! attributes `review.rs`'s).
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -15,7 +19,8 @@ use crate::authz::{Authorizer, RequestInfo, Rules};
 use crate::body::{Body, BoxError};
 use crate::status::{Status, StatusCause, StatusDetails};
 
-/// Upstream's limit on a create request's body (`maxRequestBodyBytes`, 3 MB).
+/// Upstream's limit on a create request's body (`maxRequestBodyBytes`, 3 MB); a larger
+/// review is answered 413 `RequestEntityTooLarge`.
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
 /// Layer that answers the self reviews (see the [module docs](super)).
@@ -25,7 +30,9 @@ pub struct SelfReviewLayer<Z> {
 }
 
 impl<Z: Authorizer> SelfReviewLayer<Z> {
-    /// A layer answering from `authorizer` (normally the authorization layer's own).
+    /// A layer answering from `authorizer` (normally the authorization layer's own, so a
+    /// review says what the stack itself decides). The authorizer is shared (`Arc`) by
+    /// every service the layer builds.
     pub fn new(authorizer: Z) -> Self {
         SelfReviewLayer {
             authorizer: Arc::new(authorizer),
@@ -53,7 +60,8 @@ impl<S, Z> Layer<S> for SelfReviewLayer<Z> {
     }
 }
 
-/// Service of [`SelfReviewLayer`].
+/// Service of [`SelfReviewLayer`]: answers the three review paths itself and calls the
+/// inner service for everything else. Ready when the inner service is.
 #[derive(Debug)]
 pub struct SelfReviewService<S, Z> {
     inner: S,
@@ -131,6 +139,7 @@ where
     }
 }
 
+/// A 400 `BadRequest` Status with `message`.
 fn bad_request(message: impl Into<String>) -> Response<Body> {
     Status::failure(StatusCode::BAD_REQUEST, "BadRequest", message).into_response()
 }
@@ -174,6 +183,9 @@ fn invalid_access_review(review: &AccessReview) -> Option<Response<Body>> {
     Some(s.into_response())
 }
 
+/// One self review, from request to answer, in upstream's order: the user (400 without
+/// one), the body's media type (415), the `Accept` (406), the body within [`MAX_BODY`]
+/// (413), then [`respond`]. A body that does not decode is 400 with the decoder's message.
 async fn answer<B, Z>(kind: Kind, req: Request<B>, authorizer: &Z) -> Response<Body>
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
@@ -218,7 +230,10 @@ where
     }
 }
 
-/// Decodes the review, answers it, and encodes the answer.
+/// Decodes the review, answers it, and encodes the answer: `201 Created` with the review
+/// in `output`'s media type. The access review's spec is echoed back with its status;
+/// the rules review answers for the namespace it names (400 without one); the subject
+/// review is stamped with the system clock's time, as the API server stamps it.
 async fn respond<Z: Authorizer + ?Sized>(
     kind: Kind,
     input: Format,
