@@ -1,5 +1,9 @@
 //! The Forbidden (403) answer, word for word as k8s.io/apiserver
-//! `responsewriters/errors.go` `Forbidden` builds it (docs/upstream-behaviour.md §8.6).
+//! [`pkg/endpoints/handlers/responsewriters/errors.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/handlers/responsewriters/errors.go)
+//! `Forbidden` builds it: `<resource> "<name>" is forbidden: User "<user>" cannot <verb>
+//! resource "<resource>" in API group "<group>" in the namespace "<ns>"`, and its variants
+//! for subresources, cluster scope and non-resource URLs, with the authorizer's reason
+//! appended. kubectl prints this message as it is, so it must match.
 
 use http::Response;
 

@@ -1,5 +1,5 @@
 //! The SubjectAccessReview webhook authorizer: mirrors k8s.io/apiserver
-//! `plugin/pkg/authorizer/webhook/webhook.go` (docs/upstream-behaviour.md §8.5).
+//! [`plugin/pkg/authorizer/webhook/webhook.go`](https://github.com/kubernetes/apiserver/blob/master/plugin/pkg/authorizer/webhook/webhook.go).
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -1,6 +1,6 @@
 //! What a request asks for, read from its method and URL: the port of k8s.io/apiserver
-//! `pkg/endpoints/request/requestinfo.go` (`RequestInfoFactory.NewRequestInfo`,
-//! docs/upstream-behaviour.md §9).
+//! [`pkg/endpoints/request/requestinfo.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/request/requestinfo.go)
+//! (`RequestInfoFactory.NewRequestInfo`).
 //!
 //! kube-apiserver computes a [`RequestInfo`] for every request before authentication;
 //! the authorizer, the long-running check and the Forbidden message all read it.
