@@ -44,6 +44,6 @@ pub use manager::{
 /// The protobuf media type `/openapi/v2` answers with, when the `Accept` asks for it.
 pub const PROTOBUF_V2: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 /// The older spelling client-go sends (the only one it asks for), still accepted; the
-/// answer then carries this type back.
+/// answer carries [`PROTOBUF_V2`] either way, as kube-openapi's handler answers.
 pub const PROTOBUF_V2_DEPRECATED: &str =
     "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
