@@ -1,4 +1,4 @@
-//! The `Audit-Id` every answer carries (docs/upstream-behaviour.md §16): kube-apiserver's
+//! The `Audit-Id` every answer carries: kube-apiserver's
 //! outermost filter, k8s.io/apiserver
 //! [`pkg/endpoints/filters/audit_init.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit_init.go).
 //!

@@ -26,8 +26,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! What [`AggregatorBuilder::build`] assembles, outside in (kube-apiserver's order,
-//! docs/upstream-behaviour.md §6): [`AuditIdLayer`], `Cache-Control: no-cache, private`
+//! What [`AggregatorBuilder::build`] assembles, outside in (kube-apiserver's order, the
+//! `DefaultBuildHandlerChain` of k8s.io/apiserver
+//! [`pkg/server/config.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/config.go)): [`AuditIdLayer`], `Cache-Control: no-cache, private`
 //! when the handler set none, [`TimeoutLayer`], [`AuthenticationLayer`] (with the
 //! builder's authenticator, or, without one, the [`UserInfo`] the host put into the
 //! request extensions), [`ImpersonationLayer`], [`InFlightLayer`],

@@ -1,3 +1,7 @@
+//! [`ImpersonationLayer`] and its service: a request without `Impersonate-*` headers
+//! passes untouched; one with them is checked item by item, then served as the
+//! impersonated user or refused.
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -27,7 +31,8 @@ pub struct ImpersonationLayer<Z> {
 }
 
 impl<Z: Authorizer> ImpersonationLayer<Z> {
-    /// A layer asking `authorizer` (normally the one the authorization layer uses).
+    /// A layer asking `authorizer` (normally the one the authorization layer uses), shared
+    /// (`Arc`) by every service the layer builds.
     pub fn new(authorizer: Z) -> Self {
         ImpersonationLayer {
             authorizer: Arc::new(authorizer),
@@ -55,7 +60,9 @@ impl<S, Z> Layer<S> for ImpersonationLayer<Z> {
     }
 }
 
-/// Service of [`ImpersonationLayer`].
+/// Service of [`ImpersonationLayer`]. Ready when the inner service is; the checks run in
+/// the response future, one authorizer call per requested item, in upstream's order,
+/// stopping at the first that is not an Allow.
 #[derive(Debug)]
 pub struct ImpersonationService<S, Z> {
     inner: S,

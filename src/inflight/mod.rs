@@ -1,4 +1,5 @@
-//! In-flight limits: kube-apiserver's max-in-flight filter (docs/upstream-behaviour.md §13),
+//! In-flight limits: kube-apiserver's max-in-flight filter (k8s.io/apiserver
+//! [`pkg/server/filters/maxinflight.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/filters/maxinflight.go)),
 //! and an optional limit per APIService.
 //!
 //! [`InFlightLayer`] counts the requests being served in two classes, read-only (verbs

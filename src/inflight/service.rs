@@ -1,3 +1,6 @@
+//! [`InFlightLayer`] and its service: admission in `call`, the slots carried by the
+//! response body until it ends.
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -115,7 +118,9 @@ impl<S> Layer<S> for InFlightLayer {
     }
 }
 
-/// Service of [`InFlightLayer`].
+/// Service of [`InFlightLayer`]. Ready when the inner service is: limits are checked when
+/// the request arrives, never by waiting in `poll_ready` (there is no queue, as upstream
+/// has none).
 #[derive(Debug, Clone)]
 pub struct InFlightService<S> {
     inner: S,

@@ -1,5 +1,5 @@
 //! Request timeouts: kube-apiserver's deadline and timeout filters for requests that are
-//! not long-running (docs/upstream-behaviour.md §12).
+//! not long-running.
 //!
 //! [`TimeoutLayer`] gives every request that is not long-running a deadline of
 //! `--request-timeout` (default 60 s), shortened by a `?timeout=` in the URL when that is
@@ -11,8 +11,8 @@
 //!
 //! Long-running requests get no deadline: watches, `proxy`, the `attach`, `exec`, `log`,
 //! `portforward` and `proxy` subresources and `/debug/pprof/` ([`LongRunningCheck`]). A host
-//! whose extension servers stream on other subresources (a VM console, say: known failure
-//! B20) adds them with [`LongRunningCheck::or`].
+//! whose extension servers stream on other subresources (a VM console, say, which upstream
+//! would cut off after 60 s) adds them with [`LongRunningCheck::or`].
 //!
 //! Mirrors k8s.io/apiserver
 //! [`pkg/endpoints/filters/request_deadline.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/request_deadline.go),

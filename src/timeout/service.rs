@@ -1,3 +1,6 @@
+//! [`TimeoutLayer`] and its service: the deadline raced against the response head, then
+//! carried by the response body.
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -28,6 +31,8 @@ pub struct TimeoutLayer {
     shared: Arc<Shared>,
 }
 
+/// What every service of one layer reads: the timer, `--request-timeout`, and which
+/// requests are exempt.
 #[derive(Debug)]
 struct Shared {
     timer: Timer,
@@ -82,7 +87,9 @@ impl<S> Layer<S> for TimeoutLayer {
     }
 }
 
-/// Service of [`TimeoutLayer`].
+/// Service of [`TimeoutLayer`]. Ready when the inner service is; the deadline starts when
+/// `call` is made, so time spent waiting for readiness does not count, as upstream's
+/// starts with the request.
 #[derive(Debug, Clone)]
 pub struct TimeoutService<S> {
     inner: S,
