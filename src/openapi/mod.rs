@@ -35,11 +35,11 @@
 mod manager;
 pub mod merge;
 pub mod proto;
+mod snapshot;
 pub mod v3;
 
-pub use manager::{
-    OpenApiConfig, OpenApiManager, OpenApiSnapshot, V2Document, V3Document, V3Entry,
-};
+pub use manager::OpenApiManager;
+pub use snapshot::{OpenApiConfig, OpenApiSnapshot, V2Document, V3Document, V3Entry};
 
 /// The protobuf media type `/openapi/v2` answers with, when the `Accept` asks for it.
 pub const PROTOBUF_V2: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
