@@ -1,6 +1,9 @@
 //! The OpenAPI manager: downloads each remote APIService's specs off the request path
-//! (kube-aggregator `pkg/controllers/openapi` and `pkg/controllers/openapiv3`,
-//! docs/upstream-behaviour.md §5.4, §15) and publishes what the request path serves.
+//! (kube-aggregator
+//! [`pkg/controllers/openapi/controller.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/openapi/controller.go)
+//! and
+//! [`pkg/controllers/openapiv3/controller.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/openapiv3/controller.go))
+//! and publishes what the request path serves.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -30,17 +33,27 @@ fn base_spec() -> Value {
     json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "unversioned"}, "paths": {}, "definitions": {}})
 }
 
+/// One APIService's download schedule and last good specs.
 struct Entry {
     target: Target,
+    /// When the next download may start.
     due: Instant,
+    /// Failures in a row: the backoff's exponent; 0 after a success.
     failures: u32,
+    /// A download is running: no second one starts.
     in_flight: bool,
+    /// Downloaded at least once; untried APIServices skip the worker limit.
     tried: bool,
+    /// The v2 spec, filtered to the APIService's group-version; `None` for no spec (404).
     v2: Option<Arc<Value>>,
+    /// The backend's `Etag` for `v2`, sent back as `If-None-Match`.
     v2_etag: Option<String>,
+    /// Who serves the APIService's v3 key, once known.
     v3: Option<V3Entry>,
 }
 
+/// What every clone of an [`OpenApiManager`] shares; the request path reads only
+/// `snapshot`.
 struct Shared {
     config: OpenApiConfig,
     timer: Timer,
@@ -106,6 +119,7 @@ impl OpenApiManager {
         &self.shared.config
     }
 
+    /// Tells the run loop to look again.
     fn wake(&self) {
         self.shared.notified.store(true, Ordering::Release);
         for w in lock(&self.shared.wakers).drain(..) {
@@ -113,6 +127,8 @@ impl OpenApiManager {
         }
     }
 
+    /// Merges the entries' specs in upstream's order (group priority, then name) and
+    /// publishes the snapshot (one swap).
     fn publish(&self, entries: &HashMap<String, Entry>) {
         let mut group_priority: HashMap<&str, i32> = HashMap::new();
         for e in entries.values() {
@@ -225,6 +241,8 @@ impl OpenApiManager {
         }
     }
 
+    /// Records one download of `name` (keeping the last good spec on failure), schedules
+    /// the next, and republishes when anything changed.
     fn apply(&self, name: &str, d: Downloaded) {
         let now = self.shared.timer.now();
         let config = &self.shared.config;

@@ -12,8 +12,9 @@ use serde_json::Value;
 use super::proto;
 use crate::discovery::etag_of;
 
-/// Timing and limits of the [`OpenApiManager`]. Defaults are upstream's where it has one;
-/// every duration is measured on the manager's [`Timer`].
+/// Timing and limits of the [`OpenApiManager`](super::OpenApiManager). Defaults are
+/// upstream's where it has one; every duration is measured on the manager's
+/// [`Timer`](crate::rt::Timer).
 #[derive(Debug, Clone)]
 pub struct OpenApiConfig {
     /// How often an APIService's specs are downloaded again (upstream: 1 min).
@@ -60,6 +61,7 @@ pub struct V2Document {
 }
 
 impl V2Document {
+    /// Encodes a merged spec both ways and hashes it, stamped with the system clock.
     pub(crate) fn new(spec: &Value) -> V2Document {
         let json = Bytes::from(serde_json::to_vec(spec).unwrap_or_default());
         V2Document {
