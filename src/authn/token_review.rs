@@ -13,6 +13,8 @@ use super::{AuthenticateFuture, AuthenticationError, TokenAuthenticator, UserInf
 use crate::rt::Timer;
 use crate::webhook::WebhookClient;
 
+/// The TokenReview version sent (`authentication.k8s.io/v1`, upstream's default
+/// `--authentication-token-webhook-version`).
 const API_VERSION: &str = "authentication.k8s.io/v1";
 
 /// Asks a TokenReview webhook (`authentication.k8s.io/v1`) whether a bearer token is
@@ -33,6 +35,7 @@ pub struct TokenReviewAuthenticator {
     inner: Arc<Inner>,
 }
 
+/// The webhook client, the implicit audiences and the cache, shared by clones.
 #[derive(Clone)]
 struct Inner {
     client: WebhookClient,
@@ -104,7 +107,13 @@ impl TokenReviewAuthenticator {
         }
     }
 
-    /// One uncached webhook call.
+    /// One uncached webhook call: `POST` a `TokenReview` for `token` and `audiences`, and
+    /// read its status as upstream does.
+    ///
+    /// `Ok(Some)` for `authenticated: true` whose audiences match (the answer's, or the
+    /// implicit ones when it names none); `Ok(None)` for not authenticated without an
+    /// error, or audiences that do not match; `Err` for the status's `error`, a webhook
+    /// failure (`token review webhook <url>: ...`) or an answer that does not decode.
     pub async fn review(
         &self,
         token: &str,

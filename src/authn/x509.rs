@@ -98,6 +98,8 @@ pub(crate) struct VerifiedLeaf {
     pub(crate) user: Result<Option<UserInfo>, AuthenticationError>,
 }
 
+/// Verdicts remembered per minute: past it the map is cleared, so a flood of distinct
+/// certificates costs memory for at most this many.
 const MAX_VERDICTS: usize = 4096;
 
 /// A cheap key for a chain: its shape and the leaf's last 64 bytes, which lie in the
@@ -126,6 +128,12 @@ impl std::fmt::Debug for ChainVerifier {
 }
 
 impl Trust {
+    /// The verifier for `ca_certificates` (with the client-auth usage checked by
+    /// rustls' WebPKI verifier), keeping the anchors for the overlap check.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidClientCa`] for no certificate, or one rustls cannot use as a root.
     fn new(
         ca_certificates: impl IntoIterator<Item = CertificateDer<'static>>,
     ) -> Result<Trust, InvalidClientCa> {
@@ -153,6 +161,8 @@ impl Trust {
     }
 }
 
+/// Every certificate of a PEM bundle; an error with upstream's wording when a block does
+/// not parse.
 fn parse_pem(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, InvalidClientCa> {
     use rustls_pki_types::pem::PemObject;
     CertificateDer::pem_slice_iter(pem)

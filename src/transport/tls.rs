@@ -112,6 +112,8 @@ impl ClientCertificate {
     }
 }
 
+/// rustls asks this on every handshake that requests a client certificate, so a
+/// rotation reaches the next connection without rebuilding any `ClientConfig`.
 impl ResolvesClientCert for ClientCertificate {
     fn resolve(&self, _hints: &[&[u8]], _schemes: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
         self.current.load_full()
@@ -122,6 +124,8 @@ impl ResolvesClientCert for ClientCertificate {
     }
 }
 
+/// The crypto provider of every TLS config the crate builds, client and server: rustls'
+/// `ring` provider (built fastest here, and the only one enabled).
 pub(crate) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
@@ -209,6 +213,8 @@ struct SessionsPerCertificate {
 }
 
 impl SessionsPerCertificate {
+    /// The session cache of the current certificate, started afresh (the old one
+    /// dropped) the first time it is asked for after a rotation.
     fn cache(&self) -> Arc<rustls::client::ClientSessionMemoryCache> {
         let generation = self.cert.generation();
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
