@@ -15,6 +15,8 @@ use super::{AuthenticateFuture, AuthenticationError, Authenticator, CredentialHe
 /// The WebSocket subprotocol prefix that carries a base64url (unpadded) bearer token.
 pub const WEBSOCKET_BEARER_PREFIX: &str = "base64url.bearer.authorization.k8s.io.";
 
+/// The error upstream's bearer authenticator logs for a token its token authenticator did
+/// not accept (the client sees 401 either way).
 const INVALID_BEARER_TOKEN: &str = "invalid bearer token";
 
 /// Validates a bearer token (k8s.io/apiserver `authenticator.Token`).
@@ -106,6 +108,8 @@ enum Found {
     WebSocket(Result<String, &'static str>),
 }
 
+/// The token of the request: the `Authorization` header's when it is a bearer header,
+/// else the WebSocket subprotocol's of a WebSocket upgrade.
 fn find_token(headers: &HeaderMap) -> Option<Found> {
     let header = headers
         .get(AUTHORIZATION)

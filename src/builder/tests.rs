@@ -1,5 +1,5 @@
-//! The builder: a stack whose worker is never spawned answers remote requests 503 naming
-//! the problem, and building without an authorizer is refused.
+//! The builder: a stack whose worker does not run (never spawned, or dropped) answers
+//! remote requests 503 naming the problem, and building without an authorizer is refused.
 
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;

@@ -64,7 +64,9 @@ pub fn root_paths(root: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Where v2 keeps schemas, as a reference prefix.
 const V2_DEFS: &str = "#/definitions/";
+/// Where v3 keeps them.
 const V3_SCHEMAS: &str = "#/components/schemas/";
 
 /// `r` with the part up to and including `from` replaced by `to` (a reference into
@@ -118,12 +120,14 @@ pub fn convert_schema(v: &Value) -> Value {
     Value::Object(out)
 }
 
+/// Copies the vendor extensions (`x-*`) of `from` into `to`.
 fn extensions_into(from: &Map<String, Value>, to: &mut Map<String, Value>) {
     for (k, v) in from.iter().filter(|(k, _)| k.starts_with("x-")) {
         to.insert(k.clone(), v.clone());
     }
 }
 
+/// `v[key]` as a list of strings (`consumes`, `produces`); empty when absent.
 fn strings(v: &Value, key: &str) -> Vec<String> {
     v.get(key)
         .and_then(Value::as_array)
@@ -133,6 +137,8 @@ fn strings(v: &Value, key: &str) -> Vec<String> {
         .collect()
 }
 
+/// A non-body v2 parameter as v3: its `type`, `format` and `uniqueItems` move into a
+/// `schema`; a `$ref` points into `#/components/parameters/` and gets no schema.
 fn convert_parameter(p: &Value) -> Value {
     let Some(m) = p.as_object() else {
         return p.clone();
@@ -168,6 +174,8 @@ fn convert_parameter(p: &Value) -> Value {
     Value::Object(out)
 }
 
+/// A v2 response as v3: its schema under `content`, once per `produces` media type; a
+/// `$ref` points into `#/components/responses/`.
 fn convert_response(r: &Value, produces: &[String]) -> Value {
     let Some(m) = r.as_object() else {
         return r.clone();
@@ -194,6 +202,9 @@ fn convert_response(r: &Value, produces: &[String]) -> Value {
     Value::Object(out)
 }
 
+/// A v2 operation as v3: the `body` parameter becomes `requestBody`, the rest
+/// [`convert_parameter`], the responses [`convert_response`] with the operation's
+/// `produces`.
 fn convert_operation(op: &Value) -> Value {
     let Some(m) = op.as_object() else {
         return op.clone();

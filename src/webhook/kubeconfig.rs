@@ -183,6 +183,7 @@ struct Named<T> {
     value: T,
 }
 
+/// A kubeconfig cluster: where the webhook is and how its certificate is checked.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "kebab-case", default)]
 struct RawCluster {
@@ -192,6 +193,7 @@ struct RawCluster {
     insecure_skip_tls_verify: bool,
 }
 
+/// A kubeconfig user: the credentials the webhook is called with.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "kebab-case", default)]
 struct RawUser {
@@ -204,6 +206,7 @@ struct RawUser {
     token_file: Option<PathBuf>,
 }
 
+/// A kubeconfig context: which cluster with which user.
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct RawContext {
