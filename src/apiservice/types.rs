@@ -230,6 +230,22 @@ impl ApiService {
     /// Sets a condition with upstream `SetAPIServiceCondition` semantics: reason and message
     /// are always overwritten; `status` and `lastTransitionTime` change only when the status
     /// value changes. `now` is an RFC 3339 timestamp. Returns true when anything changed.
+    ///
+    /// ```
+    /// use kube_aggregator::apiservice::{ApiService, CONDITION_AVAILABLE, ConditionStatus};
+    ///
+    /// let mut svc = ApiService::default();
+    /// assert!(svc.set_condition(CONDITION_AVAILABLE, ConditionStatus::False,
+    ///     "FailedDiscoveryCheck", "bad status from https://10.0.0.5:443/apis/g/v: 503", "2026-01-01T00:00:00Z"));
+    /// // Same status, new message: the transition time stays.
+    /// assert!(svc.set_condition(CONDITION_AVAILABLE, ConditionStatus::False,
+    ///     "FailedDiscoveryCheck", "timed out", "2026-01-01T00:05:00Z"));
+    /// let c = svc.available_condition().unwrap();
+    /// assert_eq!(c.last_transition_time.as_deref(), Some("2026-01-01T00:00:00Z"));
+    /// // Nothing new: nothing changed.
+    /// assert!(!svc.set_condition(CONDITION_AVAILABLE, ConditionStatus::False,
+    ///     "FailedDiscoveryCheck", "timed out", "2026-01-01T00:06:00Z"));
+    /// ```
     pub fn set_condition(
         &mut self,
         type_: &str,

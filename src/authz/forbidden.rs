@@ -17,6 +17,19 @@ use crate::status::{Status, StatusDetails, html_escape};
 /// Examples: `forbidden: User "alice" cannot get path "/metrics"`;
 /// `nodes.metrics.k8s.io "n1" is forbidden: User "alice" cannot get resource "nodes" in
 /// API group "metrics.k8s.io" at the cluster scope`. `&`, `<`, `>` are HTML-escaped.
+///
+/// ```
+/// use kube_aggregator::authn::UserInfo;
+/// use kube_aggregator::authz::{Attributes, RequestInfo, forbidden_message};
+///
+/// let info = RequestInfo::from_parts(&http::Method::GET,
+///     &"/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods/p1".parse().unwrap()).unwrap();
+/// let attrs = Attributes::new(UserInfo::new("alice", ["dev"]), &info);
+/// assert_eq!(
+///     forbidden_message(&attrs, "no RBAC policy matched"),
+///     r#"pods.metrics.k8s.io "p1" is forbidden: User "alice" cannot get resource "pods" in API group "metrics.k8s.io" in the namespace "ns": no RBAC policy matched"#,
+/// );
+/// ```
 pub fn forbidden_message(attrs: &Attributes, reason: &str) -> String {
     let user = quote(&attrs.user.name);
     let mut msg = if !attrs.is_resource_request {
