@@ -30,6 +30,29 @@ const API_VERSION: &str = "authentication.k8s.io/v1";
 /// - Cache: keyed by an HMAC-SHA256 of token and audiences under a per-process random key;
 ///   ok results kept for [`CacheTtl::success`], not-ok ones for [`CacheTtl::failure`],
 ///   errors never; concurrent lookups of one key make one webhook call.
+///
+/// ```
+/// use std::time::Duration;
+/// use http::{Request, Response};
+/// use kube_aggregator::Body;
+/// use kube_aggregator::authn::{CacheTtl, TokenAuthenticator, TokenReviewAuthenticator};
+/// use kube_aggregator::rt::Timer;
+/// use kube_aggregator::webhook::{WebhookClient, WebhookTransport};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A webhook that knows one user.
+/// let transport = WebhookTransport::new(tower::service_fn(|_: Request<Body>| async {
+///     Ok(Response::new(Body::full(r#"{"status":{"authenticated":true,
+///         "user":{"username":"alice","uid":"42","groups":["dev"]}}}"#)))
+/// }));
+/// let client = WebhookClient::new(transport, "https://authn.example/review".parse()?, Timer::tokio());
+/// let authn = TokenReviewAuthenticator::new(client, Timer::tokio(), CacheTtl::both(Duration::from_secs(120)))?;
+///
+/// let user = authn.authenticate_token("eyJhbGciOi...", &[]).await?.unwrap();
+/// assert_eq!((user.name.as_str(), user.uid.as_str()), ("alice", "42"));
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct TokenReviewAuthenticator {
     inner: Arc<Inner>,

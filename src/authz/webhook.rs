@@ -329,6 +329,38 @@ pub fn subject_access_review_body(
 /// <error>` from the [`AuthorizationLayer`](super::AuthorizationLayer), never an Allow and
 /// never a 403.
 ///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use http::{Request, Response};
+/// use kube_aggregator::Body;
+/// use kube_aggregator::authn::UserInfo;
+/// use kube_aggregator::authz::{Attributes, Authorizer, Decision, RequestInfo, SubjectAccessReviewAuthorizer};
+/// use kube_aggregator::rt::Timer;
+/// use kube_aggregator::webhook::{WebhookClient, WebhookTransport};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A webhook that allows everything, counting its calls.
+/// let calls = Arc::new(AtomicUsize::new(0));
+/// let seen = calls.clone();
+/// let transport = WebhookTransport::new(tower::service_fn(move |_: Request<Body>| {
+///     seen.fetch_add(1, Ordering::SeqCst);
+///     async { Ok(Response::new(Body::full(r#"{"status":{"allowed":true,"reason":"RBAC"}}"#))) }
+/// }));
+/// let client = WebhookClient::new(transport, "https://authz.example/authorize".parse()?, Timer::tokio());
+/// let authorizer = SubjectAccessReviewAuthorizer::new(client, Timer::tokio());
+///
+/// let info = RequestInfo::from_parts(&http::Method::GET, &"/apis/metrics.k8s.io/v1beta1/nodes".parse()?)?;
+/// let attrs = Attributes::new(UserInfo::new("alice", ["dev"]), &info);
+/// for _ in 0..2 {
+///     let answer = authorizer.authorize(&attrs).await?;
+///     assert_eq!((answer.decision, answer.reason.as_str()), (Decision::Allow, "RBAC"));
+/// }
+/// assert_eq!(calls.load(Ordering::SeqCst), 1); // the second answer came from the cache
+/// # Ok(()) }
+/// ```
+///
 /// Field and label selectors of lists and watches are sent as requirements
 /// (`resourceAttributes.fieldSelector.requirements`, upstream's `AuthorizeWithSelectors`),
 /// so a webhook can allow a list limited to, say, one node's pods.

@@ -39,6 +39,54 @@
 //! assert_eq!(names, ["apiregistration.k8s.io", "metrics.k8s.io"]);
 //! assert!(doc.body(AggregatedVersion::V2).starts_with(br#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2""#));
 //! ```
+//!
+//! The [`DiscoveryManager`] fed one remote APIService whose backend answers a v2
+//! document (the registry's [`Registry::feed`](crate::registry::Registry::feed) does the
+//! feeding in a real stack):
+//!
+//! ```
+//! use http::{Request, Response};
+//! use kube_aggregator::Body;
+//! use kube_aggregator::discovery::{
+//!     DiscoveryConfig, DiscoveryManager, Fetcher, ServiceKey, Target, TargetSet, TargetSink, V2_JSON,
+//! };
+//! use kube_aggregator::discovery::v2::Freshness;
+//! use kube_aggregator::rt::Timer;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let backend: Fetcher = Fetcher::new(tower::service_fn(|_: Request<Body>| async {
+//!     let doc = r#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[
+//!         {"metadata":{"name":"metrics.k8s.io"},"versions":[{"version":"v1beta1",
+//!          "resources":[{"resource":"nodes","responseKind":{"group":"metrics.k8s.io","version":"v1beta1","kind":"NodeMetrics"},
+//!                        "scope":"Cluster","verbs":["get","list"]}]}]}]}"#;
+//!     Ok(Response::builder().header("content-type", V2_JSON).body(Body::full(doc)).unwrap())
+//! }));
+//! let manager = DiscoveryManager::new(Timer::tokio(), DiscoveryConfig::default());
+//! manager.sync(&TargetSet {
+//!     generation: 1,
+//!     remote: vec![Target {
+//!         name: "v1beta1.metrics.k8s.io".into(),
+//!         group: "metrics.k8s.io".into(),
+//!         version: "v1beta1".into(),
+//!         group_priority_minimum: 100,
+//!         version_priority: 100,
+//!         service: ServiceKey { namespace: "kube-system".into(), name: "metrics-server".into(), port: 443 },
+//!         available: true,
+//!         fetcher: backend,
+//!     }],
+//!     local: Vec::new(),
+//! });
+//! tokio::spawn(manager.clone().run());
+//! manager.synced().await; // every Service known at the first sync was fetched once
+//!
+//! let doc = manager.document();
+//! let metrics = doc.groups().iter().find(|g| g.name() == "metrics.k8s.io").unwrap();
+//! let v1beta1 = &metrics.versions()[0].discovery;
+//! assert_eq!(v1beta1.freshness, Some(Freshness::Current));
+//! assert_eq!(v1beta1.resources[0].resource, "nodes");
+//! # }
+//! ```
 
 mod config;
 mod document;
