@@ -34,6 +34,36 @@ const UID_OID: &str = "1.3.6.1.4.1.57683.2";
 /// extra `authentication.kubernetes.io/credential-id` is `X509SHA256=<hex of the leaf>`.
 /// No certificate, or an empty CN: no opinion. A certificate that does not verify:
 /// [`AuthenticationError::CertificateVerification`], so the request gets 401.
+///
+/// ```
+/// use std::sync::Arc;
+/// use kube_aggregator::authn::{Authenticator, ConnectionInfo, X509Authenticator};
+/// use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A client CA and a certificate for alice in group dev, as kubeadm issues them.
+/// let mut ca = CertificateParams::new(Vec::<String>::new())?;
+/// ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+/// let ca_key = KeyPair::generate()?;
+/// let ca_pem = ca.self_signed(&ca_key)?.pem();
+/// let issuer = Issuer::new(ca, ca_key);
+/// let mut leaf = CertificateParams::new(Vec::<String>::new())?;
+/// leaf.distinguished_name.push(DnType::CommonName, "alice");
+/// leaf.distinguished_name.push(DnType::OrganizationName, "dev");
+/// leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+/// let cert = leaf.signed_by(&KeyPair::generate()?, &issuer)?;
+///
+/// let x509 = X509Authenticator::from_pem(ca_pem.as_bytes())?;
+/// let mut req = http::Request::get("/apis/metrics.k8s.io/v1beta1").body(())?;
+/// req.extensions_mut().insert(ConnectionInfo {
+///     remote_addr: None,
+///     peer_certificates: Arc::from(vec![cert.der().clone()]),
+/// });
+/// let user = x509.authenticate(&req.into_parts().0).await?.unwrap();
+/// assert_eq!((user.name.as_str(), user.groups.as_slice()), ("alice", ["dev".to_owned()].as_slice()));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 pub struct X509Authenticator {
     verifier: ChainVerifier,

@@ -388,6 +388,21 @@ impl Registry {
     /// Completes once the published generation is greater than `seen`, with the new
     /// generation. Pass [`RoutingTable::generation`] of the snapshot last read; a change
     /// published before the first poll is seen at once, so none is missed.
+    ///
+    /// ```
+    /// use kube_aggregator::registry::Registry;
+    /// use kube_aggregator::source::ApiServiceEvent;
+    /// use kube_aggregator::transport::InMemoryTransport;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let registry = Registry::new(InMemoryTransport::new());
+    /// let seen = registry.snapshot().generation();
+    /// let waiter = tokio::spawn(registry.changed(seen));
+    /// registry.apply(ApiServiceEvent::Deleted("v1.nothing".into())).unwrap();
+    /// assert_eq!(waiter.await.unwrap(), seen + 1);
+    /// # }
+    /// ```
     pub fn changed(&self, seen: u64) -> Changed {
         Changed {
             registry: self.clone(),

@@ -67,6 +67,21 @@ impl ClientCertificate {
     ///
     /// [`TlsConfigError::ClientCertificate`] when the chain holds no certificate, the key
     /// does not parse or is of an unsupported type, or the key does not match the leaf.
+    ///
+    /// ```
+    /// use kube_aggregator::transport::{ClientCertificate, TlsConfigError};
+    ///
+    /// let key = rcgen::KeyPair::generate().unwrap();
+    /// let cert = rcgen::CertificateParams::new(vec!["front-proxy-client".into()]).unwrap()
+    ///     .self_signed(&key).unwrap();
+    /// let proxy = ClientCertificate::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap();
+    ///
+    /// // A rotation with a key that is not the certificate's is refused; the old pair stays.
+    /// let other = rcgen::KeyPair::generate().unwrap();
+    /// let err = proxy.set_pem(cert.pem().as_bytes(), other.serialize_pem().as_bytes()).unwrap_err();
+    /// assert!(matches!(err, TlsConfigError::ClientCertificate(_)));
+    /// assert!(ClientCertificate::from_pem(b"", b"").is_err());
+    /// ```
     pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<ClientCertificate, TlsConfigError> {
         let c = ClientCertificate::default();
         c.set_pem(cert_pem, key_pem)?;
