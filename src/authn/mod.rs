@@ -190,6 +190,22 @@ impl<A: Authenticator + ?Sized> Authenticator for Box<A> {
 /// authenticator reads and the [`AuthenticationLayer`] removes after authentication, so
 /// nothing behind it (the proxy least of all) can mistake a client's header for a
 /// verified one.
+///
+/// ```
+/// use http::{HeaderMap, HeaderName};
+/// use kube_aggregator::authn::CredentialHeaders;
+///
+/// let custom = CredentialHeaders {
+///     names: vec![HeaderName::from_static("x-user")],
+///     prefixes: vec!["x-user-extra-".into()],
+/// };
+/// let mut headers = HeaderMap::new();
+/// headers.insert("x-user", "mallory".parse().unwrap());
+/// headers.insert("x-user-extra-scopes", "admin".parse().unwrap());
+/// headers.insert("accept", "application/json".parse().unwrap());
+/// custom.strip(&mut headers);
+/// assert_eq!(headers.len(), 1);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CredentialHeaders {
     /// Exact names.

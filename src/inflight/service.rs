@@ -19,6 +19,33 @@ use crate::body::{Body, BoxError};
 use crate::status::plain_text_error;
 
 /// Layer that limits the requests in flight (see the [module docs](super)).
+///
+/// ```
+/// use http::{Request, Response, StatusCode};
+/// use kube_aggregator::Body;
+/// use kube_aggregator::inflight::InFlightLayer;
+/// use tower::{Layer, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// // One read-only request at a time.
+/// let limits = InFlightLayer::new(1, 1);
+/// let service = limits.layer(tower::service_fn(|_: Request<Body>| async {
+///     Ok::<_, std::convert::Infallible>(Response::new(Body::full("nodes")))
+/// }));
+/// let get = || Request::get("/apis/metrics.k8s.io/v1beta1/nodes").body(Body::empty()).unwrap();
+///
+/// // The first answer's body is not read yet, so its slot is still held.
+/// let first = service.clone().oneshot(get()).await.unwrap();
+/// assert_eq!(limits.in_flight().read_only, 1);
+/// let second = service.clone().oneshot(get()).await.unwrap();
+/// assert_eq!(second.status(), StatusCode::TOO_MANY_REQUESTS);
+/// assert_eq!(second.headers()["retry-after"], "1");
+///
+/// drop(first); // the body is done with: the slot is free again
+/// assert_eq!(service.oneshot(get()).await.unwrap().status(), StatusCode::OK);
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct InFlightLayer {
     shared: Arc<Shared>,
