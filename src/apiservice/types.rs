@@ -134,6 +134,13 @@ impl ServiceReference {
 
     /// The DNS name the backend's serving certificate is checked against:
     /// `<name>.<namespace>.svc` (kube-aggregator `BuildTransportConfig`).
+    ///
+    /// ```
+    /// use kube_aggregator::apiservice::ServiceReference;
+    ///
+    /// let s = ServiceReference { namespace: "kube-system".into(), name: "metrics-server".into(), port: None };
+    /// assert_eq!((s.server_name().as_str(), s.port_or_default()), ("metrics-server.kube-system.svc", 443));
+    /// ```
     pub fn server_name(&self) -> String {
         format!("{}.{}.svc", self.name, self.namespace)
     }

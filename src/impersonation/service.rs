@@ -25,6 +25,34 @@ use crate::status::{Status, internal_error};
 ///
 /// Needs a [`UserInfo`] in the request extensions (the
 /// [`AuthenticationLayer`](crate::authn::AuthenticationLayer) puts it there).
+///
+/// ```
+/// use http::{Request, Response, StatusCode};
+/// use kube_aggregator::Body;
+/// use kube_aggregator::authn::UserInfo;
+/// use kube_aggregator::authz::AlwaysDeny;
+/// use kube_aggregator::impersonation::ImpersonationLayer;
+/// use tower::{Layer, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let service = ImpersonationLayer::new(AlwaysDeny).layer(tower::service_fn(|req: Request<Body>| async move {
+///     let user = req.extensions().get::<UserInfo>().unwrap().name.clone();
+///     Ok::<_, std::convert::Infallible>(Response::new(Body::full(user)))
+/// }));
+///
+/// // kubectl --as=bob, by alice, whom the policy does not let impersonate.
+/// let mut req = Request::get("/api/v1/pods").header("impersonate-user", "bob").body(Body::empty()).unwrap();
+/// req.extensions_mut().insert(UserInfo::new("alice", ["system:authenticated"]));
+/// let res = service.clone().oneshot(req).await.unwrap();
+/// assert_eq!(res.status(), StatusCode::FORBIDDEN);
+///
+/// // Without impersonation headers the request passes untouched.
+/// let mut req = Request::get("/api/v1/pods").body(Body::empty()).unwrap();
+/// req.extensions_mut().insert(UserInfo::new("alice", ["system:authenticated"]));
+/// assert_eq!(service.oneshot(req).await.unwrap().status(), StatusCode::OK);
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct ImpersonationLayer<Z> {
     authorizer: Arc<Z>,

@@ -24,6 +24,37 @@ use crate::status::{Status, StatusCause, StatusDetails};
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
 /// Layer that answers the self reviews (see the [module docs](super)).
+///
+/// ```
+/// use http::{Request, Response, StatusCode};
+/// use http_body_util::BodyExt;
+/// use kube_aggregator::Body;
+/// use kube_aggregator::authn::UserInfo;
+/// use kube_aggregator::authz::PrivilegedGroups;
+/// use kube_aggregator::selfreview::SelfReviewLayer;
+/// use tower::{Layer, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let service = SelfReviewLayer::new(PrivilegedGroups::system_masters())
+///     .layer(tower::service_fn(|_: Request<Body>| async {
+///         Ok::<_, std::convert::Infallible>(Response::new(Body::empty()))
+///     }));
+///
+/// // kubectl auth can-i list nodes, as a member of system:masters.
+/// let review = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview",
+///     "spec":{"resourceAttributes":{"verb":"list","resource":"nodes"}}}"#;
+/// let mut req = Request::post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+///     .header("content-type", "application/json")
+///     .body(Body::full(review)).unwrap();
+/// req.extensions_mut().insert(UserInfo::new("admin", ["system:masters"]));
+/// let res = service.oneshot(req).await.unwrap();
+/// assert_eq!(res.status(), StatusCode::CREATED);
+/// let body = res.into_body().collect().await.unwrap().to_bytes();
+/// let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+/// assert_eq!(answer["status"]["allowed"], true);
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct SelfReviewLayer<Z> {
     authorizer: Arc<Z>,
