@@ -289,6 +289,14 @@ impl ApiService {
 }
 
 /// A group and version pair, e.g. `metrics.k8s.io` / `v1beta1`.
+///
+/// ```
+/// use kube_aggregator::apiservice::GroupVersion;
+///
+/// let gv = |g: &str, v: &str| GroupVersion { group: g.into(), version: v.into() };
+/// assert_eq!(gv("metrics.k8s.io", "v1beta1").to_string(), "metrics.k8s.io/v1beta1");
+/// assert_eq!(gv("", "v1").to_string(), "v1"); // the core group, as `apiVersion: v1`
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GroupVersion {
     /// Group, empty for the legacy core group.

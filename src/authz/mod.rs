@@ -385,7 +385,23 @@ impl Authorizer for PrivilegedGroups {
 
 /// Asks authorizers in order; the first Allow or Deny wins with its reason; if all have
 /// no opinion the result is NoOpinion with their reasons joined by newlines; an error
-/// stops nothing but is returned when nobody decided (k8s.io/apiserver `union.go`).
+/// stops nothing but is returned when nobody decided (k8s.io/apiserver
+/// [`pkg/authorization/union/union.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authorization/union/union.go)).
+///
+/// ```
+/// use kube_aggregator::authn::UserInfo;
+/// use kube_aggregator::authz::{AlwaysDeny, Attributes, Authorizer, Decision, PrivilegedGroups, Union};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let union = Union::new()
+///     .push("privileged-groups", PrivilegedGroups::system_masters())
+///     .push("AlwaysDeny", AlwaysDeny);
+/// let attrs = Attributes { user: UserInfo::new("alice", ["dev"]), verb: "get".into(), ..Attributes::default() };
+/// // The first member has no opinion on alice; the second denies.
+/// assert_eq!(union.authorize(&attrs).await.unwrap().decision, Decision::Deny);
+/// # }
+/// ```
 #[derive(Clone, Default)]
 pub struct Union {
     authorizers: Vec<(String, Arc<dyn Authorizer>)>,

@@ -234,7 +234,8 @@ impl SubjectAccessReviewStatus {
     }
 }
 
-/// The API version a webhook speaks (`--authorization-webhook-version`).
+/// The API version a webhook speaks (`--authorization-webhook-version`), parsed from the
+/// flag's value (`"v1".parse()`; anything else is an [`UnsupportedWebhookVersion`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WebhookVersion {

@@ -261,6 +261,25 @@ struct BuilderGroup {
 ///
 /// Starts with `apiregistration.k8s.io/v1` (the read-only APIService API this crate
 /// serves), pinned first.
+///
+/// ```
+/// use kube_aggregator::discovery::{DocumentBuilder, VersionEntry};
+/// use kube_aggregator::discovery::v2::ApiVersionDiscovery;
+///
+/// let entry = |version: &str, priority: i32| VersionEntry {
+///     discovery: ApiVersionDiscovery { version: version.into(), ..ApiVersionDiscovery::default() },
+///     group_priority_minimum: 100,
+///     version_priority: priority,
+/// };
+/// let mut builder = DocumentBuilder::new();
+/// assert!(builder.set("metrics.k8s.io", entry("v1beta1", 100)));
+/// assert!(!builder.set("metrics.k8s.io", entry("v1beta1", 100))); // nothing new
+/// let before = builder.build();
+/// assert!(builder.remove("metrics.k8s.io", "v1beta1")); // the group goes with it
+/// let after = builder.build();
+/// assert_eq!((before.groups().len(), after.groups().len()), (2, 1));
+/// assert_ne!(before.etag(), after.etag());
+/// ```
 #[derive(Debug)]
 pub struct DocumentBuilder {
     groups: HashMap<String, BuilderGroup>,
