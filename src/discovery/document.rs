@@ -232,6 +232,14 @@ fn encode(groups: &[Arc<GroupDocument>], version: AggregatedVersion) -> Bytes {
 
 /// The quoted upper-case hex SHA-512 of `bytes`: the ETag upstream's discovery and
 /// OpenAPI handlers send (`"` + 128 hex digits + `"`).
+///
+/// ```
+/// use kube_aggregator::discovery::{etag_of, sha512_hex};
+///
+/// let tag = etag_of(b"{}");
+/// assert_eq!(tag.len(), 130);
+/// assert_eq!(tag.to_str().unwrap(), format!("\"{}\"", sha512_hex(b"{}")));
+/// ```
 pub fn etag_of(bytes: &[u8]) -> HeaderValue {
     let mut s = String::with_capacity(130);
     s.push('"');

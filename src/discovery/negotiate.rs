@@ -172,6 +172,15 @@ pub fn negotiate(accept: Option<&str>) -> Negotiated {
 
 /// True when `content_type` is JSON with the given aggregated `version` parameters, in
 /// any order and with any extra parameters (client-go `ContentTypeIsGVK`).
+///
+/// ```
+/// use kube_aggregator::discovery::{AggregatedVersion, is_aggregated_content_type};
+///
+/// let v2 = "application/json; as=APIGroupDiscoveryList; v=v2; g=apidiscovery.k8s.io";
+/// assert!(is_aggregated_content_type(v2, AggregatedVersion::V2));
+/// assert!(!is_aggregated_content_type(v2, AggregatedVersion::V2Beta1));
+/// assert!(!is_aggregated_content_type("application/json", AggregatedVersion::V2));
+/// ```
 pub fn is_aggregated_content_type(content_type: &str, version: AggregatedVersion) -> bool {
     let mut parts = content_type.split(';');
     if !parts
