@@ -149,6 +149,21 @@ impl AggregatedDocument {
     /// has masks the host's (the aggregator's source wins, as upstream's source
     /// precedence); the host's versions sort by `priority(group, version)` when it knows
     /// one (the host's local APIServices), else by upstream's defaults (1000, 15).
+    ///
+    /// ```
+    /// use kube_aggregator::discovery::DocumentBuilder;
+    /// use kube_aggregator::discovery::v2::{ApiGroupDiscovery, ApiVersionDiscovery, GroupMeta};
+    ///
+    /// let ours = DocumentBuilder::new().build(); // apiregistration.k8s.io only
+    /// let apps = ApiGroupDiscovery {
+    ///     metadata: GroupMeta { name: "apps".into() },
+    ///     versions: vec![ApiVersionDiscovery { version: "v1".into(), ..ApiVersionDiscovery::default() }],
+    /// };
+    /// // The host's apps/v1 is a local APIService with priority 17800.
+    /// let merged = ours.with_host_groups(vec![apps], |g, _| (g == "apps").then_some((17800, 15)));
+    /// let names: Vec<&str> = merged.groups().iter().map(|g| g.name()).collect();
+    /// assert_eq!(names, ["apiregistration.k8s.io", "apps"]);
+    /// ```
     pub fn with_host_groups(
         &self,
         host: Vec<ApiGroupDiscovery>,

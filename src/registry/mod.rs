@@ -363,6 +363,10 @@ impl Registry {
     /// with backoff), which brings it back when the backend answers. True when this call
     /// made it unavailable (concurrent reports flip it once).
     ///
+    /// The aggregator calls it for every proxied request that found the backend
+    /// unreachable; a host with its own health signal may call it too. An APIService that
+    /// is already unavailable (or unknown) is left alone and `false` is returned.
+    ///
     /// [`AvailabilityConfig::passive_recheck`]: crate::availability::AvailabilityConfig::passive_recheck
     pub fn report_unreachable(&self, name: &str, message: &str) -> bool {
         if !self.snapshot().get(name).is_some_and(|r| r.is_available()) {
