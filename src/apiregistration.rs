@@ -1,7 +1,14 @@
 //! A read-only `apiregistration.k8s.io/v1` API over the registry, so `kubectl get
 //! apiservices` works as against kube-apiserver: the APIServices with their current
 //! status, as JSON objects or as the `meta.k8s.io/v1` Table kubectl asks for (columns
-//! Name, Service, Available, Age, as kube-aggregator's table convertor prints them).
+//! Name, Service, Available, Age, as kube-aggregator's table convertor prints them,
+//! [`pkg/registry/apiservice/etcd/etcd.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/registry/apiservice/etcd/etcd.go)).
+//!
+//! Only `get` and `list` are served (and `get` of the `status` subresource); writes are
+//! 405 `MethodNotAllowed`, since APIServices come from the host's
+//! [`ApiServiceSource`](crate::source::ApiServiceSource). The list's `resourceVersion` is
+//! the routing table's generation. Watches are refused (405), so `kubectl get -w` fails
+//! fast instead of hanging.
 
 use std::time::{Duration, SystemTime};
 
@@ -14,6 +21,7 @@ use crate::body::Body;
 use crate::registry::RoutingTable;
 use crate::status::{Status, plain_text_error};
 
+/// The one resource of the group.
 const RESOURCE: &str = "apiservices";
 
 /// Answers a request under `/apis/apiregistration.k8s.io`, reading what it asks for from
@@ -72,10 +80,13 @@ pub(crate) fn handle<B>(
     }
 }
 
+/// Go's mux 404 (`404 page not found`, plain text) for paths under the group that name
+/// nothing, as kube-apiserver answers them.
 fn not_found() -> Response<Body> {
     plain_text_error(StatusCode::NOT_FOUND, "404 page not found")
 }
 
+/// The stored object with `apiVersion` and `kind` set, as the API answers it.
 fn with_type_meta(svc: &ApiService) -> ApiService {
     let mut svc = svc.clone();
     svc.api_version = API_VERSION.to_owned();
@@ -83,6 +94,8 @@ fn with_type_meta(svc: &ApiService) -> ApiService {
     svc
 }
 
+/// The group-version's `APIResourceList` (`kubectl api-resources` reads it): `apiservices`
+/// with `get` and `list`, and its `status` subresource.
 fn resource_list() -> Vec<u8> {
     let doc = json!({
         "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": API_VERSION,
@@ -112,6 +125,7 @@ fn wants_table(headers: &http::HeaderMap) -> bool {
         })
 }
 
+/// A 200 with `bytes` as `application/json`.
 fn json_response(bytes: &[u8]) -> Response<Body> {
     let mut res = Response::new(Body::full(bytes.to_vec()));
     res.headers_mut().insert(
@@ -121,6 +135,9 @@ fn json_response(bytes: &[u8]) -> Response<Body> {
     res
 }
 
+/// `items` as a `meta.k8s.io/v1` Table: one row per APIService with the cells kubectl
+/// prints (`Local` for a local one's service; `False (FailedDiscoveryCheck)` for an
+/// unavailable one), each row's object as `PartialObjectMetadata`.
 fn table_response(items: &[ApiService]) -> Response<Body> {
     let rows: Vec<Value> = items
         .iter()
@@ -156,7 +173,8 @@ fn table_response(items: &[ApiService]) -> Response<Body> {
     res
 }
 
-/// Age as apimachinery `duration.HumanDuration` prints it (`45s`, `12m`, `3h4m`, `5d`).
+/// Age as apimachinery `duration.HumanDuration` prints it (`45s`, `12m`, `3h4m`, `5d`),
+/// measured against the system clock; `<invalid>` for a timestamp that does not parse.
 fn human_age(rfc3339: &str) -> String {
     let Ok(created) = humantime::parse_rfc3339_weak(rfc3339) else {
         return "<invalid>".to_owned();
@@ -167,6 +185,9 @@ fn human_age(rfc3339: &str) -> String {
     human_duration(age)
 }
 
+/// apimachinery's `HumanDuration`
+/// ([`pkg/util/duration/duration.go`](https://github.com/kubernetes/apimachinery/blob/master/pkg/util/duration/duration.go)):
+/// two units below a few hours and a few days, one above, years from two years on.
 pub(crate) fn human_duration(d: Duration) -> String {
     let s = d.as_secs();
     match s {

@@ -1,4 +1,4 @@
-//! The `Audit-Id` every answer carries (docs/upstream-behaviour.md §16): kube-apiserver's
+//! The `Audit-Id` every answer carries: kube-apiserver's
 //! outermost filter, k8s.io/apiserver
 //! [`pkg/endpoints/filters/audit_init.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit_init.go).
 //!
@@ -13,9 +13,26 @@
 //! tower-http's `SetResponseHeaderLayer::if_not_present` (the gateway example uses it).
 //!
 //! ```
-//! use kube_aggregator::audit::AuditIdLayer;
-//! let layer = AuditIdLayer::new();
-//! # let _ = layer;
+//! use http::{Request, Response};
+//! use kube_aggregator::audit::{AUDIT_ID, AuditId, AuditIdLayer};
+//! use tower::{Layer, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let service = AuditIdLayer::new().layer(tower::service_fn(|req: Request<()>| async move {
+//!     // Handlers (and the proxy) see the same ID in the extensions and the header.
+//!     let id = req.extensions().get::<AuditId>().unwrap().0.clone();
+//!     assert_eq!(req.headers()[AUDIT_ID], id);
+//!     Ok::<_, std::convert::Infallible>(Response::new(()))
+//! }));
+//!
+//! // The client's own ID is kept; otherwise a new UUID is made.
+//! let req = Request::get("/apis").header("audit-id", "from-the-client").body(()).unwrap();
+//! let res = service.clone().oneshot(req).await.unwrap();
+//! assert_eq!(res.headers()["audit-id"], "from-the-client");
+//! let res = service.oneshot(Request::get("/apis").body(()).unwrap()).await.unwrap();
+//! assert_eq!(res.headers()["audit-id"].len(), 36);
+//! # }
 //! ```
 
 use std::cell::RefCell;
@@ -30,11 +47,13 @@ use tower::{Layer, Service};
 /// `Audit-ID`, the request and response header.
 pub const AUDIT_ID: HeaderName = HeaderName::from_static("audit-id");
 
-/// A request's audit ID, in its extensions.
+/// A request's audit ID, in its extensions: what audit events and logs of the request
+/// should carry (the value is marked sensitive, so HTTP/2 never indexes it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditId(pub HeaderValue);
 
-/// Layer that gives every request an audit ID and every response its `Audit-Id`.
+/// Layer that gives every request an audit ID and every response its `Audit-Id`. It sits
+/// outermost, as upstream's `WithAuditInit`, so even a 401 or a 504 carries the ID.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AuditIdLayer;
 

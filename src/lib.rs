@@ -7,6 +7,33 @@
 //!   ([`transport::RustlsTransport`]) and the TLS accept loop ([`server`]). Without it the
 //!   crate uses no runtime: the host brings an executor, a timer and a
 //!   [`transport::Transport`].
+//!
+//! # Modules, by the upstream piece each one reimplements
+//!
+//! | module | what | upstream |
+//! |---|---|---|
+//! | [`builder`] | the whole stack in one step, and its [`Worker`] | kube-apiserver's `DefaultBuildHandlerChain` ([`pkg/server/config.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/config.go)) |
+//! | [`audit`] | the `Audit-Id` response header | [`pkg/endpoints/filters/audit_init.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit_init.go) |
+//! | [`timeout`] | request deadlines, long-running requests | [`pkg/server/filters/timeout.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/filters/timeout.go) |
+//! | [`authn`] | who is calling: x509, front proxy, tokens, anonymous | [`pkg/endpoints/filters/authentication.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/authentication.go) |
+//! | [`impersonation`] | `kubectl --as` | [`pkg/endpoints/filters/impersonation/impersonation.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/impersonation/impersonation.go) |
+//! | [`inflight`] | max requests in flight | [`pkg/server/filters/maxinflight.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/filters/maxinflight.go) |
+//! | [`authz`] | may this user do this; `RequestInfo`; SubjectAccessReview webhook | [`pkg/endpoints/filters/authorization.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/authorization.go) |
+//! | [`selfreview`] | `kubectl auth can-i`, `whoami` | [`pkg/registry/authorization`](https://github.com/kubernetes/kubernetes/tree/master/pkg/registry/authorization) |
+//! | [`aggregator`] | routing by APIService; the gate; the host's handlers behind | [`pkg/apiserver/apiserver.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/apiserver.go) |
+//! | [`proxy`] | the request and response rewrite to extension servers | [`pkg/apiserver/handler_proxy.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_proxy.go) |
+//! | [`transport`] | mTLS clients per APIService, pooled | [`remote_available_controller.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/status/remote/remote_available_controller.go) `BuildTransportConfig` |
+//! | [`availability`] | the `Available` condition, Service resolution | [`remote_available_controller.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/status/remote/remote_available_controller.go) |
+//! | [`discovery`] | `/apis`, `/apis/<group>`, aggregated discovery v2 | [`pkg/apiserver/handler_discovery.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_discovery.go) |
+//! | [`openapi`] | `/openapi/v2` merged, `/openapi/v3` routed | [`pkg/controllers/openapi`](https://github.com/kubernetes/kube-aggregator/tree/master/pkg/controllers/openapi) |
+//! | [`apiservice`], [`source`], [`registry`] | the APIService object, where it comes from, the routing snapshots | [`pkg/apis/apiregistration/v1/types.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apis/apiregistration/v1/types.go) |
+//! | [`webhook`] | the kubeconfig webhook client both webhooks share | [`pkg/util/webhook/webhook.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/util/webhook/webhook.go) |
+//! | [`status`], [`body`], [`rt`], [`reload`], [`server`] | `Status` answers, the body type, runtime seams, file reloading, the TLS accept loop | [`pkg/endpoints/handlers/responsewriters`](https://github.com/kubernetes/apiserver/tree/master/pkg/endpoints/handlers/responsewriters) |
+//!
+//! Every layer answers every request: policy and upstream failures become the response
+//! kube-apiserver would give (a JSON `Status`, or Go's plain-text `http.Error` where
+//! upstream writes one), never a dropped connection, so the services' own error type is
+//! the inner service's, and `Infallible` for a stack over an infallible host.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod aggregator;

@@ -11,8 +11,11 @@ use std::sync::Arc;
 // SipHash on short names (the lookup runs on every request).
 use fnv::FnvHasher as Fnv;
 
+/// Shards per map: a clone copies this many `Arc`s, a change copies one shard's entries.
+/// 64 keeps both small from a handful of APIServices to tens of thousands.
 const SHARDS: usize = 64;
 
+/// One shard: an ordinary hash map, shared between snapshots until one of them changes it.
 type Shard<V> = HashMap<Arc<str>, V, BuildHasherDefault<Fnv>>;
 
 /// See the module docs. Keys are names (`Arc<str>`, shared with the values that hold them).
@@ -40,10 +43,13 @@ fn shard_of(key: &str) -> usize {
 }
 
 impl<V: Clone> ShardedMap<V> {
+    /// The value of `key`: one hash, two lookups (the shard, then the key). No allocation.
     pub(crate) fn get(&self, key: &str) -> Option<&V> {
         self.shards[shard_of(key)].get(key)
     }
 
+    /// The stored key with its value, so a caller can reuse the key's `Arc` rather than
+    /// allocate a new one.
     pub(crate) fn get_key_value(&self, key: &str) -> Option<(&Arc<str>, &V)> {
         self.shards[shard_of(key)].get_key_value(key)
     }
@@ -53,6 +59,8 @@ impl<V: Clone> ShardedMap<V> {
         self.shards[shard_of(key)].contains_key(key)
     }
 
+    /// Inserts or replaces; copies the key's shard first when another snapshot shares it
+    /// (`Arc::make_mut`). Returns the replaced value.
     pub(crate) fn insert(&mut self, key: Arc<str>, value: V) -> Option<V> {
         let shard = Arc::make_mut(&mut self.shards[shard_of(&key)]);
         let old = shard.insert(key, value);
@@ -62,6 +70,7 @@ impl<V: Clone> ShardedMap<V> {
         old
     }
 
+    /// Removes `key`; the shard is copied only when the key is there.
     pub(crate) fn remove(&mut self, key: &str) -> Option<(Arc<str>, V)> {
         let i = shard_of(key);
         if !self.shards[i].contains_key(key) {
@@ -93,14 +102,17 @@ impl<V: Clone> ShardedMap<V> {
         removed
     }
 
+    /// The number of entries, kept as a count (not summed over the shards).
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
+    /// Every entry, in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &V)> {
         self.shards.iter().flat_map(|s| s.iter())
     }
 
+    /// Every value, in no particular order.
     pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
         self.shards.iter().flat_map(|s| s.values())
     }

@@ -144,6 +144,14 @@ impl Status {
     /// A 404 `NotFound` for `<resource>.<group> "<name>"` (apimachinery `NewNotFound`):
     /// message `<resource>.<group> "<name>" not found` (just `<resource>` for the core
     /// group), details naming the group, the resource as `kind`, and the name.
+    ///
+    /// ```
+    /// use kube_aggregator::status::Status;
+    ///
+    /// let s = Status::not_found("apiregistration.k8s.io", "apiservices", "v1.example.com");
+    /// assert_eq!((s.code, s.reason.as_str()), (404, "NotFound"));
+    /// assert_eq!(s.message, r#"apiservices.apiregistration.k8s.io "v1.example.com" not found"#);
+    /// ```
     pub fn not_found(group: &str, resource: &str, name: &str) -> Status {
         let qualified = if group.is_empty() {
             resource.to_owned()

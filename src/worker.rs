@@ -30,7 +30,7 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    /// `work` as a worker, and the state its stack reads; `now` is when the stack was
+    /// `work` (the builder's joined background futures) as a worker, and the state its stack reads; `now` is when the stack was
     /// built (the start of the grace before an unpolled worker counts as missing).
     pub(crate) fn new(work: BoxFuture<'static, ()>, now: Instant) -> (Worker, Arc<WorkerState>) {
         let state = Arc::new(WorkerState::new(now));
@@ -63,8 +63,11 @@ impl Drop for Worker {
     }
 }
 
+/// [`WorkerState`]'s phase: built, never polled.
 const CREATED: u8 = 0;
+/// Polled at least once, not dropped.
 const RUNNING: u8 = 1;
+/// Dropped, or finished (it never finishes on its own).
 const STOPPED: u8 = 2;
 
 /// How long a worker may go unpolled after
@@ -72,7 +75,8 @@ const STOPPED: u8 = 2;
 /// calls it missing (a spawned task is polled at once; this only covers start-up).
 const START_GRACE: Duration = Duration::from_secs(5);
 
-/// Whether the [`Worker`] of a stack runs, shared with its aggregator layer.
+/// Whether the [`Worker`] of a stack runs, shared with its aggregator layer, which reads
+/// it on every remote request: one atomic load while the worker runs.
 #[derive(Debug)]
 pub(crate) struct WorkerState {
     phase: AtomicU8,

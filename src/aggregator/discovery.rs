@@ -36,12 +36,16 @@ impl std::fmt::Debug for HostCache {
     }
 }
 
+/// The `/apis` merge: the published document and the host's raw answers it was made
+/// from (compared byte for byte on the next request), and the result.
 struct Merged {
     base: Arc<AggregatedDocument>,
     host: Vec<Bytes>,
     merged: Arc<AggregatedDocument>,
 }
 
+/// The `/api` answer built from the host's legacy core documents: the raw documents it
+/// was made from and both encodings with their ETag.
 struct CoreMerged {
     host: Vec<Bytes>,
     v2: Bytes,
@@ -85,6 +89,7 @@ where
     }
 }
 
+/// True when the host answered with an aggregated discovery document (either version).
 fn is_aggregated(content_type: &str) -> bool {
     is_aggregated_content_type(content_type, AggregatedVersion::V2)
         || is_aggregated_content_type(content_type, AggregatedVersion::V2Beta1)
@@ -124,12 +129,14 @@ where
     }
 }
 
+/// The parts of a legacy `APIGroupList` this reads: group names and their versions.
 #[derive(Deserialize)]
 struct LegacyGroupList {
     #[serde(default)]
     groups: Vec<LegacyGroup>,
 }
 
+/// One group of a legacy `APIGroupList`.
 #[derive(Deserialize)]
 struct LegacyGroup {
     #[serde(default)]
@@ -138,12 +145,14 @@ struct LegacyGroup {
     versions: Vec<LegacyVersion>,
 }
 
+/// One `{groupVersion, version}` of a legacy group; only the version is read.
 #[derive(Deserialize)]
 struct LegacyVersion {
     #[serde(default)]
     version: String,
 }
 
+/// The legacy `/api` answer (`APIVersions`): the core group's versions.
 #[derive(Deserialize)]
 struct ApiVersions {
     #[serde(default)]
@@ -151,6 +160,12 @@ struct ApiVersions {
 }
 
 /// `GET /apis` with an aggregated `Accept`.
+///
+/// The host is asked `/apis` with the same `Accept`: a v2 answer is merged as it is; a
+/// legacy `APIGroupList` is converted, asking `/apis/<g>/<v>` for each version the
+/// aggregator does not already list. The merge is cached while both the published
+/// document and the host's bytes stay the same, so a steady state costs the host's
+/// answers and one comparison. Without host groups the published document is served.
 pub(super) fn group_list<S, E: Send + 'static>(
     inner: S,
     req: Request<Body>,

@@ -32,6 +32,8 @@ impl std::fmt::Debug for OpenApiCache {
     }
 }
 
+/// The merged `/openapi/v3` root: its JSON, ETag and when it was built (for
+/// `Last-Modified`).
 struct Root {
     json: Bytes,
     etag: HeaderValue,
@@ -61,6 +63,7 @@ fn http_date(t: SystemTime) -> String {
     format!("{weekday}, {day:02} {name} {year:04} {h:02}:{m:02}:{s:02} GMT")
 }
 
+/// Sets `name` to `value` when it is a valid header value (dates and ETags always are).
 fn set(h: &mut HeaderMap, name: header::HeaderName, value: &str) {
     if let Ok(v) = HeaderValue::from_str(value) {
         h.insert(name, v);
@@ -132,6 +135,7 @@ where
     }
 }
 
+/// The encoding `/openapi/v2` answers with.
 #[derive(Clone, Copy)]
 enum V2Format {
     Json,
@@ -166,6 +170,11 @@ fn negotiate_v2(accept: Option<&str>) -> Option<V2Format> {
 }
 
 /// `GET /openapi/v2`.
+///
+/// The host's own `/openapi/v2` heads the merge when it has one (a JSON object);
+/// otherwise the manager's merge over a minimal base is served. The merge with the host's
+/// spec is cached while the snapshot and the host's bytes stay the same. 406 when the
+/// `Accept` allows neither JSON nor protobuf; 304 on a matching `If-None-Match`.
 pub(super) fn v2<S, E: Send + 'static>(
     inner: S,
     req: Request<Body>,

@@ -1,6 +1,9 @@
 //! The APIService object (apiregistration.k8s.io/v1): serde types with the upstream JSON
-//! field names, validation with the upstream messages (docs/upstream-behaviour.md §1.2), and the
-//! Kubernetes-aware version order and group/version priority sort (docs/upstream-behaviour.md §2.3).
+//! field names, validation with the upstream messages (kube-aggregator
+//! [`pkg/apis/apiregistration/validation/validation.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apis/apiregistration/validation/validation.go)),
+//! and the Kubernetes-aware version order and group/version priority sort (apimachinery
+//! [`pkg/version/helpers.go`](https://github.com/kubernetes/apimachinery/blob/master/pkg/version/helpers.go), kube-aggregator
+//! [`pkg/apis/apiregistration/v1/helper/helpers.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apis/apiregistration/v1/helper/helpers.go)).
 //!
 //! ```
 //! use kube_aggregator::apiservice::{ApiService, validate};

@@ -1,4 +1,9 @@
-//! apiregistration.k8s.io/v1 `APIService` as serde types, with the upstream JSON field names.
+//! apiregistration.k8s.io/v1 `APIService` as serde types, with the upstream JSON field names
+//! (kube-aggregator
+//! [`pkg/apis/apiregistration/v1/types.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apis/apiregistration/v1/types.go)).
+//! Serializing writes what kube-apiserver writes for the same object: empty optional
+//! fields omitted, `caBundle` as base64, `groupPriorityMinimum` and `versionPriority`
+//! always present.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +19,8 @@ pub const DEFAULT_SERVICE_PORT: i32 = 443;
 /// An `APIService` (apiregistration.k8s.io/v1): which group/version is served where.
 ///
 /// Mirrors kube-aggregator `pkg/apis/apiregistration/v1/types.go`. Unknown fields are
-/// ignored on input; `status` is optional.
+/// ignored on input; `status` is optional. `v1beta1` objects read the same (the versions
+/// have identical fields); the registry serves them as `v1`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiService {
@@ -39,7 +45,8 @@ pub struct ApiService {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
-    /// The object name; for an APIService it must be `<version>.<group>`.
+    /// The object name; for an APIService it must be `<version>.<group>` (`v1.` for the
+    /// legacy core group), which validation checks.
     #[serde(default)]
     pub name: String,
     /// Must be empty: APIServices are cluster-scoped.
@@ -51,13 +58,15 @@ pub struct ObjectMeta {
     /// Resource version, when the host has one.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub resource_version: String,
-    /// RFC 3339 creation time, when known.
+    /// RFC 3339 creation time, when known; the registry sets it on first apply when the
+    /// source gives none, and keeps it across updates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
-    /// Labels.
+    /// Labels, validated as Kubernetes labels (qualified-name keys, label values).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
-    /// Annotations.
+    /// Annotations; keys are qualified names, and all of them together may hold at most
+    /// 256 KiB, as apimachinery limits them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
 }
@@ -76,7 +85,8 @@ pub struct ApiServiceSpec {
     /// API version, e.g. `v1beta1`.
     #[serde(default)]
     pub version: String,
-    /// Skip verification of the backend's serving certificate.
+    /// Skip verification of the backend's serving certificate (discouraged; refused
+    /// together with a `caBundle`, and on a local APIService).
     // Upstream spells the acronym in capitals, which camelCase renaming would not.
     #[serde(
         rename = "insecureSkipTLSVerify",
@@ -84,13 +94,17 @@ pub struct ApiServiceSpec {
         skip_serializing_if = "std::ops::Not::not"
     )]
     pub insecure_skip_tls_verify: bool,
-    /// PEM CA bundle that verifies the backend's serving certificate (base64 in JSON).
+    /// PEM CA bundle that verifies the backend's serving certificate (base64 in JSON);
+    /// empty means the platform's roots. Refused on a local APIService.
     #[serde(default, with = "base64_bytes", skip_serializing_if = "Vec::is_empty")]
     pub ca_bundle: Vec<u8>,
-    /// Minimum priority of the group; higher is preferred. 1..=20000.
+    /// Minimum priority of the group; higher is preferred. 1..=20000. A group ranks by
+    /// the highest value among its versions; `*.k8s.io` groups use about 18000, others
+    /// are advised the 2000s.
     #[serde(default)]
     pub group_priority_minimum: i32,
-    /// Priority of this version inside its group; higher is preferred. 1..=1000.
+    /// Priority of this version inside its group; higher is preferred. 1..=1000. Ties are
+    /// broken by the Kubernetes version order (`v2` > `v1` > `v1beta1`).
     #[serde(default)]
     pub version_priority: i32,
 }
@@ -106,6 +120,8 @@ pub struct ServiceReference {
     #[serde(default)]
     pub name: String,
     /// Port; `None` is defaulted to 443 (see [`ServiceReference::port_or_default`]).
+    /// Validation requires 1..=65535. This is the Service's port, not the pod's: the
+    /// [`ServiceResolver`](crate::availability::ServiceResolver) maps it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<i32>,
 }
@@ -118,6 +134,13 @@ impl ServiceReference {
 
     /// The DNS name the backend's serving certificate is checked against:
     /// `<name>.<namespace>.svc` (kube-aggregator `BuildTransportConfig`).
+    ///
+    /// ```
+    /// use kube_aggregator::apiservice::ServiceReference;
+    ///
+    /// let s = ServiceReference { namespace: "kube-system".into(), name: "metrics-server".into(), port: None };
+    /// assert_eq!((s.server_name().as_str(), s.port_or_default()), ("metrics-server.kube-system.svc", 443));
+    /// ```
     pub fn server_name(&self) -> String {
         format!("{}.{}.svc", self.name, self.namespace)
     }
@@ -139,7 +162,8 @@ impl ApiServiceStatus {
     }
 }
 
-/// One entry of `status.conditions`.
+/// One entry of `status.conditions`. The registry writes them with upstream's
+/// `SetAPIServiceCondition` semantics ([`ApiService::set_condition`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiServiceCondition {
@@ -162,7 +186,8 @@ pub struct ApiServiceCondition {
 /// The `Available` condition type.
 pub const CONDITION_AVAILABLE: &str = "Available";
 
-/// Values of a condition's `status`.
+/// Values of a condition's `status`. Only `True` counts as available; `Unknown` is
+/// written when the Service could not even be looked up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ConditionStatus {
     /// `True`
@@ -212,6 +237,22 @@ impl ApiService {
     /// Sets a condition with upstream `SetAPIServiceCondition` semantics: reason and message
     /// are always overwritten; `status` and `lastTransitionTime` change only when the status
     /// value changes. `now` is an RFC 3339 timestamp. Returns true when anything changed.
+    ///
+    /// ```
+    /// use kube_aggregator::apiservice::{ApiService, CONDITION_AVAILABLE, ConditionStatus};
+    ///
+    /// let mut svc = ApiService::default();
+    /// assert!(svc.set_condition(CONDITION_AVAILABLE, ConditionStatus::False,
+    ///     "FailedDiscoveryCheck", "bad status from https://10.0.0.5:443/apis/g/v: 503", "2026-01-01T00:00:00Z"));
+    /// // Same status, new message: the transition time stays.
+    /// assert!(svc.set_condition(CONDITION_AVAILABLE, ConditionStatus::False,
+    ///     "FailedDiscoveryCheck", "timed out", "2026-01-01T00:05:00Z"));
+    /// let c = svc.available_condition().unwrap();
+    /// assert_eq!(c.last_transition_time.as_deref(), Some("2026-01-01T00:00:00Z"));
+    /// // Nothing new: nothing changed.
+    /// assert!(!svc.set_condition(CONDITION_AVAILABLE, ConditionStatus::False,
+    ///     "FailedDiscoveryCheck", "timed out", "2026-01-01T00:06:00Z"));
+    /// ```
     pub fn set_condition(
         &mut self,
         type_: &str,
@@ -248,6 +289,14 @@ impl ApiService {
 }
 
 /// A group and version pair, e.g. `metrics.k8s.io` / `v1beta1`.
+///
+/// ```
+/// use kube_aggregator::apiservice::GroupVersion;
+///
+/// let gv = |g: &str, v: &str| GroupVersion { group: g.into(), version: v.into() };
+/// assert_eq!(gv("metrics.k8s.io", "v1beta1").to_string(), "metrics.k8s.io/v1beta1");
+/// assert_eq!(gv("", "v1").to_string(), "v1"); // the core group, as `apiVersion: v1`
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GroupVersion {
     /// Group, empty for the legacy core group.

@@ -127,6 +127,28 @@ impl<'a> GroupVersions<'a> {
 /// upstream's sort is unstable, this one keeps name order for otherwise equal entries.
 ///
 /// Runs in O(n log n) for n APIServices.
+///
+/// ```
+/// use kube_aggregator::apiservice::{ApiService, sort_by_group_and_version};
+///
+/// let svc = |name: &str, group_priority: i32, version_priority: i32| -> ApiService {
+///     let (version, group) = name.split_once('.').unwrap();
+///     let mut s = ApiService::default();
+///     s.metadata.name = name.into();
+///     s.spec.group = group.into();
+///     s.spec.version = version.into();
+///     s.spec.group_priority_minimum = group_priority;
+///     s.spec.version_priority = version_priority;
+///     s
+/// };
+/// let all = [svc("v1beta1.metrics.k8s.io", 100, 100), svc("v1.apps", 17800, 15),
+///            svc("v1beta2.metrics.k8s.io", 100, 100), svc("v1.metrics.k8s.io", 100, 50)];
+/// let sorted = sort_by_group_and_version(&all);
+/// assert_eq!(sorted[0].group, "apps");
+/// let metrics: Vec<&str> = sorted[1].versions.iter().map(|s| s.spec.version.as_str()).collect();
+/// // Priority first, then the Kubernetes order among equal priorities.
+/// assert_eq!(metrics, ["v1beta2", "v1beta1", "v1"]);
+/// ```
 #[must_use]
 pub fn sort_by_group_and_version<'a>(
     services: impl IntoIterator<Item = &'a ApiService>,

@@ -1,7 +1,8 @@
 //! Bearer tokens: the `Authorization` header (k8s.io/apiserver
-//! `pkg/authentication/request/bearertoken/bearertoken.go`) and the WebSocket subprotocol
-//! `base64url.bearer.authorization.k8s.io.<token>` (`request/websocket/protocol.go`),
-//! docs/upstream-behaviour.md §7.4.
+//! [`pkg/authentication/request/bearertoken/bearertoken.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/bearertoken/bearertoken.go))
+//! and the WebSocket subprotocol `base64url.bearer.authorization.k8s.io.<token>`
+//! ([`pkg/authentication/request/websocket/protocol.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/websocket/protocol.go)),
+//! which browsers use because they cannot set headers on a WebSocket.
 
 use std::sync::Arc;
 
@@ -14,6 +15,8 @@ use super::{AuthenticateFuture, AuthenticationError, Authenticator, CredentialHe
 /// The WebSocket subprotocol prefix that carries a base64url (unpadded) bearer token.
 pub const WEBSOCKET_BEARER_PREFIX: &str = "base64url.bearer.authorization.k8s.io.";
 
+/// The error upstream's bearer authenticator logs for a token its token authenticator did
+/// not accept (the client sees 401 either way).
 const INVALID_BEARER_TOKEN: &str = "invalid bearer token";
 
 /// Validates a bearer token (k8s.io/apiserver `authenticator.Token`).
@@ -36,6 +39,15 @@ impl<T: TokenAuthenticator + ?Sized> TokenAuthenticator for Arc<T> {
 /// single spaces, the first part `bearer` in any case, the token the second part (anything
 /// after it ignored). `None` when the header is not a bearer header or the token is empty
 /// (`Bearer  token`, with two spaces, is ignored: upstream only warns about it).
+///
+/// ```
+/// use kube_aggregator::authn::bearer_token;
+///
+/// assert_eq!(bearer_token("Bearer abc.def"), Some("abc.def"));
+/// assert_eq!(bearer_token("bearer abc extra"), Some("abc"));
+/// assert_eq!(bearer_token("Basic YWxpY2U6cHc="), None);
+/// assert_eq!(bearer_token("Bearer  abc"), None);
+/// ```
 pub fn bearer_token(authorization: &str) -> Option<&str> {
     let value = authorization.trim();
     let mut parts = value.splitn(3, ' ');
@@ -96,6 +108,8 @@ enum Found {
     WebSocket(Result<String, &'static str>),
 }
 
+/// The token of the request: the `Authorization` header's when it is a bearer header,
+/// else the WebSocket subprotocol's of a WebSocket upgrade.
 fn find_token(headers: &HeaderMap) -> Option<Found> {
     let header = headers
         .get(AUTHORIZATION)

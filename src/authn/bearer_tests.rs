@@ -1,3 +1,7 @@
+//! Bearer tokens against the rows of apiserver's `bearertoken_test.go`: which headers
+//! carry a token, which are ignored without calling the token authenticator, and the
+//! WebSocket subprotocol form.
+
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -1,3 +1,8 @@
+//! The authentication filter: [`AuthenticationLayer`] and its service, as k8s.io/apiserver
+//! [`pkg/endpoints/filters/authentication.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/authentication.go)
+//! runs it: authenticate, add `system:authenticated`, delete what carried the credentials,
+//! then call the handler with the user, or answer 401.
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -43,7 +48,8 @@ pub struct AuthenticationLayer<A> {
 pub struct CloseConnection;
 
 impl<A: Authenticator> AuthenticationLayer<A> {
-    /// A layer using `authenticator`.
+    /// A layer using `authenticator`. Its
+    /// [`credential_headers`](Authenticator::credential_headers) are read once, here.
     pub fn new(authenticator: A) -> Self {
         let strip = authenticator.credential_headers();
         AuthenticationLayer {
@@ -86,6 +92,10 @@ impl<S, A> Layer<S> for AuthenticationLayer<A> {
 }
 
 /// Service of [`AuthenticationLayer`].
+///
+/// Ready when the inner service is. Each call clones the inner service and keeps the
+/// one driven to readiness for this request (tower's `poll_ready` contract); the
+/// authenticator's future runs first, the inner service only for an authenticated user.
 #[derive(Debug)]
 pub struct AuthenticationService<S, A> {
     inner: S,
@@ -144,8 +154,9 @@ where
                 Ok(Some(mut user)) => {
                     user.add_authenticated_group();
                     // Upstream deletes credentials and front-proxy headers after every
-                    // successful authentication so nothing behind can be fooled by them
-                    // (docs/upstream-behaviour.md §7.9; known failures B05, B07).
+                    // successful authentication so nothing behind can be fooled by them:
+                    // a client's own `X-Remote-User` must never reach a backend that
+                    // trusts the aggregator's.
                     crate::identity::strip(&mut parts.headers);
                     strip.strip(&mut parts.headers);
                     strip_websocket_bearer(&mut parts.headers);
@@ -179,6 +190,7 @@ fn is_anonymous(user: &UserInfo) -> bool {
     user.name == SYSTEM_ANONYMOUS || user.groups.iter().any(|g| g == SYSTEM_UNAUTHENTICATED)
 }
 
+/// The 401 `Unauthorized` Status, marked to close the connection over HTTP/2.
 fn unauthorized(http2: bool) -> Response<Body> {
     let mut res = Status::unauthorized().into_response();
     if http2 {

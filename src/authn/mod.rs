@@ -3,7 +3,8 @@
 //! [`AuthenticationLayer`] asks an [`Authenticator`] for the caller's [`UserInfo`], puts it
 //! into the request extensions, strips the credentials and identity headers a client may
 //! have sent, and answers 401 with the upstream `Status` when nobody vouches for the caller
-//! (mirrors k8s.io/apiserver `pkg/endpoints/filters/authentication.go`, docs/upstream-behaviour.md §7.9).
+//! (mirrors k8s.io/apiserver
+//! [`pkg/endpoints/filters/authentication.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/authentication.go)).
 //!
 //! The host's TLS accept loop puts a [`ConnectionInfo`] (verified peer chain, remote
 //! address) into every request's extensions; certificate-based authenticators read it.
@@ -19,7 +20,8 @@
 //! | [`TokenReviewAuthenticator`] | `plugin/pkg/authenticator/token/webhook` + `token/cache` | TokenReview webhook |
 //! | [`Anonymous`] | `request/anonymous` | none |
 //!
-//! [`Union`] chains them as kube-apiserver does (docs/upstream-behaviour.md §7.1): the first success wins,
+//! [`Union`] chains them as kube-apiserver does (k8s.io/apiserver
+//! [`pkg/authentication/request/union/union.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/union/union.go)): the first success wins,
 //! errors surface only when nobody succeeds, and [`Anonymous`] is consulted only when no
 //! authenticator reported an error, so presented-but-invalid credentials get 401.
 //!
@@ -84,20 +86,26 @@ pub use crate::identity::{
     SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, UserInfo,
 };
 
-/// What the TLS accept loop learned about the connection a request came on.
+/// What the TLS accept loop learned about the connection a request came on. The
+/// [`server`](crate::server) module's accept loop inserts it; a host with its own loop
+/// builds it from its TLS session.
 ///
 /// The host inserts one into every request's extensions. `peer_certificates` is the chain
 /// the client presented (leaf first), not yet verified: authenticators verify it against
 /// their own CA, as kube-apiserver does.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectionInfo {
-    /// The client's address.
+    /// The client's address: the host part goes into `X-Forwarded-For` when proxied.
     pub remote_addr: Option<SocketAddr>,
-    /// The presented certificate chain, leaf first; empty when none.
+    /// The presented certificate chain, leaf first, DER; empty when none. Shared, so
+    /// cloning the info per request costs a reference count.
     pub peer_certificates: Arc<[CertificateDer<'static>]>,
 }
 
 /// Why an authenticator refused credentials that were presented.
+///
+/// The client never sees it (every failure is the same 401 `Unauthorized`, as upstream
+/// answers); the layer logs it, so the texts are upstream's log texts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AuthenticationError {
@@ -122,7 +130,8 @@ pub enum AuthenticationError {
     Other(String),
 }
 
-/// The outcome of one authentication attempt.
+/// The outcome of one authentication attempt: a user, no opinion (`Ok(None)`), or
+/// presented credentials that are invalid (`Err`).
 pub type AuthenticationResult = Result<Option<UserInfo>, AuthenticationError>;
 
 /// The boxed future an [`Authenticator`] returns.
@@ -133,7 +142,11 @@ pub type AuthenticateFuture = Pin<Box<dyn Future<Output = AuthenticationResult> 
 /// Returns `Ok(Some(user))` when the credentials identify a user, `Ok(None)` when this
 /// authenticator has no opinion (no credentials of its kind), and `Err` when credentials
 /// of its kind were presented but are invalid: the request then gets 401, never anonymous
-/// (the `FailOnError` semantics of docs/upstream-behaviour.md §7.1).
+/// (the `FailOnError` semantics of kube-apiserver's authenticator chain,
+/// [`pkg/kubeapiserver/authenticator/config.go`](https://github.com/kubernetes/kubernetes/blob/master/pkg/kubeapiserver/authenticator/config.go)).
+///
+/// Implemented for `Arc<A>` and `Box<A>`, so one authenticator may sit in several
+/// chains, and a chain may hold boxed ones of different types.
 pub trait Authenticator: Send + Sync + 'static {
     /// Authenticates the request described by `parts` (headers, URI, extensions incl.
     /// [`ConnectionInfo`]). The future owns what it needs.
@@ -146,8 +159,8 @@ pub trait Authenticator: Send + Sync + 'static {
 
     /// Headers this authenticator reads identity or credentials from, which
     /// [`AuthenticationLayer`] deletes after every successful authentication, whoever
-    /// succeeded (upstream's filter clears the configured request-header names, docs/upstream-behaviour.md
-    /// §3.4). The default is none.
+    /// succeeded (upstream's filter clears the configured request-header names). The
+    /// default is none.
     fn credential_headers(&self) -> CredentialHeaders {
         CredentialHeaders::default()
     }
@@ -173,7 +186,26 @@ impl<A: Authenticator + ?Sized> Authenticator for Box<A> {
     }
 }
 
-/// Header names and name prefixes that carry identity or credentials.
+/// Header names and name prefixes that carry identity or credentials: what an
+/// authenticator reads and the [`AuthenticationLayer`] removes after authentication, so
+/// nothing behind it (the proxy least of all) can mistake a client's header for a
+/// verified one.
+///
+/// ```
+/// use http::{HeaderMap, HeaderName};
+/// use kube_aggregator::authn::CredentialHeaders;
+///
+/// let custom = CredentialHeaders {
+///     names: vec![HeaderName::from_static("x-user")],
+///     prefixes: vec!["x-user-extra-".into()],
+/// };
+/// let mut headers = HeaderMap::new();
+/// headers.insert("x-user", "mallory".parse().unwrap());
+/// headers.insert("x-user-extra-scopes", "admin".parse().unwrap());
+/// headers.insert("accept", "application/json".parse().unwrap());
+/// custom.strip(&mut headers);
+/// assert_eq!(headers.len(), 1);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CredentialHeaders {
     /// Exact names.

@@ -1,7 +1,12 @@
 //! The request-header (front proxy) authenticator: a proxy whose client certificate
 //! verifies against the request-header CA names the end user in headers (k8s.io/apiserver
-//! `pkg/authentication/request/headerrequest/requestheader.go` behind `x509.Verifier`,
-//! docs/upstream-behaviour.md §7.3).
+//! [`pkg/authentication/request/headerrequest/requestheader.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/headerrequest/requestheader.go)
+//! behind `x509.Verifier`).
+//!
+//! This is how an extension server trusts the aggregator (its `--requestheader-*`
+//! flags), and how kube-apiserver trusts a front proxy: the certificate proves the
+//! proxy, the headers name the user. Without a verified proxy certificate the headers are
+//! ignored (no opinion), so another authenticator may still vouch for the caller.
 
 use std::collections::BTreeMap;
 
@@ -59,7 +64,7 @@ pub enum InvalidRequestHeaderConfig {
         name: String,
     },
     /// The client CA and the request-header CA share a certificate while every CN is
-    /// allowed, so any user certificate could assert any identity (known failure B06).
+    /// allowed, so any user certificate could assert any identity.
     #[error(
         "the client CA and the requestheader client CA share the certificate {subject:?}; \
          set requestheader allowed names so that user certificates cannot act as the front proxy"
@@ -245,8 +250,8 @@ impl RequestHeaderAuthenticator {
 
     /// Refuses a configuration where `client_ca` (the x509 authenticator's CA) shares a
     /// certificate with the request-header CA while every CN is allowed: any user
-    /// certificate could then assert any identity (known failure B06; kube-apiserver
-    /// refuses to start the same way).
+    /// certificate could then assert any identity. Call it at start-up with the
+    /// `--client-ca-file` bundle and refuse to serve on error.
     pub fn check_client_ca_overlap(
         &self,
         client_ca: &[CertificateDer<'static>],

@@ -1,3 +1,7 @@
+//! The front-proxy authenticator against the rows of apiserver's `requestheader_test.go`:
+//! user, UID, group and extra headers (escaped extra keys decoded), which headers are
+//! stripped for a custom configuration, and invalid configured header names.
+
 use std::collections::BTreeMap;
 
 use http::HeaderMap;

@@ -1,5 +1,5 @@
 //! The token result cache (k8s.io/apiserver
-//! `pkg/authentication/token/cache/cached_token_authenticator.go`): results keyed by an
+//! [`pkg/authentication/token/cache/cached_token_authenticator.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/token/cache/cached_token_authenticator.go)): results keyed by an
 //! HMAC-SHA256 of token and audiences under a random per-process key, successes and
 //! failures kept for their own TTLs, errors never kept, and concurrent lookups of one key
 //! coalesced into one (a `futures_util` `Shared` future per key in flight).
@@ -42,6 +42,8 @@ impl Default for CacheTtl {
     }
 }
 
+/// An HMAC-SHA256 of token and audiences: the cache never holds a token, and a key
+/// cannot be computed without the per-process secret.
 type Key = [u8; 32];
 
 /// Above this many entries an insert first drops the expired ones.
@@ -51,6 +53,7 @@ const PRUNE_AT: usize = 4096;
 /// polls it drives it, so a caller that goes away leaves it to the others.
 type Lookup = Shared<BoxFuture<'static, AuthenticationResult>>;
 
+/// The cache of one token authenticator; shared (`Arc`) by its clones.
 pub(crate) struct TokenCache {
     hmac_key: hmac::Key,
     ttl: CacheTtl,
@@ -58,10 +61,16 @@ pub(crate) struct TokenCache {
     state: Mutex<State>,
 }
 
+/// The entries and the lookups in flight, under one mutex held only for map operations
+/// (never across a webhook call).
 #[derive(Default)]
 struct State {
+    /// Results by key with their expiry (on the injected timer's clock); `None` is a
+    /// remembered "not ok".
     entries: HashMap<Key, (Option<UserInfo>, Instant)>,
+    /// Lookups in progress, removed when they complete.
     flights: HashMap<Key, Lookup>,
+    /// The entry count at which the next insert prunes expired entries.
     prune_at: usize,
 }
 
@@ -78,6 +87,8 @@ impl std::fmt::Debug for TokenCache {
 }
 
 impl TokenCache {
+    /// An empty cache keeping results for `ttl`, timed with `timer`, under a fresh random
+    /// HMAC key. Fails only when the system has no randomness.
     pub(crate) fn new(ttl: CacheTtl, timer: Timer) -> Result<Self, AuthenticationError> {
         let rng = ring::rand::SystemRandom::new();
         let hmac_key = hmac::Key::generate(hmac::HMAC_SHA256, &rng)

@@ -1,5 +1,6 @@
 //! The static token file of `--token-auth-file` (k8s.io/apiserver
-//! `pkg/authentication/token/tokenfile/tokenfile.go`, docs/upstream-behaviour.md §7.5).
+//! [`pkg/authentication/token/tokenfile/tokenfile.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/token/tokenfile/tokenfile.go)):
+//! CSV lines `token,user,uid[,"group1,group2"]`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,19 @@ pub struct TokenFileError {
 /// empty token is skipped; of duplicate tokens the last wins (both with a warning). The
 /// fourth column is split on `,` (quote it in CSV). Lookup is an exact match; an unknown
 /// token is not ok without an error.
+///
+/// ```
+/// use kube_aggregator::authn::TokenFileAuthenticator;
+///
+/// let tokens = TokenFileAuthenticator::from_csv("s3cret,alice,uid-1,\"dev,ops\"\n").unwrap();
+/// let alice = tokens.lookup("s3cret").unwrap();
+/// assert_eq!((alice.name.as_str(), alice.uid.as_str()), ("alice", "uid-1"));
+/// assert_eq!(alice.groups, ["dev", "ops"]);
+/// assert!(tokens.lookup("guess").is_none());
+///
+/// let err = TokenFileAuthenticator::from_csv("only,two\n").unwrap_err();
+/// assert!(err.to_string().contains("line 1"), "{err}");
+/// ```
 #[derive(Clone, Default)]
 pub struct TokenFileAuthenticator {
     tokens: Arc<HashMap<String, UserInfo>>,
@@ -41,7 +55,13 @@ impl std::fmt::Debug for TokenFileAuthenticator {
 }
 
 impl TokenFileAuthenticator {
-    /// Loads `path`.
+    /// Loads `path`, read once (a changed file needs a new authenticator, as upstream
+    /// reads `--token-auth-file` at start-up).
+    ///
+    /// # Errors
+    ///
+    /// A [`TokenFileError`] naming the file: it cannot be read, or a record has fewer than
+    /// 3 columns or does not parse as CSV.
     pub fn from_file(path: &Path) -> Result<Self, TokenFileError> {
         let text = std::fs::read_to_string(path).map_err(|e| TokenFileError {
             file: Some(path.to_owned()),
@@ -55,6 +75,10 @@ impl TokenFileAuthenticator {
     }
 
     /// Parses CSV text.
+    ///
+    /// # Errors
+    ///
+    /// A [`TokenFileError`] naming the line of the first bad record.
     pub fn from_csv(text: &str) -> Result<Self, TokenFileError> {
         let mut tokens = HashMap::new();
         for record in parse_csv(text) {
@@ -107,7 +131,8 @@ impl TokenFileAuthenticator {
         self.tokens.is_empty()
     }
 
-    /// The user of `token`, if any.
+    /// The user of `token`, if any (with the groups of its line; `system:authenticated` is
+    /// added later, by the layer).
     pub fn lookup(&self, token: &str) -> Option<&UserInfo> {
         self.tokens.get(token)
     }

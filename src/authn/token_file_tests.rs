@@ -1,3 +1,6 @@
+//! The token file against apiserver's `tokenfile_test.go`: lookups, the load failures
+//! that name their line, and the CSV quirks of Go's `encoding/csv`.
+
 use futures_util::FutureExt;
 
 use super::*;

@@ -1,6 +1,6 @@
 //! The TokenReview webhook token authenticator (k8s.io/apiserver
-//! `plugin/pkg/authenticator/token/webhook/webhook.go`, docs/upstream-behaviour.md §7.6) with the token
-//! cache in front of it.
+//! [`plugin/pkg/authenticator/token/webhook/webhook.go`](https://github.com/kubernetes/apiserver/blob/master/plugin/pkg/authenticator/token/webhook/webhook.go))
+//! with the token cache in front of it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,6 +13,8 @@ use super::{AuthenticateFuture, AuthenticationError, TokenAuthenticator, UserInf
 use crate::rt::Timer;
 use crate::webhook::WebhookClient;
 
+/// The TokenReview version sent (`authentication.k8s.io/v1`, upstream's default
+/// `--authentication-token-webhook-version`).
 const API_VERSION: &str = "authentication.k8s.io/v1";
 
 /// Asks a TokenReview webhook (`authentication.k8s.io/v1`) whether a bearer token is
@@ -28,11 +30,35 @@ const API_VERSION: &str = "authentication.k8s.io/v1";
 /// - Cache: keyed by an HMAC-SHA256 of token and audiences under a per-process random key;
 ///   ok results kept for [`CacheTtl::success`], not-ok ones for [`CacheTtl::failure`],
 ///   errors never; concurrent lookups of one key make one webhook call.
+///
+/// ```
+/// use std::time::Duration;
+/// use http::{Request, Response};
+/// use kube_aggregator::Body;
+/// use kube_aggregator::authn::{CacheTtl, TokenAuthenticator, TokenReviewAuthenticator};
+/// use kube_aggregator::rt::Timer;
+/// use kube_aggregator::webhook::{WebhookClient, WebhookTransport};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A webhook that knows one user.
+/// let transport = WebhookTransport::new(tower::service_fn(|_: Request<Body>| async {
+///     Ok(Response::new(Body::full(r#"{"status":{"authenticated":true,
+///         "user":{"username":"alice","uid":"42","groups":["dev"]}}}"#)))
+/// }));
+/// let client = WebhookClient::new(transport, "https://authn.example/review".parse()?, Timer::tokio());
+/// let authn = TokenReviewAuthenticator::new(client, Timer::tokio(), CacheTtl::both(Duration::from_secs(120)))?;
+///
+/// let user = authn.authenticate_token("eyJhbGciOi...", &[]).await?.unwrap();
+/// assert_eq!((user.name.as_str(), user.uid.as_str()), ("alice", "42"));
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct TokenReviewAuthenticator {
     inner: Arc<Inner>,
 }
 
+/// The webhook client, the implicit audiences and the cache, shared by clones.
 #[derive(Clone)]
 struct Inner {
     client: WebhookClient,
@@ -104,7 +130,13 @@ impl TokenReviewAuthenticator {
         }
     }
 
-    /// One uncached webhook call.
+    /// One uncached webhook call: `POST` a `TokenReview` for `token` and `audiences`, and
+    /// read its status as upstream does.
+    ///
+    /// `Ok(Some)` for `authenticated: true` whose audiences match (the answer's, or the
+    /// implicit ones when it names none); `Ok(None)` for not authenticated without an
+    /// error, or audiences that do not match; `Err` for the status's `error`, a webhook
+    /// failure (`token review webhook <url>: ...`) or an answer that does not decode.
     pub async fn review(
         &self,
         token: &str,

@@ -1,3 +1,7 @@
+//! The TokenReview authenticator against a stub webhook: the rows of apiserver's webhook
+//! tests (audiences, status errors), and the cache (coalesced lookups, TTLs on a manual
+//! clock, errors never kept, a dropped leader handing its lookup over).
+
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

@@ -1,5 +1,7 @@
-//! Chaining authenticators (k8s.io/apiserver `pkg/authentication/request/union/union.go`)
-//! and the anonymous fallback (`request/anonymous/anonymous.go`), docs/upstream-behaviour.md §7.1, §7.7.
+//! Chaining authenticators (k8s.io/apiserver
+//! [`pkg/authentication/request/union/union.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/union/union.go))
+//! and the anonymous fallback
+//! ([`pkg/authentication/request/anonymous/anonymous.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/anonymous/anonymous.go)).
 
 use std::sync::Arc;
 
@@ -26,6 +28,19 @@ impl Anonymous {
     }
 
     /// Anonymous only for these exact paths, e.g. `/healthz`, `/readyz`, `/livez`.
+    ///
+    /// ```
+    /// use kube_aggregator::authn::{Anonymous, Authenticator};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let probes = Anonymous::for_paths(["/healthz", "/readyz"]);
+    /// let (healthz, _) = http::Request::get("/healthz").body(()).unwrap().into_parts();
+    /// let (pods, _) = http::Request::get("/api/v1/pods").body(()).unwrap().into_parts();
+    /// assert_eq!(probes.authenticate(&healthz).await.unwrap(), Some(Anonymous::user()));
+    /// assert_eq!(probes.authenticate(&pods).await.unwrap(), None); // no opinion: 401
+    /// # }
+    /// ```
     pub fn for_paths(paths: impl IntoIterator<Item = impl Into<String>>) -> Self {
         Anonymous {
             paths: Some(paths.into_iter().map(Into::into).collect()),

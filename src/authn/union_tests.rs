@@ -1,3 +1,6 @@
+//! The authenticator union and the anonymous fallback: the first success wins, errors
+//! show only when nobody succeeds, and anonymous is asked only when no member failed.
+
 use futures_util::FutureExt;
 
 use super::*;

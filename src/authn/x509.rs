@@ -1,5 +1,11 @@
 //! The x509 client-certificate authenticator (k8s.io/apiserver
-//! `pkg/authentication/request/x509/x509.go`, docs/upstream-behaviour.md §7.2).
+//! [`pkg/authentication/request/x509/x509.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/x509/x509.go)).
+//!
+//! The chain comes from [`ConnectionInfo`](super::ConnectionInfo) unverified (the TLS
+//! server requests a certificate but trusts nothing yet) and is verified here, against
+//! this authenticator's CA with the client-auth usage, as kube-apiserver verifies it in
+//! its authenticator rather than in the handshake. So a certificate from an unknown CA
+//! gets 401, not a failed handshake.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -28,6 +34,36 @@ const UID_OID: &str = "1.3.6.1.4.1.57683.2";
 /// extra `authentication.kubernetes.io/credential-id` is `X509SHA256=<hex of the leaf>`.
 /// No certificate, or an empty CN: no opinion. A certificate that does not verify:
 /// [`AuthenticationError::CertificateVerification`], so the request gets 401.
+///
+/// ```
+/// use std::sync::Arc;
+/// use kube_aggregator::authn::{Authenticator, ConnectionInfo, X509Authenticator};
+/// use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A client CA and a certificate for alice in group dev, as kubeadm issues them.
+/// let mut ca = CertificateParams::new(Vec::<String>::new())?;
+/// ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+/// let ca_key = KeyPair::generate()?;
+/// let ca_pem = ca.self_signed(&ca_key)?.pem();
+/// let issuer = Issuer::new(ca, ca_key);
+/// let mut leaf = CertificateParams::new(Vec::<String>::new())?;
+/// leaf.distinguished_name.push(DnType::CommonName, "alice");
+/// leaf.distinguished_name.push(DnType::OrganizationName, "dev");
+/// leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+/// let cert = leaf.signed_by(&KeyPair::generate()?, &issuer)?;
+///
+/// let x509 = X509Authenticator::from_pem(ca_pem.as_bytes())?;
+/// let mut req = http::Request::get("/apis/metrics.k8s.io/v1beta1").body(())?;
+/// req.extensions_mut().insert(ConnectionInfo {
+///     remote_addr: None,
+///     peer_certificates: Arc::from(vec![cert.der().clone()]),
+/// });
+/// let user = x509.authenticate(&req.into_parts().0).await?.unwrap();
+/// assert_eq!((user.name.as_str(), user.groups.as_slice()), ("alice", ["dev".to_owned()].as_slice()));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 pub struct X509Authenticator {
     verifier: ChainVerifier,
@@ -57,7 +93,8 @@ pub(crate) struct ChainVerifier {
 /// One CA bundle: its verifier and the anchors as given.
 struct Trust {
     verifier: Arc<dyn ClientCertVerifier>,
-    /// For the CA-overlap check of known failure B06.
+    /// For the check that the client CA and the request-header CA share no certificate
+    /// ([`RequestHeaderAuthenticator::check_client_ca_overlap`](super::RequestHeaderAuthenticator::check_client_ca_overlap)).
     anchors: Arc<[CertificateDer<'static>]>,
 }
 
@@ -91,6 +128,8 @@ pub(crate) struct VerifiedLeaf {
     pub(crate) user: Result<Option<UserInfo>, AuthenticationError>,
 }
 
+/// Verdicts remembered per minute: past it the map is cleared, so a flood of distinct
+/// certificates costs memory for at most this many.
 const MAX_VERDICTS: usize = 4096;
 
 /// A cheap key for a chain: its shape and the leaf's last 64 bytes, which lie in the
@@ -119,6 +158,12 @@ impl std::fmt::Debug for ChainVerifier {
 }
 
 impl Trust {
+    /// The verifier for `ca_certificates` (with the client-auth usage checked by
+    /// rustls' WebPKI verifier), keeping the anchors for the overlap check.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidClientCa`] for no certificate, or one rustls cannot use as a root.
     fn new(
         ca_certificates: impl IntoIterator<Item = CertificateDer<'static>>,
     ) -> Result<Trust, InvalidClientCa> {
@@ -146,6 +191,8 @@ impl Trust {
     }
 }
 
+/// Every certificate of a PEM bundle; an error with upstream's wording when a block does
+/// not parse.
 fn parse_pem(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, InvalidClientCa> {
     use rustls_pki_types::pem::PemObject;
     CertificateDer::pem_slice_iter(pem)

@@ -1,5 +1,6 @@
-//! Conformance docs/conformance-vectors.md §2.3 (verifier) and §3 (x509). Chains are generated with rcgen in
-//! the shapes of the upstream fixtures. Subjects rcgen cannot express (an attribute type
+//! The x509 authenticator against the vectors of apiserver's `x509_test.go` (the chain
+//! verifier and the user conversion). Chains are generated with rcgen in the shapes of
+//! the upstream fixtures. Subjects rcgen cannot express (an attribute type
 //! twice) are made by renaming a second attribute's OID in the DER, which leaves the
 //! signature invalid: those certificates only go through the user conversion.
 

@@ -1,5 +1,9 @@
 //! The Forbidden (403) answer, word for word as k8s.io/apiserver
-//! `responsewriters/errors.go` `Forbidden` builds it (docs/upstream-behaviour.md §8.6).
+//! [`pkg/endpoints/handlers/responsewriters/errors.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/handlers/responsewriters/errors.go)
+//! `Forbidden` builds it: `<resource> "<name>" is forbidden: User "<user>" cannot <verb>
+//! resource "<resource>" in API group "<group>" in the namespace "<ns>"`, and its variants
+//! for subresources, cluster scope and non-resource URLs, with the authorizer's reason
+//! appended. kubectl prints this message as it is, so it must match.
 
 use http::Response;
 
@@ -13,6 +17,19 @@ use crate::status::{Status, StatusDetails, html_escape};
 /// Examples: `forbidden: User "alice" cannot get path "/metrics"`;
 /// `nodes.metrics.k8s.io "n1" is forbidden: User "alice" cannot get resource "nodes" in
 /// API group "metrics.k8s.io" at the cluster scope`. `&`, `<`, `>` are HTML-escaped.
+///
+/// ```
+/// use kube_aggregator::authn::UserInfo;
+/// use kube_aggregator::authz::{Attributes, RequestInfo, forbidden_message};
+///
+/// let info = RequestInfo::from_parts(&http::Method::GET,
+///     &"/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods/p1".parse().unwrap()).unwrap();
+/// let attrs = Attributes::new(UserInfo::new("alice", ["dev"]), &info);
+/// assert_eq!(
+///     forbidden_message(&attrs, "no RBAC policy matched"),
+///     r#"pods.metrics.k8s.io "p1" is forbidden: User "alice" cannot get resource "pods" in API group "metrics.k8s.io" in the namespace "ns": no RBAC policy matched"#,
+/// );
+/// ```
 pub fn forbidden_message(attrs: &Attributes, reason: &str) -> String {
     let user = quote(&attrs.user.name);
     let mut msg = if !attrs.is_resource_request {

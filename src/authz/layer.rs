@@ -1,3 +1,7 @@
+//! The authorization filter: [`AuthorizationLayer`] and its service, as k8s.io/apiserver
+//! [`pkg/endpoints/filters/authorization.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/authorization.go)
+//! runs it.
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

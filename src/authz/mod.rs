@@ -3,13 +3,39 @@
 //! [`AuthorizationLayer`] turns each request into a [`RequestInfo`] (the port of
 //! k8s.io/apiserver `requestinfo.go`) and [`Attributes`], asks an [`Authorizer`], and
 //! answers 403 with the upstream Forbidden `Status` when the answer is not Allow, or 500
-//! when the authorizer failed (mirrors `pkg/endpoints/filters/authorization.go`,
-//! docs/upstream-behaviour.md §8.2). It never lets a request through on an error.
+//! when the authorizer failed (mirrors
+//! [`pkg/endpoints/filters/authorization.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/authorization.go)).
+//! It never lets a request through on an error.
+//!
+//! Authorizers compose as kube-apiserver's modes do: a [`Union`] asks each in order
+//! (`--authorization-mode=Node,RBAC,Webhook`), [`PrivilegedGroups`] answers
+//! `system:masters` first, and the [`SubjectAccessReviewAuthorizer`] asks a webhook
+//! with upstream's request shape and decision cache.
 //!
 //! ```
-//! use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer};
+//! use kube_aggregator::authn::UserInfo;
+//! use kube_aggregator::authz::{
+//!     AlwaysAllow, Attributes, AuthorizationLayer, Authorizer, Decision, PrivilegedGroups,
+//!     RequestInfo, Union,
+//! };
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let authorizer = Union::new()
+//!     .push("privileged-groups", PrivilegedGroups::system_masters());
+//!
+//! // What the layer asks for `kubectl get nodes.metrics.k8s.io` by alice.
+//! let info = RequestInfo::from_parts(&http::Method::GET, &"/apis/metrics.k8s.io/v1beta1/nodes".parse()?)?;
+//! let alice = Attributes::new(UserInfo::new("alice", ["dev"]), &info);
+//! assert_eq!((alice.verb.as_str(), alice.resource.as_str()), ("list", "nodes"));
+//! assert_eq!(authorizer.authorize(&alice).await?.decision, Decision::NoOpinion); // so 403
+//!
+//! let admin = Attributes::new(UserInfo::new("admin", ["system:masters"]), &info);
+//! assert_eq!(authorizer.authorize(&admin).await?.decision, Decision::Allow);
+//!
 //! let layer = AuthorizationLayer::new(AlwaysAllow);
 //! # let _ = layer;
+//! # Ok(()) }
 //! ```
 
 mod cache;
@@ -91,8 +117,9 @@ pub struct SelectorRequirement {
 
 /// The requirements upstream's webhook sends for RequestInfo's raw selectors
 /// (`GetAuthorizerAttributes`, then `fieldSelectorToAuthorizationAPI` /
-/// `labelSelectorToAuthorizationAPI`, docs/upstream-behaviour.md §8.5): a selector that does
-/// not parse gives none.
+/// `labelSelectorToAuthorizationAPI` of
+/// [`plugin/pkg/authorizer/webhook/webhook.go`](https://github.com/kubernetes/apiserver/blob/master/plugin/pkg/authorizer/webhook/webhook.go)):
+/// a selector that does not parse gives none.
 pub(crate) fn selector_requirements(
     field: &str,
     label: &str,
@@ -175,7 +202,8 @@ impl Attributes {
     }
 }
 
-/// An authorizer's verdict.
+/// An authorizer's verdict (upstream's `authorizer.Decision`). Only `Allow` lets a request
+/// through; `Deny` and `NoOpinion` both end as 403 when no other authorizer allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Decision {
     /// The request is allowed.
@@ -235,7 +263,13 @@ struct Failed(Vec<AuthorizationError>);
 pub type AuthorizeFuture =
     Pin<Box<dyn Future<Output = Result<Authorization, AuthorizationError>> + Send>>;
 
-/// A policy that decides requests (k8s.io/apiserver `authorizer.Authorizer`).
+/// A policy that decides requests (k8s.io/apiserver `authorizer.Authorizer`,
+/// [`pkg/authorization/authorizer/interfaces.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authorization/authorizer/interfaces.go)).
+///
+/// Called on the request path for every request (and for every item an impersonation
+/// asks for), so it should answer from memory or a cache. Implemented for `Arc<A>` and
+/// `Box<A>`; the same authorizer is usually shared by the authorization, impersonation
+/// and self-review layers.
 pub trait Authorizer: Send + Sync + 'static {
     /// Decides `attrs`. An `Err` means "could not decide": the request gets 500 and is
     /// never allowed.
@@ -272,7 +306,8 @@ impl<A: Authorizer + ?Sized> Authorizer for Box<A> {
     }
 }
 
-/// Allows everything (`--authorization-mode=AlwaysAllow`).
+/// Allows everything (`--authorization-mode=AlwaysAllow`), with an empty reason. For
+/// development stacks and tests; the aggregator then proxies every authenticated request.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AlwaysAllow;
 
@@ -362,7 +397,23 @@ impl Authorizer for PrivilegedGroups {
 
 /// Asks authorizers in order; the first Allow or Deny wins with its reason; if all have
 /// no opinion the result is NoOpinion with their reasons joined by newlines; an error
-/// stops nothing but is returned when nobody decided (k8s.io/apiserver `union.go`).
+/// stops nothing but is returned when nobody decided (k8s.io/apiserver
+/// [`pkg/authorization/union/union.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authorization/union/union.go)).
+///
+/// ```
+/// use kube_aggregator::authn::UserInfo;
+/// use kube_aggregator::authz::{AlwaysDeny, Attributes, Authorizer, Decision, PrivilegedGroups, Union};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let union = Union::new()
+///     .push("privileged-groups", PrivilegedGroups::system_masters())
+///     .push("AlwaysDeny", AlwaysDeny);
+/// let attrs = Attributes { user: UserInfo::new("alice", ["dev"]), verb: "get".into(), ..Attributes::default() };
+/// // The first member has no opinion on alice; the second denies.
+/// assert_eq!(union.authorize(&attrs).await.unwrap().decision, Decision::Deny);
+/// # }
+/// ```
 #[derive(Clone, Default)]
 pub struct Union {
     authorizers: Vec<(String, Arc<dyn Authorizer>)>,

@@ -1,6 +1,7 @@
 //! What a user may do in a namespace, as a list of rules: upstream's
 //! `authorizer.RuleResolver`, which `SelfSubjectRulesReview` (`kubectl auth can-i --list`)
-//! reports (docs/upstream-behaviour.md §14.3).
+//! reports (kubernetes
+//! [`pkg/registry/authorization/selfsubjectrulesreview/rest.go`](https://github.com/kubernetes/kubernetes/blob/master/pkg/registry/authorization/selfsubjectrulesreview/rest.go)).
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,5 +1,5 @@
 //! The SubjectAccessReview webhook authorizer: mirrors k8s.io/apiserver
-//! `plugin/pkg/authorizer/webhook/webhook.go` (docs/upstream-behaviour.md §8.5).
+//! [`plugin/pkg/authorizer/webhook/webhook.go`](https://github.com/kubernetes/apiserver/blob/master/plugin/pkg/authorizer/webhook/webhook.go).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -247,7 +247,8 @@ impl SubjectAccessReviewStatus {
     }
 }
 
-/// The API version a webhook speaks (`--authorization-webhook-version`).
+/// The API version a webhook speaks (`--authorization-webhook-version`), parsed from the
+/// flag's value (`"v1".parse()`; anything else is an [`UnsupportedWebhookVersion`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WebhookVersion {
@@ -341,6 +342,38 @@ pub fn subject_access_review_body(
 /// still allow, and otherwise the client gets 500 `Internal Server Error: "<uri>":
 /// <error>` from the [`AuthorizationLayer`](super::AuthorizationLayer), never an Allow and
 /// never a 403.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use http::{Request, Response};
+/// use kube_aggregator::Body;
+/// use kube_aggregator::authn::UserInfo;
+/// use kube_aggregator::authz::{Attributes, Authorizer, Decision, RequestInfo, SubjectAccessReviewAuthorizer};
+/// use kube_aggregator::rt::Timer;
+/// use kube_aggregator::webhook::{WebhookClient, WebhookTransport};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A webhook that allows everything, counting its calls.
+/// let calls = Arc::new(AtomicUsize::new(0));
+/// let seen = calls.clone();
+/// let transport = WebhookTransport::new(tower::service_fn(move |_: Request<Body>| {
+///     seen.fetch_add(1, Ordering::SeqCst);
+///     async { Ok(Response::new(Body::full(r#"{"status":{"allowed":true,"reason":"RBAC"}}"#))) }
+/// }));
+/// let client = WebhookClient::new(transport, "https://authz.example/authorize".parse()?, Timer::tokio());
+/// let authorizer = SubjectAccessReviewAuthorizer::new(client, Timer::tokio());
+///
+/// let info = RequestInfo::from_parts(&http::Method::GET, &"/apis/metrics.k8s.io/v1beta1/nodes".parse()?)?;
+/// let attrs = Attributes::new(UserInfo::new("alice", ["dev"]), &info);
+/// for _ in 0..2 {
+///     let answer = authorizer.authorize(&attrs).await?;
+///     assert_eq!((answer.decision, answer.reason.as_str()), (Decision::Allow, "RBAC"));
+/// }
+/// assert_eq!(calls.load(Ordering::SeqCst), 1); // the second answer came from the cache
+/// # Ok(()) }
+/// ```
 ///
 /// Field and label selectors of lists and watches are sent as requirements
 /// (`resourceAttributes.fieldSelector.requirements`, upstream's `AuthorizeWithSelectors`),

@@ -26,14 +26,16 @@
 //! # Ok(()) }
 //! ```
 //!
-//! What [`AggregatorBuilder::build`] assembles, outside in (kube-apiserver's order,
-//! docs/upstream-behaviour.md §6): [`AuditIdLayer`], `Cache-Control: no-cache, private`
-//! when the handler set none, [`TenantLayer`] (with [`AggregatorBuilder::tenants`]; a
-//! pass-through otherwise), [`TimeoutLayer`], [`AuthenticationLayer`] (with the
+//! What [`AggregatorBuilder::build`] assembles, outside in (kube-apiserver's order, the
+//! `DefaultBuildHandlerChain` of k8s.io/apiserver
+//! [`pkg/server/config.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/config.go)):
+//! [`AuditIdLayer`], `Cache-Control: no-cache, private` when the handler set none,
+//! [`TenantLayer`] (with [`AggregatorBuilder::tenants`]; a pass-through otherwise),
+//! [`TimeoutLayer`], [`AuthenticationLayer`] (with the
 //! builder's authenticator, or, without one, the [`UserInfo`] the host put into the
 //! request extensions), [`ImpersonationLayer`], [`InFlightLayer`],
-//! [`AuthorizationLayer`], [`TenantGateLayer`], [`SelfReviewLayer`], then [`AggregatorLayer`] with aggregated
-//! discovery and OpenAPI. Impersonation, authorization and the self reviews ask the one
+//! [`AuthorizationLayer`], [`TenantGateLayer`], [`SelfReviewLayer`], then
+//! [`AggregatorLayer`] with aggregated discovery and OpenAPI. Impersonation, authorization and the self reviews ask the one
 //! authorizer. The [`Worker`] runs the
 //! [`Registry`] feed from the builder's [`ApiServiceSource`], the
 //! [`AvailabilityController`], the [`DiscoveryManager`] and the [`OpenApiManager`], and

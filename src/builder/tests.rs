@@ -1,3 +1,6 @@
+//! The builder: a stack whose worker does not run (never spawned, or dropped) answers
+//! remote requests 503 naming the problem, and building without an authorizer is refused.
+
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use tower::{Layer, ServiceExt};

@@ -1,6 +1,12 @@
 //! The aggregated discovery document: group-versions with their priorities, sorted and
 //! encoded as apiserver's `resourceDiscoveryManager` does
-//! (`pkg/endpoints/discovery/aggregated/handler.go`, docs/upstream-behaviour.md §5.3).
+//! ([`pkg/endpoints/discovery/aggregated/handler.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/discovery/aggregated/handler.go)).
+//!
+//! Order: `apiregistration.k8s.io` first (priority 20001), then groups by the highest
+//! `groupPriorityMinimum` of their versions, descending, ties by group name; versions by
+//! `versionPriority` descending, ties by the Kubernetes version order. This differs from
+//! the legacy `/apis`, which breaks group ties by APIService name, exactly as upstream
+//! differs.
 //!
 //! A [`DocumentBuilder`] keeps every group-version; [`DocumentBuilder::build`] re-encodes
 //! only the groups changed since the last build and joins the cached encodings of the
@@ -27,7 +33,8 @@ pub const DEFAULT_VERSION_PRIORITY: i32 = 15;
 /// the 20000 an APIService may have).
 pub const APIREGISTRATION_GROUP_PRIORITY: i32 = 20001;
 
-/// One group-version of the document and where it sorts.
+/// One group-version of the document and where it sorts. Build one per APIService (its
+/// `spec` priorities) or per group-version the host serves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VersionEntry {
     /// The entry as served (version, resources, freshness).
@@ -87,6 +94,9 @@ impl GroupDocument {
 }
 
 /// A built, immutable aggregated discovery document with its encodings and ETag.
+///
+/// Both encodings (`v2`, `v2beta1`) are made once at build time, so serving it is a
+/// clone of `Bytes`. Cheap to share (`Arc`); the manager publishes a new one per change.
 #[derive(Debug)]
 pub struct AggregatedDocument {
     groups: Vec<Arc<GroupDocument>>,
@@ -120,7 +130,8 @@ impl AggregatedDocument {
         &self.groups
     }
 
-    /// The JSON body for `version`.
+    /// The JSON body for `version`:
+    /// `{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/<v>","metadata":{},"items":[...]}`.
     pub fn body(&self, version: AggregatedVersion) -> &Bytes {
         match version {
             AggregatedVersion::V2 => &self.v2,
@@ -138,6 +149,21 @@ impl AggregatedDocument {
     /// has masks the host's (the aggregator's source wins, as upstream's source
     /// precedence); the host's versions sort by `priority(group, version)` when it knows
     /// one (the host's local APIServices), else by upstream's defaults (1000, 15).
+    ///
+    /// ```
+    /// use kube_aggregator::discovery::DocumentBuilder;
+    /// use kube_aggregator::discovery::v2::{ApiGroupDiscovery, ApiVersionDiscovery, GroupMeta};
+    ///
+    /// let ours = DocumentBuilder::new().build(); // apiregistration.k8s.io only
+    /// let apps = ApiGroupDiscovery {
+    ///     metadata: GroupMeta { name: "apps".into() },
+    ///     versions: vec![ApiVersionDiscovery { version: "v1".into(), ..ApiVersionDiscovery::default() }],
+    /// };
+    /// // The host's apps/v1 is a local APIService with priority 17800.
+    /// let merged = ours.with_host_groups(vec![apps], |g, _| (g == "apps").then_some((17800, 15)));
+    /// let names: Vec<&str> = merged.groups().iter().map(|g| g.name()).collect();
+    /// assert_eq!(names, ["apiregistration.k8s.io", "apps"]);
+    /// ```
     pub fn with_host_groups(
         &self,
         host: Vec<ApiGroupDiscovery>,
@@ -221,6 +247,14 @@ fn encode(groups: &[Arc<GroupDocument>], version: AggregatedVersion) -> Bytes {
 
 /// The quoted upper-case hex SHA-512 of `bytes`: the ETag upstream's discovery and
 /// OpenAPI handlers send (`"` + 128 hex digits + `"`).
+///
+/// ```
+/// use kube_aggregator::discovery::{etag_of, sha512_hex};
+///
+/// let tag = etag_of(b"{}");
+/// assert_eq!(tag.len(), 130);
+/// assert_eq!(tag.to_str().unwrap(), format!("\"{}\"", sha512_hex(b"{}")));
+/// ```
 pub fn etag_of(bytes: &[u8]) -> HeaderValue {
     let mut s = String::with_capacity(130);
     s.push('"');
@@ -250,6 +284,25 @@ struct BuilderGroup {
 ///
 /// Starts with `apiregistration.k8s.io/v1` (the read-only APIService API this crate
 /// serves), pinned first.
+///
+/// ```
+/// use kube_aggregator::discovery::{DocumentBuilder, VersionEntry};
+/// use kube_aggregator::discovery::v2::ApiVersionDiscovery;
+///
+/// let entry = |version: &str, priority: i32| VersionEntry {
+///     discovery: ApiVersionDiscovery { version: version.into(), ..ApiVersionDiscovery::default() },
+///     group_priority_minimum: 100,
+///     version_priority: priority,
+/// };
+/// let mut builder = DocumentBuilder::new();
+/// assert!(builder.set("metrics.k8s.io", entry("v1beta1", 100)));
+/// assert!(!builder.set("metrics.k8s.io", entry("v1beta1", 100))); // nothing new
+/// let before = builder.build();
+/// assert!(builder.remove("metrics.k8s.io", "v1beta1")); // the group goes with it
+/// let after = builder.build();
+/// assert_eq!((before.groups().len(), after.groups().len()), (2, 1));
+/// assert_ne!(before.etag(), after.etag());
+/// ```
 #[derive(Debug)]
 pub struct DocumentBuilder {
     groups: HashMap<String, BuilderGroup>,
@@ -271,7 +324,8 @@ impl DocumentBuilder {
         b
     }
 
-    /// Adds or replaces `group`/`entry.discovery.version`. Returns whether anything changed.
+    /// Adds or replaces `group`/`entry.discovery.version`. Returns whether anything changed
+    /// (an equal entry changes nothing and costs no re-encoding at the next build).
     pub fn set(&mut self, group: &str, entry: VersionEntry) -> bool {
         let g = self.groups.entry(group.to_owned()).or_default();
         if g.versions.get(&entry.discovery.version) == Some(&entry) {

@@ -18,7 +18,10 @@ use crate::body::{Body, read_limited};
 use crate::identity;
 use crate::rt::Timer;
 
-/// What one fetch needs, taken out of the state so the fetch runs without the lock.
+/// What one fetch needs, taken out of the state so the fetch runs without the lock: the
+/// Service, a fetcher of one of its APIServices (any will do: they share the Service),
+/// the `Etag` of the cached document, and the group-versions to ask one by one if the
+/// Service has no v2 document.
 pub(super) struct Job {
     pub(super) service: ServiceKey,
     pub(super) fetcher: Fetcher,
@@ -26,7 +29,7 @@ pub(super) struct Job {
     pub(super) group_versions: Vec<GroupVersion>,
 }
 
-/// The outcome of one fetch of a Service.
+/// The outcome of one fetch of a Service, as the manager records it.
 pub(super) enum Fetched {
     /// 304 to our `If-None-Match`: the cached document is still current.
     NotModified,
@@ -41,7 +44,8 @@ pub(super) enum Fetched {
     Failed,
 }
 
-/// A backend's answer to one discovery request.
+/// A backend's answer to one discovery request; `body` is empty unless the status is 200
+/// (other bodies are never read).
 struct Answer {
     status: StatusCode,
     content_type: String,
@@ -49,8 +53,10 @@ struct Answer {
     body: bytes::Bytes,
 }
 
-/// `GET path` with `accept`, as `user` in `groups`, bounded by the fetch timeout (the
-/// body included). Returns status, content type and body, or why not.
+/// `GET path` with `accept`, as `system:kube-aggregator` in `groups`, bounded by the fetch
+/// timeout (the body included) and by [`DiscoveryConfig::max_document_bytes`]. Returns
+/// status, content type, `Etag` and body, or why not (a transport error, a timeout, a
+/// document over the limit).
 async fn get(
     fetcher: &Fetcher,
     timer: &Timer,
@@ -116,6 +122,12 @@ async fn get(
 }
 
 /// One fetch of a Service: its v2 `/apis`, or the legacy document of each group-version.
+///
+/// The `/apis` request carries the v2 `Accept` and the cached `Etag` as `If-None-Match`,
+/// as `system:kube-aggregator` in `system:masters`. 304 keeps the cache, 503 or an error
+/// fails the fetch, a v2 document (by its content type) replaces the cache; anything else
+/// (404, 406, a legacy list) falls back to `GET /apis/<g>/<v>` per group-version with
+/// `Accept: application/json` and no groups, whose results are not cached.
 pub(super) async fn fetch(job: &Job, timer: &Timer, config: &DiscoveryConfig) -> Fetched {
     let service = &job.service;
     let first = get(

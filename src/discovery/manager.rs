@@ -1,6 +1,11 @@
 //! The discovery manager: fetches each remote Service's discovery off the request path
 //! and publishes the aggregated document (kube-aggregator
-//! `pkg/apiserver/handler_discovery.go`, docs/upstream-behaviour.md §5.3).
+//! [`pkg/apiserver/handler_discovery.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_discovery.go)).
+//!
+//! The state is per Service (several APIServices on one Service share one fetch) and per
+//! APIService (its entry, kept `Stale` with its last good resources while fetches fail).
+//! One mutex guards it; fetches run outside it, so `sync` from the registry never waits
+//! on a backend.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -25,36 +30,49 @@ use crate::rt::Timer;
 /// `Err` when it failed for it.
 type PerGroupVersion = dyn Fn(&GroupVersion) -> Option<Result<ApiVersionDiscovery, ()>>;
 
+/// One APIService as the manager follows it.
 struct TargetState {
     target: Target,
     /// Resources of the last successful fetch, kept (marked Stale) while fetches fail.
     last_good: Option<Vec<ApiResourceDiscovery>>,
 }
 
+/// One Service's fetch schedule and cache, shared by the APIServices on it.
 struct ServiceState {
+    /// When the next fetch may start.
     due: Instant,
+    /// Failures in a row: the backoff's exponent; 0 after a success.
     failures: u32,
+    /// A fetch is running: no second one starts.
     in_flight: bool,
+    /// Fetched at least once, whatever the outcome; untried Services skip the worker limit.
     tried: bool,
     /// The last aggregated document of the Service and its `Etag` (legacy fallback
     /// results are never cached per Service: one Service may serve several versions).
     cached: Option<(Option<String>, HashMap<GroupVersion, ApiVersionDiscovery>)>,
 }
 
+/// Everything the manager knows, under one mutex that no fetch holds.
 struct State {
+    /// The generation of the last [`TargetSet`] applied; older sets are ignored.
     generation: Option<u64>,
     targets: HashMap<String, TargetState>,
     services: HashMap<ServiceKey, ServiceState>,
+    /// The document's entries, rebuilt into a new published document on each change.
     builder: DocumentBuilder,
+    /// The priorities of the host's own group-versions (local APIServices).
     local: HashMap<GroupVersion, (i32, i32)>,
     /// Services known at the first sync and not tried yet; `None` before the first sync.
     initial: Option<HashSet<ServiceKey>>,
 }
 
+/// What every clone of a [`DiscoveryManager`] shares; the request path reads only the
+/// two `ArcSwap`s.
 struct Shared {
     config: DiscoveryConfig,
     timer: Timer,
     state: Mutex<State>,
+    /// The published document.
     document: ArcSwap<AggregatedDocument>,
     local: ArcSwap<HashMap<GroupVersion, (i32, i32)>>,
     synced: AtomicBool,
@@ -158,6 +176,7 @@ impl DiscoveryManager {
         &self.shared.config
     }
 
+    /// Tells the run loop (and `synced` waiters) to look again.
     fn wake(&self) {
         self.shared.notified.store(true, Ordering::Release);
         for w in lock(&self.shared.wakers).drain(..) {
@@ -165,6 +184,7 @@ impl DiscoveryManager {
         }
     }
 
+    /// Builds the document from the entries and publishes it (one swap).
     fn publish(&self, st: &mut State) {
         self.shared.document.store(Arc::new(st.builder.build()));
     }
@@ -339,6 +359,7 @@ impl DiscoveryManager {
         self.check_synced(st);
     }
 
+    /// Marks the manager synced once every Service of the first sync has been tried.
     fn check_synced(&self, st: &State) {
         if st.initial.as_ref().is_some_and(HashSet::is_empty)
             && !self.shared.synced.swap(true, Ordering::AcqRel)
@@ -502,6 +523,9 @@ impl Future for Synced {
     }
 }
 
+/// The fetch of Service `key`: the fetcher of its first APIService by name, the cached
+/// `Etag`, and every group-version served by the Service. `None` when no APIService
+/// points at it any more.
 fn job_for(st: &State, key: &ServiceKey) -> Option<Job> {
     let mut targets: Vec<&Target> = st
         .targets

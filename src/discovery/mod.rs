@@ -1,14 +1,18 @@
 //! Discovery documents: legacy and aggregated (v2).
 //!
-//! **Legacy**, as kube-aggregator `handler_apis.go` serves it (docs/upstream-behaviour.md
-//! §5.1–5.2): `GET /apis` answers an `APIGroupList` whose first group is
+//! **Legacy**, as kube-aggregator
+//! [`pkg/apiserver/handler_apis.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_apis.go) serves
+//! it: `GET /apis` answers an `APIGroupList` whose first group is
 //! `apiregistration.k8s.io`, then one entry per APIService group in priority order
 //! (unavailable ones included); `GET /apis/<group>` answers that group's `APIGroup`. The
 //! documents are encoded once per registry change and served from the snapshot. Groups the
 //! host serves itself (found in the inner service's own `/apis`) are appended after the
 //! aggregated ones.
 //!
-//! **Aggregated** (`apidiscovery.k8s.io/v2` and `v2beta1`, §5.3): [`negotiate`] reads the
+//! **Aggregated** (`apidiscovery.k8s.io/v2` and `v2beta1`; apiserver
+//! [`pkg/endpoints/discovery/aggregated/handler.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/discovery/aggregated/handler.go),
+//! kube-aggregator
+//! [`pkg/apiserver/handler_discovery.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_discovery.go)): [`negotiate`] reads the
 //! `Accept` header; the [`DiscoveryManager`] fetches each remote Service's discovery off
 //! the request path and publishes an [`AggregatedDocument`] (apiregistration first, then
 //! groups by their highest `groupPriorityMinimum`, then name; versions by
@@ -34,6 +38,54 @@
 //! let names: Vec<&str> = doc.groups().iter().map(|g| g.name()).collect();
 //! assert_eq!(names, ["apiregistration.k8s.io", "metrics.k8s.io"]);
 //! assert!(doc.body(AggregatedVersion::V2).starts_with(br#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2""#));
+//! ```
+//!
+//! The [`DiscoveryManager`] fed one remote APIService whose backend answers a v2
+//! document (the registry's [`Registry::feed`](crate::registry::Registry::feed) does the
+//! feeding in a real stack):
+//!
+//! ```
+//! use http::{Request, Response};
+//! use kube_aggregator::Body;
+//! use kube_aggregator::discovery::{
+//!     DiscoveryConfig, DiscoveryManager, Fetcher, ServiceKey, Target, TargetSet, TargetSink, V2_JSON,
+//! };
+//! use kube_aggregator::discovery::v2::Freshness;
+//! use kube_aggregator::rt::Timer;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let backend: Fetcher = Fetcher::new(tower::service_fn(|_: Request<Body>| async {
+//!     let doc = r#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","items":[
+//!         {"metadata":{"name":"metrics.k8s.io"},"versions":[{"version":"v1beta1",
+//!          "resources":[{"resource":"nodes","responseKind":{"group":"metrics.k8s.io","version":"v1beta1","kind":"NodeMetrics"},
+//!                        "scope":"Cluster","verbs":["get","list"]}]}]}]}"#;
+//!     Ok(Response::builder().header("content-type", V2_JSON).body(Body::full(doc)).unwrap())
+//! }));
+//! let manager = DiscoveryManager::new(Timer::tokio(), DiscoveryConfig::default());
+//! manager.sync(&TargetSet {
+//!     generation: 1,
+//!     remote: vec![Target {
+//!         name: "v1beta1.metrics.k8s.io".into(),
+//!         group: "metrics.k8s.io".into(),
+//!         version: "v1beta1".into(),
+//!         group_priority_minimum: 100,
+//!         version_priority: 100,
+//!         service: ServiceKey { namespace: "kube-system".into(), name: "metrics-server".into(), port: 443 },
+//!         available: true,
+//!         fetcher: backend,
+//!     }],
+//!     local: Vec::new(),
+//! });
+//! tokio::spawn(manager.clone().run());
+//! manager.synced().await; // every Service known at the first sync was fetched once
+//!
+//! let doc = manager.document();
+//! let metrics = doc.groups().iter().find(|g| g.name() == "metrics.k8s.io").unwrap();
+//! let v1beta1 = &metrics.versions()[0].discovery;
+//! assert_eq!(v1beta1.freshness, Some(Freshness::Current));
+//! assert_eq!(v1beta1.resources[0].resource, "nodes");
+//! # }
 //! ```
 
 mod config;
@@ -61,11 +113,15 @@ pub use target::{Fetcher, LocalVersion, ServiceKey, Target, TargetSet, TargetSin
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-/// The `APIGroup` of `apiregistration.k8s.io`, always listed first.
+/// The `APIGroup` of `apiregistration.k8s.io`, always listed first: version `v1` only
+/// (this crate serves no `v1beta1`), preferred `v1`.
 pub(crate) fn apiregistration_group() -> Value {
     group_value(crate::apiservice::API_GROUP, ["v1"].into_iter())
 }
 
+/// One group's `APIGroup` body without type meta (as an item of `APIGroupList`):
+/// `name`, `versions` as `{groupVersion, version}`, and the first version as
+/// `preferredVersion` (`null` when there is none).
 fn group_value<'a>(group: &str, versions: impl Iterator<Item = &'a str>) -> Value {
     let versions: Vec<Value> = versions
         .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))

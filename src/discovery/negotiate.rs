@@ -1,7 +1,8 @@
 //! Content negotiation of the discovery endpoints: apiserver
-//! `pkg/endpoints/handlers/negotiation/negotiate.go` with the aggregated-discovery
-//! restrictions of `pkg/endpoints/discovery/aggregated/negotiation.go`, over Go's
-//! `goautoneg.ParseAccept` (docs/upstream-behaviour.md §5.3).
+//! [`pkg/endpoints/handlers/negotiation/negotiate.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/handlers/negotiation/negotiate.go)
+//! with the aggregated-discovery restrictions of
+//! [`pkg/endpoints/discovery/aggregated/negotiation.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/discovery/aggregated/negotiation.go),
+//! over Go's `goautoneg.ParseAccept`.
 //!
 //! Only JSON is encoded here: an `Accept` whose every clause asks for protobuf, YAML or
 //! CBOR gets 406, listing `application/json`.
@@ -50,6 +51,8 @@ pub enum Negotiated {
     NotAcceptable,
 }
 
+/// One clause of an `Accept` header: type, subtype, its parameters (`g`, `v`, `as`,
+/// `profile`, ...) and its quality.
 pub(crate) struct Clause<'a> {
     pub(crate) kind: &'a str,
     pub(crate) subtype: &'a str,
@@ -169,6 +172,15 @@ pub fn negotiate(accept: Option<&str>) -> Negotiated {
 
 /// True when `content_type` is JSON with the given aggregated `version` parameters, in
 /// any order and with any extra parameters (client-go `ContentTypeIsGVK`).
+///
+/// ```
+/// use kube_aggregator::discovery::{AggregatedVersion, is_aggregated_content_type};
+///
+/// let v2 = "application/json; as=APIGroupDiscoveryList; v=v2; g=apidiscovery.k8s.io";
+/// assert!(is_aggregated_content_type(v2, AggregatedVersion::V2));
+/// assert!(!is_aggregated_content_type(v2, AggregatedVersion::V2Beta1));
+/// assert!(!is_aggregated_content_type("application/json", AggregatedVersion::V2));
+/// ```
 pub fn is_aggregated_content_type(content_type: &str, version: AggregatedVersion) -> bool {
     let mut parts = content_type.split(';');
     if !parts

@@ -11,6 +11,9 @@ use crate::status::Status;
 /// `body` as the aggregated document in `version`, or 304 when `request_headers` carry
 /// `If-None-Match` equal to `etag`. Both carry `ETag`, `Vary: Accept` and
 /// `Cache-Control: public` (replacing the chain's `no-cache, private`).
+///
+/// The comparison is of the whole header value with the quoted ETag, as upstream's
+/// `ServeHTTPWithETag` compares; a list of tags or a weak `W/` tag does not match.
 pub(crate) fn aggregated_response(
     body: Bytes,
     etag: &HeaderValue,

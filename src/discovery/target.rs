@@ -38,7 +38,8 @@ impl std::fmt::Display for ServiceKey {
     }
 }
 
-/// One remote APIService.
+/// One remote APIService, as the discovery and OpenAPI managers need it: names,
+/// priorities, its Service and a way to reach it.
 #[derive(Clone)]
 pub struct Target {
     /// The APIService name, `<version>.<group>`.
@@ -61,7 +62,8 @@ pub struct Target {
 }
 
 impl Target {
-    /// True when everything but the fetcher and availability is the same.
+    /// True when everything but the fetcher and availability is the same: such a change
+    /// needs no refetch.
     pub(crate) fn same_spec(&self, other: &Target) -> bool {
         self.name == other.name
             && self.group == other.group
@@ -107,7 +109,7 @@ pub struct LocalVersion {
     pub version_priority: i32,
 }
 
-/// Every APIService at one registry generation.
+/// Every APIService at one registry generation: what a [`TargetSink`] is given.
 #[derive(Debug, Clone, Default)]
 pub struct TargetSet {
     /// The registry generation this set reflects; older sets than the last one applied
@@ -120,7 +122,13 @@ pub struct TargetSet {
 }
 
 /// Something that follows the APIServices: the discovery and OpenAPI managers.
+///
+/// [`Registry::feed`](crate::registry::Registry::feed) calls it with every published
+/// table, on the writer's task, after the registry lock is released; it must not block
+/// (record what changed and wake a worker of its own).
 pub trait TargetSink: Send + Sync + 'static {
-    /// Takes the full current set; cheap when nothing changed.
+    /// Takes the full current set; cheap when nothing changed. A set whose generation is
+    /// older than the last one applied is ignored, so sets arriving out of order from two
+    /// writers are harmless.
     fn sync(&self, targets: &TargetSet);
 }

@@ -1,13 +1,42 @@
-//! The `apidiscovery.k8s.io/v2` types (kubernetes/api `apidiscovery/v2/types.go`), in Go's
+//! The `apidiscovery.k8s.io/v2` types (kubernetes/api
+//! [`apidiscovery/v2/types.go`](https://github.com/kubernetes/api/blob/master/apidiscovery/v2/types.go)), in Go's
 //! JSON field order, and the conversion of a legacy `APIResourceList` into them
-//! (apiserver `pkg/endpoints/installer.go` `ConvertGroupVersionIntoToDiscovery`).
+//! (apiserver [`pkg/endpoints/installer.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/installer.go)
+//! `ConvertGroupVersionIntoToDiscovery`).
 //!
 //! Decoding is lenient as Go's is: unknown fields are ignored and `null` reads as empty.
 //! `v2beta1` has the same shape; only the list's `apiVersion` differs.
+//!
+//! The discovery manager reads backends' documents into these types, and the
+//! [`DocumentBuilder`](super::DocumentBuilder) writes them back out; a host can use them
+//! to build the entries of its own groups.
+//!
+//! ```
+//! use kube_aggregator::discovery::v2::{ApiGroupDiscoveryList, ApiResource, convert_legacy_resources};
+//!
+//! // A backend's document, with a resource whose responseKind is null.
+//! let mut list: ApiGroupDiscoveryList = serde_json::from_str(r#"{
+//!   "kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+//!   "items": [{"metadata": {"name": "metrics.k8s.io"}, "versions": [{"version": "v1beta1",
+//!     "resources": [{"resource": "nodes", "responseKind": null, "scope": "Cluster", "verbs": ["get", "list"]}],
+//!     "freshness": "Current"}]}]}"#).unwrap();
+//! list.fill_response_kinds();
+//! assert!(list.items[0].versions[0].resources[0].response_kind.is_some());
+//!
+//! // A legacy APIResourceList's entries, converted: subresources go under their parent.
+//! let legacy: Vec<ApiResource> = serde_json::from_str(r#"[
+//!   {"name": "pods", "singularName": "pod", "namespaced": true, "kind": "PodMetrics", "verbs": ["get"]},
+//!   {"name": "pods/status", "namespaced": true, "kind": "PodMetrics", "verbs": ["get"]}]"#).unwrap();
+//! let v2 = convert_legacy_resources(&legacy).unwrap();
+//! assert_eq!((v2.len(), v2[0].scope.as_str()), (1, "Namespaced"));
+//! assert_eq!(v2[0].subresources[0].subresource, "status");
+//! ```
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-/// `null` or a missing field reads as the type's default, as Go's decoder leaves it.
+/// `null` or a missing field reads as the type's default, as Go's decoder leaves it (a Go
+/// slice decoded from `null` is nil, which encodes as absent or `null` again; here it is
+/// empty, which the types omit or write as `[]` like upstream's encoder does for them).
 fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
@@ -30,17 +59,19 @@ pub struct GroupVersionKind {
     pub kind: String,
 }
 
-/// `APISubresourceDiscovery`.
+/// `APISubresourceDiscovery`: one subresource of a resource (`status`, `scale`, `log`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiSubresourceDiscovery {
     /// The subresource name, e.g. `status`.
     #[serde(default, deserialize_with = "nullable")]
     pub subresource: String,
-    /// What the subresource returns.
+    /// What the subresource returns; `None` omits the field (fetched documents have it
+    /// filled with an empty kind, [`ApiGroupDiscoveryList::fill_response_kinds`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_kind: Option<GroupVersionKind>,
-    /// Kinds the subresource accepts.
+    /// Kinds the subresource accepts as a request body (e.g. `autoscaling/v1 Scale`);
+    /// omitted when empty.
     #[serde(
         default,
         deserialize_with = "nullable",
@@ -52,14 +83,16 @@ pub struct ApiSubresourceDiscovery {
     pub verbs: Vec<String>,
 }
 
-/// `APIResourceDiscovery`.
+/// `APIResourceDiscovery`: one resource of a group-version, as `kubectl api-resources`
+/// lists it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiResourceDiscovery {
     /// Plural resource name, e.g. `nodes`.
     #[serde(default, deserialize_with = "nullable")]
     pub resource: String,
-    /// The kind a GET returns.
+    /// The kind a GET returns; `None` omits the field. Old client-go versions crash on a
+    /// missing one, which is why fetched documents are filled in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_kind: Option<GroupVersionKind>,
     /// `Cluster` or `Namespaced`.
@@ -68,7 +101,7 @@ pub struct ApiResourceDiscovery {
     /// Singular name, e.g. `node`; may be empty.
     #[serde(default, deserialize_with = "nullable")]
     pub singular_resource: String,
-    /// Verbs.
+    /// Verbs (`get`, `list`, `watch`, `create`, ...), always written (`[]` when none).
     #[serde(default, deserialize_with = "nullable")]
     pub verbs: Vec<String>,
     /// Short names, e.g. `no`.
@@ -103,7 +136,7 @@ pub enum Freshness {
     Stale,
 }
 
-/// `APIVersionDiscovery`.
+/// `APIVersionDiscovery`: one version of a group and its resources.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApiVersionDiscovery {
     /// The version, e.g. `v1beta1`.
@@ -146,7 +179,8 @@ pub struct GroupMeta {
     pub name: String,
 }
 
-/// `APIGroupDiscovery`.
+/// `APIGroupDiscovery`: one group and its versions, as an item of the
+/// `APIGroupDiscoveryList`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApiGroupDiscovery {
     /// `metadata.name` is the group.
@@ -183,6 +217,7 @@ impl ApiGroupDiscoveryList {
     }
 }
 
+/// [`ApiGroupDiscoveryList::fill_response_kinds`] for one version's resources.
 pub(crate) fn fill_version(v: &mut ApiVersionDiscovery) {
     for r in &mut v.resources {
         r.response_kind
@@ -256,6 +291,7 @@ pub struct ConvertError {
     pub scope: String,
 }
 
+/// The v2 scope of a legacy resource: `Namespaced` or `Cluster`.
 fn scope(namespaced: bool) -> &'static str {
     if namespaced { "Namespaced" } else { "Cluster" }
 }
@@ -263,6 +299,15 @@ fn scope(namespaced: bool) -> &'static str {
 /// Converts legacy resources to v2 entries: top-level resources first, in order, then each
 /// `<parent>/<sub>` attached to its parent (a parent that is missing is created with an
 /// empty `responseKind`), as upstream's `ConvertGroupVersionIntoToDiscovery`.
+///
+/// A subresource without a kind gets an empty `responseKind`; `acceptedTypes` is never
+/// filled (legacy lists do not carry it).
+///
+/// # Errors
+///
+/// [`ConvertError`] when a subresource is namespaced and its parent is not, or the other
+/// way round (upstream's message). The discovery manager then marks that group-version
+/// stale.
 pub fn convert_legacy_resources(
     list: &[ApiResource],
 ) -> Result<Vec<ApiResourceDiscovery>, ConvertError> {

@@ -5,10 +5,17 @@
 
 use std::fmt::Write as _;
 
+/// `DNS1123SubdomainMaxLength`: the whole name, dots included.
 const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
+/// `DNS1035LabelMaxLength`.
 const DNS1035_LABEL_MAX_LEN: usize = 63;
+/// `qualifiedNameMaxLength`: the name part after an optional `prefix/`.
 const QUALIFIED_NAME_MAX_LEN: usize = 63;
+/// `LabelValueMaxLength`.
 const LABEL_VALUE_MAX_LEN: usize = 63;
+
+// The messages and the regular expressions they quote, upstream's text for text: they
+// reach users inside `Invalid` causes, and tools match on them.
 
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_FMT: &str =
@@ -36,6 +43,7 @@ fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     out
 }
 
+/// apimachinery `MaxLenError`.
 fn max_len_error(len: usize) -> String {
     format!("must be no more than {len} characters")
 }

@@ -154,6 +154,7 @@ pub(crate) fn path_unescape(s: &str) -> Option<Cow<'_, str>> {
     percent_decode_str(s).decode_utf8().ok()
 }
 
+/// The value of one hex digit, either case.
 fn hex_value(b: u8) -> Option<u8> {
     match b {
         b'0'..=b'9' => Some(b - b'0'),

@@ -1,6 +1,12 @@
+//! Who a request runs as, and how that travels: [`UserInfo`] and the well-known user and
+//! group names (`user.rs`), the `Impersonate-*` headers (`impersonate.rs`), and
 //! [`UserInfo`]'s wire form between the aggregator and extension servers, in one place:
 //! the front-proxy (request-header) names, how a user is written into them, and which
 //! headers carry identity or credentials and must never travel past authentication.
+//!
+//! Private; the public names are re-exported where users meet them
+//! ([`authn`](crate::authn), [`authz`](crate::authz), [`impersonation`](crate::impersonation),
+//! [`proxy`](crate::proxy)).
 //!
 //! Mirrors client-go
 //! [`transport/round_trippers.go`](https://github.com/kubernetes/client-go/blob/master/transport/round_trippers.go)
@@ -46,7 +52,8 @@ pub(crate) const KUBE_AGGREGATOR_USER: &str = "system:kube-aggregator";
 pub(crate) const OPENAPI_USER: &str = "system:aggregator";
 
 /// Headers that carry identity or credentials and must never travel past the
-/// authentication filter (docs/upstream-behaviour.md §3.4, §7.9): `Authorization`,
+/// authentication filter (k8s.io/apiserver `pkg/endpoints/filters/authentication.go`
+/// deletes them after authenticating): `Authorization`,
 /// `Proxy-Authorization` and the front-proxy headers, `X-Remote-Extra-*` by prefix.
 /// `Impersonate-*` is not among them: the
 /// [`ImpersonationLayer`](crate::impersonation::ImpersonationLayer) checks and removes it,
@@ -78,7 +85,8 @@ pub(crate) fn strip(headers: &mut HeaderMap) {
 }
 
 /// Removes every [`is_identity_header`] header and every `Impersonate-*` header in place:
-/// what a request sent on to a backend must never carry (known failure B07).
+/// what a request sent on to a backend must never carry: a backend trusts these from the
+/// aggregator's certificate, so a client's own copies would be believed.
 pub(crate) fn strip_with_impersonation(headers: &mut HeaderMap) {
     remove_where(headers, |n| {
         is_identity_header(n) || n.as_str().starts_with(IMPERSONATE_PREFIX)
@@ -86,8 +94,9 @@ pub(crate) fn strip_with_impersonation(headers: &mut HeaderMap) {
 }
 
 /// Writes `user` as front-proxy headers after deleting any present ones (and any
-/// `Impersonate-*`), as client-go's `SetAuthProxyHeaders` (docs/upstream-behaviour.md
-/// §3.4): `X-Remote-User` always (even empty), `X-Remote-Uid` when set, one
+/// `Impersonate-*`), as client-go's `SetAuthProxyHeaders`
+/// ([`transport/round_trippers.go`](https://github.com/kubernetes/client-go/blob/master/transport/round_trippers.go)):
+/// `X-Remote-User` always (even empty), `X-Remote-Uid` when set, one
 /// `X-Remote-Group` line per group in order, `X-Remote-Extra-<escaped key>` one line per
 /// value. Values that are not valid header text are skipped rather than sent altered.
 ///

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-/// The group every authenticated, non-anonymous user gets (docs/upstream-behaviour.md §7.8).
+/// The group every authenticated, non-anonymous user gets (k8s.io/apiserver
+/// `pkg/authentication/group/authenticated_group_adder.go` adds it).
 pub const SYSTEM_AUTHENTICATED: &str = "system:authenticated";
 /// The group of anonymous requests.
 pub const SYSTEM_UNAUTHENTICATED: &str = "system:unauthenticated";
@@ -12,6 +13,20 @@ pub const SYSTEM_UNAUTHENTICATED: &str = "system:unauthenticated";
 pub const SYSTEM_ANONYMOUS: &str = "system:anonymous";
 
 /// An authenticated user (k8s.io/apiserver `user.Info`).
+///
+/// The [`AuthenticationLayer`](crate::authn::AuthenticationLayer) puts one into each
+/// request's extensions; impersonation replaces it; authorization reads it; the proxy
+/// writes it to backends as `X-Remote-User`, `X-Remote-Uid`, `X-Remote-Group` and
+/// `X-Remote-Extra-*`. A host that authenticates by its own means may insert one itself.
+///
+/// ```
+/// use kube_aggregator::authn::{SYSTEM_AUTHENTICATED, UserInfo};
+///
+/// let mut alice = UserInfo::new("alice", ["dev"]);
+/// alice.extra.insert("scopes.example.com".into(), vec!["read".into()]);
+/// alice.add_authenticated_group();
+/// assert_eq!(alice.groups, ["dev", SYSTEM_AUTHENTICATED]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default, Hash)]
 pub struct UserInfo {
     /// User name, e.g. `alice` or `system:kube-aggregator`.
@@ -20,12 +35,13 @@ pub struct UserInfo {
     pub uid: String,
     /// Groups, in the order the authenticator reported them.
     pub groups: Vec<String>,
-    /// Extra attributes; keys are expected lower-case.
+    /// Extra attributes; keys are expected lower-case (they travel in header names, which
+    /// backends lower-case), values in order.
     pub extra: BTreeMap<String, Vec<String>>,
 }
 
 impl UserInfo {
-    /// A user with a name and groups.
+    /// A user with a name and groups, no UID and no extra.
     pub fn new(
         name: impl Into<String>,
         groups: impl IntoIterator<Item = impl Into<String>>,

@@ -1,5 +1,6 @@
 //! Impersonation: `kubectl --as=bob --as-group=team`, checked as kube-apiserver checks it
-//! (docs/upstream-behaviour.md §11).
+//! (k8s.io/apiserver
+//! [`pkg/endpoints/filters/impersonation/impersonation.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/impersonation/impersonation.go)).
 //!
 //! [`ImpersonationLayer`] sits between authentication and everything that reads the user.
 //! When a request carries `Impersonate-User` (and optionally `Impersonate-Group`,

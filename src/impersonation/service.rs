@@ -1,3 +1,7 @@
+//! [`ImpersonationLayer`] and its service: a request without `Impersonate-*` headers
+//! passes untouched; one with them is checked item by item, then served as the
+//! impersonated user or refused.
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -21,13 +25,42 @@ use crate::status::{Status, internal_error};
 ///
 /// Needs a [`UserInfo`] in the request extensions (the
 /// [`AuthenticationLayer`](crate::authn::AuthenticationLayer) puts it there).
+///
+/// ```
+/// use http::{Request, Response, StatusCode};
+/// use kube_aggregator::Body;
+/// use kube_aggregator::authn::UserInfo;
+/// use kube_aggregator::authz::AlwaysDeny;
+/// use kube_aggregator::impersonation::ImpersonationLayer;
+/// use tower::{Layer, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let service = ImpersonationLayer::new(AlwaysDeny).layer(tower::service_fn(|req: Request<Body>| async move {
+///     let user = req.extensions().get::<UserInfo>().unwrap().name.clone();
+///     Ok::<_, std::convert::Infallible>(Response::new(Body::full(user)))
+/// }));
+///
+/// // kubectl --as=bob, by alice, whom the policy does not let impersonate.
+/// let mut req = Request::get("/api/v1/pods").header("impersonate-user", "bob").body(Body::empty()).unwrap();
+/// req.extensions_mut().insert(UserInfo::new("alice", ["system:authenticated"]));
+/// let res = service.clone().oneshot(req).await.unwrap();
+/// assert_eq!(res.status(), StatusCode::FORBIDDEN);
+///
+/// // Without impersonation headers the request passes untouched.
+/// let mut req = Request::get("/api/v1/pods").body(Body::empty()).unwrap();
+/// req.extensions_mut().insert(UserInfo::new("alice", ["system:authenticated"]));
+/// assert_eq!(service.oneshot(req).await.unwrap().status(), StatusCode::OK);
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct ImpersonationLayer<Z> {
     authorizer: Arc<Z>,
 }
 
 impl<Z: Authorizer> ImpersonationLayer<Z> {
-    /// A layer asking `authorizer` (normally the one the authorization layer uses).
+    /// A layer asking `authorizer` (normally the one the authorization layer uses), shared
+    /// (`Arc`) by every service the layer builds.
     pub fn new(authorizer: Z) -> Self {
         ImpersonationLayer {
             authorizer: Arc::new(authorizer),
@@ -55,7 +88,9 @@ impl<S, Z> Layer<S> for ImpersonationLayer<Z> {
     }
 }
 
-/// Service of [`ImpersonationLayer`].
+/// Service of [`ImpersonationLayer`]. Ready when the inner service is; the checks run in
+/// the response future, one authorizer call per requested item, in upstream's order,
+/// stopping at the first that is not an Allow.
 #[derive(Debug)]
 pub struct ImpersonationService<S, Z> {
     inner: S,

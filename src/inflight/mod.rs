@@ -1,4 +1,5 @@
-//! In-flight limits: kube-apiserver's max-in-flight filter (docs/upstream-behaviour.md §13),
+//! In-flight limits: kube-apiserver's max-in-flight filter (k8s.io/apiserver
+//! [`pkg/server/filters/maxinflight.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/filters/maxinflight.go)),
 //! and an optional limit per APIService.
 //!
 //! [`InFlightLayer`] counts the requests being served in two classes, read-only (verbs
@@ -66,7 +67,8 @@ impl Limit {
         }
     }
 
-    /// Takes a slot unless the class is full.
+    /// Takes a slot unless the class is full: one atomic add, undone when it went over,
+    /// so two racing requests can never both take the last slot.
     fn try_acquire(&self) -> bool {
         if self.max == 0 {
             return true;
@@ -79,6 +81,7 @@ impl Limit {
         }
     }
 
+    /// Gives a slot back (nothing to do without a limit).
     fn release(&self) {
         if self.max != 0 {
             self.current.fetch_sub(1, Ordering::AcqRel);
@@ -99,6 +102,7 @@ impl PerApiService {
         self.counts.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Takes a slot for APIService `name` unless it already has `max` in flight.
     fn try_acquire(&self, name: &str) -> bool {
         let mut counts = self.counts();
         match counts.get_mut(name) {
@@ -114,6 +118,8 @@ impl PerApiService {
         }
     }
 
+    /// Gives `name`'s slot back, forgetting the name at zero so the map holds only busy
+    /// APIServices.
     fn release(&self, name: &str) {
         let mut counts = self.counts();
         if let Some(n) = counts.get_mut(name) {
@@ -124,11 +130,14 @@ impl PerApiService {
         }
     }
 
+    /// `name`'s requests in flight now.
     fn current(&self, name: &str) -> usize {
         self.counts().get(name).copied().unwrap_or(0)
     }
 }
 
+/// The limits every service of one layer counts against (so the limit is per layer, not
+/// per clone), and which requests are exempt.
 #[derive(Debug)]
 struct Shared {
     read_only: Limit,
@@ -143,6 +152,7 @@ struct Slots {
     shared: Arc<Shared>,
     /// The global class, when one was taken (`Some(true)` mutating).
     class: Option<bool>,
+    /// The APIService whose per-APIService slot was taken, if any.
     api_service: Option<String>,
 }
 

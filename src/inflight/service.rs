@@ -1,3 +1,6 @@
+//! [`InFlightLayer`] and its service: admission in `call`, the slots carried by the
+//! response body until it ends.
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -16,6 +19,33 @@ use crate::body::{Body, BoxError};
 use crate::status::plain_text_error;
 
 /// Layer that limits the requests in flight (see the [module docs](super)).
+///
+/// ```
+/// use http::{Request, Response, StatusCode};
+/// use kube_aggregator::Body;
+/// use kube_aggregator::inflight::InFlightLayer;
+/// use tower::{Layer, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// // One read-only request at a time.
+/// let limits = InFlightLayer::new(1, 1);
+/// let service = limits.layer(tower::service_fn(|_: Request<Body>| async {
+///     Ok::<_, std::convert::Infallible>(Response::new(Body::full("nodes")))
+/// }));
+/// let get = || Request::get("/apis/metrics.k8s.io/v1beta1/nodes").body(Body::empty()).unwrap();
+///
+/// // The first answer's body is not read yet, so its slot is still held.
+/// let first = service.clone().oneshot(get()).await.unwrap();
+/// assert_eq!(limits.in_flight().read_only, 1);
+/// let second = service.clone().oneshot(get()).await.unwrap();
+/// assert_eq!(second.status(), StatusCode::TOO_MANY_REQUESTS);
+/// assert_eq!(second.headers()["retry-after"], "1");
+///
+/// drop(first); // the body is done with: the slot is free again
+/// assert_eq!(service.oneshot(get()).await.unwrap().status(), StatusCode::OK);
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct InFlightLayer {
     shared: Arc<Shared>,
@@ -116,7 +146,9 @@ impl<S> Layer<S> for InFlightLayer {
     }
 }
 
-/// Service of [`InFlightLayer`].
+/// Service of [`InFlightLayer`]. Ready when the inner service is: limits are checked when
+/// the request arrives, never by waiting in `poll_ready` (there is no queue, as upstream
+/// has none).
 #[derive(Debug, Clone)]
 pub struct InFlightService<S> {
     inner: S,

@@ -1,6 +1,9 @@
 //! The OpenAPI manager: downloads each remote APIService's specs off the request path
-//! (kube-aggregator `pkg/controllers/openapi` and `pkg/controllers/openapiv3`,
-//! docs/upstream-behaviour.md §5.4, §15) and publishes what the request path serves.
+//! (kube-aggregator
+//! [`pkg/controllers/openapi/controller.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/openapi/controller.go)
+//! and
+//! [`pkg/controllers/openapiv3/controller.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/openapiv3/controller.go))
+//! and publishes what the request path serves.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -18,121 +21,39 @@ use http::{HeaderValue, Request, StatusCode, header};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use super::{merge, proto, v3};
+use super::snapshot::{OpenApiConfig, OpenApiSnapshot, V2Document, V3Document, V3Entry};
+use super::{merge, v3};
 use crate::body::{Body, read_limited};
-use crate::discovery::{Target, TargetSet, TargetSink, etag_of, sha512_hex};
+use crate::discovery::{Target, TargetSet, TargetSink, sha512_hex};
 use crate::identity;
 use crate::rt::Timer;
-
-/// Timing and limits of the [`OpenApiManager`]. Defaults are upstream's where it has one.
-#[derive(Debug, Clone)]
-pub struct OpenApiConfig {
-    /// How often an APIService's specs are downloaded again (upstream: 1 min).
-    pub refresh_period: Duration,
-    /// Deadline of one download, headers and body (upstream: 1 min).
-    pub fetch_timeout: Duration,
-    /// First retry delay after a failure, doubled per failure.
-    pub backoff_base: Duration,
-    /// Longest retry delay.
-    pub backoff_max: Duration,
-    /// Downloads running at once once every APIService has been tried.
-    pub workers: usize,
-    /// Largest spec accepted from a backend, in bytes; a larger one is refused with a
-    /// logged reason and counts as a failed download.
-    pub max_document_bytes: usize,
-}
-
-impl Default for OpenApiConfig {
-    fn default() -> Self {
-        OpenApiConfig {
-            refresh_period: Duration::from_secs(60),
-            fetch_timeout: Duration::from_secs(60),
-            backoff_base: Duration::from_millis(500),
-            backoff_max: Duration::from_secs(60),
-            workers: 2,
-            max_document_bytes: crate::discovery::DEFAULT_MAX_DOCUMENT_BYTES,
-        }
-    }
-}
-
-/// A merged Swagger 2.0 document, encoded both ways.
-#[derive(Debug)]
-pub struct V2Document {
-    /// The JSON encoding.
-    pub json: Bytes,
-    /// The gnostic protobuf encoding.
-    pub proto: Bytes,
-    /// Quoted upper-case hex SHA-512 of the JSON (also used for the protobuf form).
-    pub etag: HeaderValue,
-    /// When it was built.
-    pub last_modified: SystemTime,
-}
-
-impl V2Document {
-    pub(crate) fn new(spec: &Value) -> V2Document {
-        let json = Bytes::from(serde_json::to_vec(spec).unwrap_or_default());
-        V2Document {
-            proto: Bytes::from(proto::encode(spec)),
-            etag: etag_of(&json),
-            json,
-            last_modified: SystemTime::now(),
-        }
-    }
-}
-
-/// A v3 group-version document the aggregator serves itself (converted from v2).
-#[derive(Debug)]
-pub struct V3Document {
-    /// The JSON encoding.
-    pub json: Bytes,
-    /// Upper-case hex SHA-512 of the JSON: the `hash` of its `serverRelativeURL`.
-    pub hash: String,
-    /// When it was built.
-    pub last_modified: SystemTime,
-}
-
-/// Who serves one key of the v3 root.
-#[derive(Debug, Clone)]
-pub enum V3Entry {
-    /// The APIService of this name, through the proxy; its root gave this URL.
-    Remote {
-        /// The APIService name.
-        apiservice: String,
-        /// `serverRelativeURL` from its root.
-        url: String,
-    },
-    /// The aggregator, from the APIService's v2 spec converted.
-    Converted(Arc<V3Document>),
-}
-
-/// What the request path serves, published whole after every download that changed it.
-#[derive(Debug)]
-pub struct OpenApiSnapshot {
-    /// The remote APIServices' v2 specs (filtered to their group-version) in merge order.
-    pub remote_v2: Vec<Arc<Value>>,
-    /// The base spec followed by `remote_v2`, merged: what `/openapi/v2` serves when the
-    /// host has no spec of its own.
-    pub merged_v2: Arc<V2Document>,
-    /// The v3 root keys of remote APIServices (only their own `apis/<group>/<version>`).
-    pub v3: BTreeMap<String, V3Entry>,
-}
 
 /// The spec that heads the merge when the host has none.
 fn base_spec() -> Value {
     json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "unversioned"}, "paths": {}, "definitions": {}})
 }
 
+/// One APIService's download schedule and last good specs.
 struct Entry {
     target: Target,
+    /// When the next download may start.
     due: Instant,
+    /// Failures in a row: the backoff's exponent; 0 after a success.
     failures: u32,
+    /// A download is running: no second one starts.
     in_flight: bool,
+    /// Downloaded at least once; untried APIServices skip the worker limit.
     tried: bool,
+    /// The v2 spec, filtered to the APIService's group-version; `None` for no spec (404).
     v2: Option<Arc<Value>>,
+    /// The backend's `Etag` for `v2`, sent back as `If-None-Match`.
     v2_etag: Option<String>,
+    /// Who serves the APIService's v3 key, once known.
     v3: Option<V3Entry>,
 }
 
+/// What every clone of an [`OpenApiManager`] shares; the request path reads only
+/// `snapshot`.
 struct Shared {
     config: OpenApiConfig,
     timer: Timer,
@@ -198,6 +119,7 @@ impl OpenApiManager {
         &self.shared.config
     }
 
+    /// Tells the run loop to look again.
     fn wake(&self) {
         self.shared.notified.store(true, Ordering::Release);
         for w in lock(&self.shared.wakers).drain(..) {
@@ -205,6 +127,8 @@ impl OpenApiManager {
         }
     }
 
+    /// Merges the entries' specs in upstream's order (group priority, then name) and
+    /// publishes the snapshot (one swap).
     fn publish(&self, entries: &HashMap<String, Entry>) {
         let mut group_priority: HashMap<&str, i32> = HashMap::new();
         for e in entries.values() {
@@ -317,6 +241,8 @@ impl OpenApiManager {
         }
     }
 
+    /// Records one download of `name` (keeping the last good spec on failure), schedules
+    /// the next, and republishes when anything changed.
     fn apply(&self, name: &str, d: Downloaded) {
         let now = self.shared.timer.now();
         let config = &self.shared.config;

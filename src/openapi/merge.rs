@@ -12,6 +12,30 @@
 //!
 //! Where Go iterates maps in random order, this iterates names in sorted order, so the
 //! renames are deterministic.
+//!
+//! The [`OpenApiManager`](super::OpenApiManager) merges with these; they are public for
+//! hosts that build a merged document of their own.
+//!
+//! ```
+//! use kube_aggregator::openapi::merge::{filter_by_path_prefixes, merge_into};
+//! use serde_json::json;
+//!
+//! // A backend's spec also describes paths it does not own: only its group-version stays.
+//! let remote = json!({"swagger": "2.0", "paths": {
+//!     "/apis/metrics.k8s.io/v1beta1/nodes": {"get": {"responses": {"200": {"schema": {"$ref": "#/definitions/NodeMetrics"}}}}},
+//!     "/version": {"get": {"responses": {"200": {"schema": {"$ref": "#/definitions/Info"}}}}}},
+//!   "definitions": {"NodeMetrics": {"type": "object"}, "Info": {"type": "object"}}});
+//! let filtered = filter_by_path_prefixes(&remote, &["/apis/metrics.k8s.io/v1beta1/"]);
+//! assert!(filtered["paths"].get("/version").is_none());
+//! assert!(filtered["definitions"].get("Info").is_none()); // only the dropped path used it
+//!
+//! // Merged into the host's spec: the host's paths win, a clashing definition is renamed.
+//! let mut host = json!({"swagger": "2.0", "paths": {}, "definitions": {"NodeMetrics": {"type": "string"}}});
+//! merge_into(host.as_object_mut().unwrap(), &filtered);
+//! assert_eq!(host["definitions"]["NodeMetrics_v2"]["type"], "object");
+//! let get = &host["paths"]["/apis/metrics.k8s.io/v1beta1/nodes"]["get"];
+//! assert_eq!(get["responses"]["200"]["schema"]["$ref"], "#/definitions/NodeMetrics_v2");
+//! ```
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -53,6 +77,7 @@ fn used_definitions(spec: &Map<String, Value>) -> HashSet<String> {
         .collect()
 }
 
+/// `spec[key]` as an object, created (or replaced, when it is not an object) empty.
 fn object_mut<'a>(spec: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
     let slot = spec
         .entry(key.to_owned())
@@ -66,12 +91,16 @@ fn object_mut<'a>(spec: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<St
     }
 }
 
+/// `spec[key]` when it is an object.
 fn object<'a>(spec: &'a Map<String, Value>, key: &str) -> Option<&'a Map<String, Value>> {
     spec.get(key).and_then(Value::as_object)
 }
 
 /// Keeps the paths of `spec` that start with one of `prefixes`, and drops the definitions
 /// that only dropped paths used. A spec without `paths` is returned as is.
+///
+/// kube-aggregator calls it with the one prefix `/apis/<group>/<version>/` of each
+/// APIService (upstream's `FilterSpecByPathsWithoutSideEffects`); `spec` is not changed.
 pub fn filter_by_path_prefixes(spec: &Value, prefixes: &[&str]) -> Value {
     let Some(map) = spec.as_object() else {
         return spec.clone();
@@ -118,6 +147,8 @@ fn rewrite_refs(v: &mut Value, renames: &HashMap<String, String>) {
     }
 }
 
+/// `v` without its `x-kubernetes-group-version-kind`, for comparing definitions that
+/// differ only in which group-versions claim them.
 fn without_gvk(v: &Value) -> Value {
     let mut v = v.clone();
     if let Value::Object(m) = &mut v {
@@ -126,6 +157,7 @@ fn without_gvk(v: &Value) -> Value {
     v
 }
 
+/// True when `a` and `b` are equal once their GVK lists are set aside.
 fn equal_modulo_gvk(a: &Value, b: &Value) -> bool {
     a == b || without_gvk(a) == without_gvk(b)
 }
@@ -230,6 +262,11 @@ fn merged_gvks(dest: &Value, source: &Value) -> Option<Value> {
 
 /// Merges `source` into `dest` (both Swagger 2.0 objects): the first spec's paths win,
 /// clashing definitions and parameters are renamed. `source` is not changed.
+///
+/// Upstream's `MergeSpecsIgnorePathConflictRenamingDefinitionsAndParameters`: a path of
+/// `source` that `dest` has is skipped whole; a definition or parameter of the same name
+/// and equal content is shared, a different one is renamed `<name>_v2`, `_v3`, ... and
+/// every `$ref` in `source` follows the rename.
 pub fn merge_into(dest: &mut Map<String, Value>, source: &Value) {
     let Some(source_map) = source.as_object() else {
         return;
@@ -312,6 +349,10 @@ pub fn merge_into(dest: &mut Map<String, Value>, source: &Value) {
 /// Merges `specs` in order: the first one's top-level fields (`swagger`, `info`,
 /// `securityDefinitions`, ...) are kept, `paths`, `definitions` and `parameters` come
 /// from all; the maps are written with sorted keys, as Go writes them.
+///
+/// The order is the caller's: the manager passes the host's spec first, then the remote
+/// specs by group priority, then name, as upstream's aggregator sorts them. Values that
+/// are not objects are skipped; no specs give an empty object.
 pub fn merge_all<'a>(specs: impl IntoIterator<Item = &'a Value>) -> Value {
     let mut merged: Option<Map<String, Value>> = None;
     for spec in specs {

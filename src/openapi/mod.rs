@@ -1,6 +1,10 @@
 //! OpenAPI aggregation: `/openapi/v2` merged, `/openapi/v3` routed (kube-aggregator
-//! `pkg/controllers/openapi`, `pkg/controllers/openapiv3`, kube-openapi `pkg/aggregator`,
-//! `pkg/handler`, `pkg/handler3`; docs/upstream-behaviour.md §5.4, §15).
+//! [`pkg/controllers/openapi/aggregator/aggregator.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/openapi/aggregator/aggregator.go)
+//! and
+//! [`pkg/controllers/openapiv3/aggregator/aggregator.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/openapiv3/aggregator/aggregator.go),
+//! kube-openapi [`pkg/aggregator/aggregator.go`](https://github.com/kubernetes/kube-openapi/blob/master/pkg/aggregator/aggregator.go),
+//! [`pkg/handler/handler.go`](https://github.com/kubernetes/kube-openapi/blob/master/pkg/handler/handler.go) and
+//! [`pkg/handler3/handler.go`](https://github.com/kubernetes/kube-openapi/blob/master/pkg/handler3/handler.go)).
 //!
 //! - **`/openapi/v2`**: one Swagger 2.0 document: the host's own spec (asked from the
 //!   inner service's `/openapi/v2`) or, when it has none, a minimal base, then every
@@ -31,14 +35,15 @@
 mod manager;
 pub mod merge;
 pub mod proto;
+mod snapshot;
 pub mod v3;
 
-pub use manager::{
-    OpenApiConfig, OpenApiManager, OpenApiSnapshot, V2Document, V3Document, V3Entry,
-};
+pub use manager::OpenApiManager;
+pub use snapshot::{OpenApiConfig, OpenApiSnapshot, V2Document, V3Document, V3Entry};
 
-/// The protobuf media type `/openapi/v2` answers with.
+/// The protobuf media type `/openapi/v2` answers with, when the `Accept` asks for it.
 pub const PROTOBUF_V2: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
-/// The older spelling client-go sends, still accepted.
+/// The older spelling client-go sends (the only one it asks for), still accepted; the
+/// answer carries [`PROTOBUF_V2`] either way, as kube-openapi's handler answers.
 pub const PROTOBUF_V2_DEPRECATED: &str =
     "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";

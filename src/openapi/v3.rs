@@ -1,12 +1,41 @@
-//! OpenAPI v3: the discovery root (kube-openapi `pkg/handler3`) and the conversion of a
-//! Swagger 2.0 spec for APIServices that serve no v3 (kube-openapi
-//! `pkg/openapiconv/convert.go` `ConvertV2ToV3`, references wrapped as `builder3/util`
-//! `WrapRefs` does).
+//! OpenAPI v3: the discovery root (kube-openapi
+//! [`pkg/handler3/handler.go`](https://github.com/kubernetes/kube-openapi/blob/master/pkg/handler3/handler.go)) and the conversion
+//! of a Swagger 2.0 spec for APIServices that serve no v3 (kube-openapi
+//! [`pkg/openapiconv/convert.go`](https://github.com/kubernetes/kube-openapi/blob/master/pkg/openapiconv/convert.go) `ConvertV2ToV3`,
+//! references wrapped as `builder3/util` `WrapRefs` does).
+//!
+//! Unlike v2, v3 documents are not merged: the root at `/openapi/v3` lists one key per
+//! group-version with a `serverRelativeURL` carrying the document's hash, and clients
+//! (kubectl 1.27+, `kubectl explain`) fetch each document by that URL and cache it for as
+//! long as the hash stays the same.
+//!
+//! ```
+//! use kube_aggregator::openapi::v3::{convert_v2_to_v3, root_document, root_paths};
+//! use serde_json::json;
+//!
+//! let root = root_document([("apis/metrics.k8s.io/v1beta1", "ABC123"), ("api/v1", "DEF456")]);
+//! assert_eq!(root_paths(&root), [
+//!     ("api/v1".to_owned(), "/openapi/v3/api/v1?hash=DEF456".to_owned()),
+//!     ("apis/metrics.k8s.io/v1beta1".to_owned(), "/openapi/v3/apis/metrics.k8s.io/v1beta1?hash=ABC123".to_owned()),
+//! ]);
+//!
+//! // A backend with only a v2 spec: its definitions become components, references follow.
+//! let v3 = convert_v2_to_v3(&json!({"swagger": "2.0", "info": {"title": "metrics", "version": "v1beta1"},
+//!     "paths": {"/apis/metrics.k8s.io/v1beta1/nodes": {"get": {"produces": ["application/json"],
+//!         "responses": {"200": {"description": "OK", "schema": {"$ref": "#/definitions/NodeMetricsList"}}}}}},
+//!     "definitions": {"NodeMetricsList": {"type": "object"}}}));
+//! assert_eq!(v3["openapi"], "3.0.0");
+//! assert!(v3["components"]["schemas"]["NodeMetricsList"].is_object());
+//! let ok = &v3["paths"]["/apis/metrics.k8s.io/v1beta1/nodes"]["get"]["responses"]["200"];
+//! assert_eq!(ok["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/NodeMetricsList");
+//! ```
 
 use serde_json::{Map, Value, json};
 
 /// `{"paths":{"<key>":{"serverRelativeURL":"/openapi/v3/<key>?hash=<HASH>"}}}`, keys
-/// sorted, from `(key, hash)` pairs.
+/// sorted, from `(key, hash)` pairs. Keys are `apis/<group>/<version>` or `api/<version>`
+/// without a leading slash, as upstream lists them; the hash is the upper-case hex
+/// SHA-512 of the document.
 pub fn root_document<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Value {
     let mut entries: Vec<(&str, &str)> = entries.into_iter().collect();
     entries.sort();
@@ -21,7 +50,8 @@ pub fn root_document<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) 
 }
 
 /// The `paths` of a v3 root document: key -> `serverRelativeURL`. Entries of the wrong
-/// shape are skipped.
+/// shape are skipped. The order is the object's (sorted, for a root this crate or Go
+/// wrote).
 pub fn root_paths(root: &Value) -> Vec<(String, String)> {
     root.get("paths")
         .and_then(Value::as_object)
@@ -34,9 +64,13 @@ pub fn root_paths(root: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Where v2 keeps schemas, as a reference prefix.
 const V2_DEFS: &str = "#/definitions/";
+/// Where v3 keeps them.
 const V3_SCHEMAS: &str = "#/components/schemas/";
 
+/// `r` with the part up to and including `from` replaced by `to` (a reference into
+/// another document keeps only its fragment), or `r` unchanged when it has no `from`.
 fn convert_ref(r: &str, from: &str, to: &str) -> String {
     match r.find(from) {
         Some(i) => format!("{to}{}", &r[i + from.len()..]),
@@ -86,12 +120,14 @@ pub fn convert_schema(v: &Value) -> Value {
     Value::Object(out)
 }
 
+/// Copies the vendor extensions (`x-*`) of `from` into `to`.
 fn extensions_into(from: &Map<String, Value>, to: &mut Map<String, Value>) {
     for (k, v) in from.iter().filter(|(k, _)| k.starts_with("x-")) {
         to.insert(k.clone(), v.clone());
     }
 }
 
+/// `v[key]` as a list of strings (`consumes`, `produces`); empty when absent.
 fn strings(v: &Value, key: &str) -> Vec<String> {
     v.get(key)
         .and_then(Value::as_array)
@@ -101,6 +137,8 @@ fn strings(v: &Value, key: &str) -> Vec<String> {
         .collect()
 }
 
+/// A non-body v2 parameter as v3: its `type`, `format` and `uniqueItems` move into a
+/// `schema`; a `$ref` points into `#/components/parameters/` and gets no schema.
 fn convert_parameter(p: &Value) -> Value {
     let Some(m) = p.as_object() else {
         return p.clone();
@@ -136,6 +174,8 @@ fn convert_parameter(p: &Value) -> Value {
     Value::Object(out)
 }
 
+/// A v2 response as v3: its schema under `content`, once per `produces` media type; a
+/// `$ref` points into `#/components/responses/`.
 fn convert_response(r: &Value, produces: &[String]) -> Value {
     let Some(m) = r.as_object() else {
         return r.clone();
@@ -162,6 +202,9 @@ fn convert_response(r: &Value, produces: &[String]) -> Value {
     Value::Object(out)
 }
 
+/// A v2 operation as v3: the `body` parameter becomes `requestBody`, the rest
+/// [`convert_parameter`], the responses [`convert_response`] with the operation's
+/// `produces`.
 fn convert_operation(op: &Value) -> Value {
     let Some(m) = op.as_object() else {
         return op.clone();
@@ -224,6 +267,13 @@ fn convert_operation(op: &Value) -> Value {
 }
 
 /// A Swagger 2.0 spec as an OpenAPI 3.0.0 document.
+///
+/// `definitions` become `components.schemas`, global `responses` become
+/// `components.responses`, security definitions `components.securitySchemes` (global
+/// `parameters` are not carried over); each
+/// operation's `body` parameter becomes its
+/// `requestBody` (one entry per `consumes` type) and each response's schema a `content`
+/// entry per `produces` type. Vendor extensions are kept where they stood.
 pub fn convert_v2_to_v3(v2: &Value) -> Value {
     let mut out = Map::new();
     out.insert("openapi".into(), Value::String("3.0.0".into()));

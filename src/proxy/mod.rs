@@ -94,6 +94,37 @@ pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// A request body that fails while it is being sent (a malformed chunk, a client reset)
 /// is answered 400 `BadRequest`, not 503: the fault is the client's. Upgrade requests go
 /// through [`forward_upgrade`] instead.
+///
+/// ```
+/// use http::{Request, Response, StatusCode};
+/// use kube_aggregator::Body;
+/// use kube_aggregator::authn::UserInfo;
+/// use kube_aggregator::proxy::forward;
+/// use kube_aggregator::rt::Timer;
+/// use kube_aggregator::transport::BackendClient;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// // A backend that answers with what it was told about the caller.
+/// let backend = BackendClient::new(tower::service_fn(|req: Request<Body>| async move {
+///     let who = req.headers()["x-remote-user"].to_str().unwrap().to_owned();
+///     Ok(Response::new(Body::full(format!("{} {}", req.uri(), who))))
+/// }));
+/// let req = Request::get("/apis/metrics.k8s.io/v1beta1/nodes").body(Body::empty()).unwrap();
+/// let res = forward(backend, &Timer::tokio(), &"10.0.0.5:4443".parse().unwrap(),
+///     &UserInfo::new("alice", ["dev"]), None, req).await;
+/// assert_eq!(res.status(), StatusCode::OK);
+///
+/// // A backend that cannot be reached: Go's plain-text 503.
+/// let down = BackendClient::new(tower::service_fn(|_: Request<Body>| async {
+///     Err::<Response<Body>, _>("dial tcp 10.0.0.5:4443: connect: connection refused".into())
+/// }));
+/// let req = Request::get("/apis/metrics.k8s.io/v1beta1/nodes").body(Body::empty()).unwrap();
+/// let res = forward(down, &Timer::tokio(), &"10.0.0.5:4443".parse().unwrap(),
+///     &UserInfo::new("alice", ["dev"]), None, req).await;
+/// assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+/// # }
+/// ```
 pub async fn forward(
     client: BackendClient,
     timer: &Timer,

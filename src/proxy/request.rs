@@ -64,6 +64,7 @@ pub(crate) fn escaped_path_and_query(uri: &Uri) -> String {
     pq
 }
 
+// The forwarding headers Go's reverse proxy and apimachinery's transport set.
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 const X_FORWARDED_URI: HeaderName = HeaderName::from_static("x-forwarded-uri");

@@ -363,6 +363,10 @@ impl Registry {
     /// with backoff), which brings it back when the backend answers. True when this call
     /// made it unavailable (concurrent reports flip it once).
     ///
+    /// The aggregator calls it for every proxied request that found the backend
+    /// unreachable; a host with its own health signal may call it too. An APIService that
+    /// is already unavailable (or unknown) is left alone and `false` is returned.
+    ///
     /// [`AvailabilityConfig::passive_recheck`]: crate::availability::AvailabilityConfig::passive_recheck
     pub fn report_unreachable(&self, name: &str, message: &str) -> bool {
         if !self.snapshot().get(name).is_some_and(|r| r.is_available()) {
@@ -388,6 +392,21 @@ impl Registry {
     /// Completes once the published generation is greater than `seen`, with the new
     /// generation. Pass [`RoutingTable::generation`] of the snapshot last read; a change
     /// published before the first poll is seen at once, so none is missed.
+    ///
+    /// ```
+    /// use kube_aggregator::registry::Registry;
+    /// use kube_aggregator::source::ApiServiceEvent;
+    /// use kube_aggregator::transport::InMemoryTransport;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let registry = Registry::new(InMemoryTransport::new());
+    /// let seen = registry.snapshot().generation();
+    /// let waiter = tokio::spawn(registry.changed(seen));
+    /// registry.apply(ApiServiceEvent::Deleted("v1.nothing".into())).unwrap();
+    /// assert_eq!(waiter.await.unwrap(), seen + 1);
+    /// # }
+    /// ```
     pub fn changed(&self, seen: u64) -> Changed {
         Changed {
             registry: self.clone(),

@@ -1,3 +1,6 @@
+//! The registry's snapshots: groups rebuilt incrementally in upstream's order, a resync
+//! published as one generation, and timestamps taken from the injected clock.
+
 use super::*;
 use crate::testing::NoTransport;
 

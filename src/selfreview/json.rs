@@ -56,6 +56,7 @@ pub(super) fn check_type(
     Ok(())
 }
 
+/// How Go's decoder names a JSON value's type in its errors.
 fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -67,6 +68,8 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// The review's `spec` (an object, or absent: an empty spec), or the decoder's error
+/// naming `what`.
 fn spec_field(value: &Value, what: &str) -> Result<Value, ReviewError> {
     match value.get("spec") {
         None | Some(Value::Null) => Ok(Value::Object(Map::new())),
@@ -78,12 +81,14 @@ fn spec_field(value: &Value, what: &str) -> Result<Value, ReviewError> {
     }
 }
 
+/// The spec of a `SelfSubjectAccessReview` in JSON form.
 pub(super) fn access_review(value: &Value) -> Result<AccessReview, ReviewError> {
     let spec = spec_field(value, "SelfSubjectAccessReview")?;
     serde_json::from_value(spec)
         .map_err(|e| ReviewError::Decode(format!("SelfSubjectAccessReview.spec: {e}")))
 }
 
+/// `spec.namespace` of a `SelfSubjectRulesReview` in JSON form (empty when absent).
 pub(super) fn rules_review_namespace(value: &Value) -> Result<String, ReviewError> {
     let spec = spec_field(value, "SelfSubjectRulesReview")?;
     match spec.get("namespace") {
@@ -96,6 +101,7 @@ pub(super) fn rules_review_namespace(value: &Value) -> Result<String, ReviewErro
     }
 }
 
+/// An answer's `kind`, `apiVersion` and `metadata`, in that order.
 fn head(kind: Kind, metadata: Value) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("kind".into(), kind.name().into());
@@ -104,10 +110,12 @@ fn head(kind: Kind, metadata: Value) -> Map<String, Value> {
     m
 }
 
+/// The `metadata` 1.32 writes for an object it never stored.
 fn no_timestamp() -> Value {
     json!({"creationTimestamp": null})
 }
 
+/// A `SelfSubjectAccessReview` with the request's spec and the `status` decided.
 pub(super) fn access_review_answer(
     review: &AccessReview,
     status: &SubjectAccessReviewStatus,
@@ -124,6 +132,8 @@ pub(super) fn access_review_answer(
     Value::Object(m)
 }
 
+/// A `SelfSubjectRulesReview` with an empty spec and the `status` listing `rules`
+/// (`resourceRules` and `nonResourceRules` always present, `incomplete` always written).
 pub(super) fn rules_review_answer(rules: &Rules) -> Value {
     let mut status = Map::new();
     status.insert(
@@ -144,6 +154,8 @@ pub(super) fn rules_review_answer(rules: &Rules) -> Value {
     Value::Object(m)
 }
 
+/// A `SelfSubjectReview` whose `status.userInfo` is `user`, created at `created` (RFC
+/// 3339).
 pub(super) fn subject_review_answer(user: &UserInfo, created: &str) -> Value {
     let mut info = Map::new();
     if !user.name.is_empty() {

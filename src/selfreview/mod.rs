@@ -1,6 +1,9 @@
 //! SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview: what
 //! `kubectl auth can-i`, `kubectl auth can-i --list` and `kubectl auth whoami` ask
-//! (docs/upstream-behaviour.md §14).
+//! (kubernetes
+//! [`pkg/registry/authorization/selfsubjectaccessreview/rest.go`](https://github.com/kubernetes/kubernetes/blob/master/pkg/registry/authorization/selfsubjectaccessreview/rest.go),
+//! [`pkg/registry/authorization/selfsubjectrulesreview/rest.go`](https://github.com/kubernetes/kubernetes/blob/master/pkg/registry/authorization/selfsubjectrulesreview/rest.go),
+//! [`pkg/registry/authentication/selfsubjectreview/rest.go`](https://github.com/kubernetes/kubernetes/blob/master/pkg/registry/authentication/selfsubjectreview/rest.go)).
 //!
 //! [`SelfReviewLayer`] answers `POST` to
 //!
@@ -55,7 +58,9 @@ pub use service::{ResponseFuture, SelfReviewLayer, SelfReviewService};
 
 use crate::authz::{NonResourceAttributes, ResourceAttributes};
 
+/// The `apiVersion` of the access and rules reviews.
 const AUTHORIZATION_V1: &str = "authorization.k8s.io/v1";
+/// The `apiVersion` of the subject review.
 const AUTHENTICATION_V1: &str = "authentication.k8s.io/v1";
 
 /// The three kinds served.
@@ -68,6 +73,7 @@ enum Kind {
 }
 
 impl Kind {
+    /// The `kind` of the review.
     fn name(self) -> &'static str {
         match self {
             Kind::AccessReview => "SelfSubjectAccessReview",
@@ -76,6 +82,7 @@ impl Kind {
         }
     }
 
+    /// The `apiVersion` of the review.
     fn api_version(self) -> &'static str {
         match self {
             Kind::AccessReview | Kind::RulesReview => AUTHORIZATION_V1,

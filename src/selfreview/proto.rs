@@ -20,22 +20,26 @@ use crate::authz::{
 pub(crate) const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 const MAGIC: &[u8; 4] = b"k8s\0";
 
-/// A field's value on the wire.
+/// A field's value on the wire: only length-delimited values are kept (every field read
+/// from a review's spec is a string or a message); varints and fixed values are skipped.
 enum Wire<'a> {
     Varint,
     Bytes(&'a [u8]),
     Fixed,
 }
 
-/// Reads the fields of one message.
+/// Reads the fields of one message, in order, as `(field number, value)`; an iterator so
+/// unknown fields cost nothing. Stops at the first malformed field with an error.
 struct Fields<'a> {
     buf: &'a [u8],
 }
 
+/// The error of a message that ends inside a field.
 fn truncated() -> ReviewError {
     ReviewError::Decode("protobuf: unexpected end of message".to_owned())
 }
 
+/// A base-128 varint from the front of `buf`, advancing it; at most 10 bytes.
 fn varint(buf: &mut &[u8]) -> Result<u64, ReviewError> {
     let mut v: u64 = 0;
     for shift in (0..64).step_by(7) {
@@ -98,12 +102,15 @@ fn fields(buf: &[u8]) -> Fields<'_> {
     Fields { buf }
 }
 
+/// A string field: UTF-8 or an error (Go would keep the bytes; a name must be text here).
 fn text(b: &[u8]) -> Result<String, ReviewError> {
     String::from_utf8(b.to_vec())
         .map_err(|_| ReviewError::Decode("protobuf: a string field is not valid UTF-8".into()))
 }
 
-/// The object inside the envelope, with its `apiVersion` and `kind`.
+/// The object inside the envelope, with its `apiVersion` and `kind`: `body` is `k8s\0`
+/// followed by a `runtime.Unknown` (field 1 `typeMeta {apiVersion, kind}`, field 2
+/// `raw`). A body without the prefix gets apimachinery's own message.
 pub(crate) fn unwrap_envelope(body: &[u8]) -> Result<(String, String, &[u8]), ReviewError> {
     let unknown = body.strip_prefix(MAGIC).ok_or_else(|| {
         ReviewError::Decode("provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]".into())
@@ -223,7 +230,8 @@ pub(crate) fn decode_subject_review(raw: &[u8]) -> Result<(), ReviewError> {
     Ok(())
 }
 
-/// Writes protobuf fields.
+/// Writes protobuf fields: tag, then the value, with lengths as varints. Fields equal to
+/// their default are left out, as Go's generated marshallers leave them.
 #[derive(Default)]
 struct Enc(Vec<u8>);
 

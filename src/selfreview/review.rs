@@ -11,7 +11,8 @@ use crate::authz::{
     SelectorRequirement, SubjectAccessReviewStatus,
 };
 
-/// How much of a selector could be used.
+/// How much of a selector could be used: all of it, part of it (some requirements did
+/// not parse), or none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Parsed {
     Whole,
@@ -87,6 +88,7 @@ pub(super) fn attributes(
     (attrs, notes)
 }
 
+/// The requirements that parsed and how much that is of what was asked.
 fn outcome<T>(reqs: Vec<T>, errors: bool) -> (Vec<T>, Parsed) {
     let parsed = match (errors, reqs.is_empty()) {
         (false, _) => Parsed::Whole,
@@ -128,6 +130,7 @@ fn fields(s: &SelectorAttributes) -> (Vec<SelectorRequirement>, Parsed) {
     }
 }
 
+/// A label selector's requirements, as [`fields`] does for field selectors.
 fn labels(s: &SelectorAttributes) -> (Vec<SelectorRequirement>, Parsed) {
     if !s.requirements.is_empty() {
         let mut errors = false;

@@ -1,3 +1,7 @@
+//! [`SelfReviewLayer`] and its service: which requests are self reviews, and how one is
+//! read, answered and written (the formats are `json.rs`'s and `proto.rs`'s, the
+//! attributes `review.rs`'s).
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -15,17 +19,51 @@ use crate::authz::{Authorizer, RequestInfo, Rules};
 use crate::body::{Body, BoxError};
 use crate::status::{Status, StatusCause, StatusDetails};
 
-/// Upstream's limit on a create request's body (`maxRequestBodyBytes`, 3 MB).
+/// Upstream's limit on a create request's body (`maxRequestBodyBytes`, 3 MB); a larger
+/// review is answered 413 `RequestEntityTooLarge`.
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
 /// Layer that answers the self reviews (see the [module docs](super)).
+///
+/// ```
+/// use http::{Request, Response, StatusCode};
+/// use http_body_util::BodyExt;
+/// use kube_aggregator::Body;
+/// use kube_aggregator::authn::UserInfo;
+/// use kube_aggregator::authz::PrivilegedGroups;
+/// use kube_aggregator::selfreview::SelfReviewLayer;
+/// use tower::{Layer, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let service = SelfReviewLayer::new(PrivilegedGroups::system_masters())
+///     .layer(tower::service_fn(|_: Request<Body>| async {
+///         Ok::<_, std::convert::Infallible>(Response::new(Body::empty()))
+///     }));
+///
+/// // kubectl auth can-i list nodes, as a member of system:masters.
+/// let review = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview",
+///     "spec":{"resourceAttributes":{"verb":"list","resource":"nodes"}}}"#;
+/// let mut req = Request::post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+///     .header("content-type", "application/json")
+///     .body(Body::full(review)).unwrap();
+/// req.extensions_mut().insert(UserInfo::new("admin", ["system:masters"]));
+/// let res = service.oneshot(req).await.unwrap();
+/// assert_eq!(res.status(), StatusCode::CREATED);
+/// let body = res.into_body().collect().await.unwrap().to_bytes();
+/// let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+/// assert_eq!(answer["status"]["allowed"], true);
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct SelfReviewLayer<Z> {
     authorizer: Arc<Z>,
 }
 
 impl<Z: Authorizer> SelfReviewLayer<Z> {
-    /// A layer answering from `authorizer` (normally the authorization layer's own).
+    /// A layer answering from `authorizer` (normally the authorization layer's own, so a
+    /// review says what the stack itself decides). The authorizer is shared (`Arc`) by
+    /// every service the layer builds.
     pub fn new(authorizer: Z) -> Self {
         SelfReviewLayer {
             authorizer: Arc::new(authorizer),
@@ -53,7 +91,8 @@ impl<S, Z> Layer<S> for SelfReviewLayer<Z> {
     }
 }
 
-/// Service of [`SelfReviewLayer`].
+/// Service of [`SelfReviewLayer`]: answers the three review paths itself and calls the
+/// inner service for everything else. Ready when the inner service is.
 #[derive(Debug)]
 pub struct SelfReviewService<S, Z> {
     inner: S,
@@ -131,6 +170,7 @@ where
     }
 }
 
+/// A 400 `BadRequest` Status with `message`.
 fn bad_request(message: impl Into<String>) -> Response<Body> {
     Status::failure(StatusCode::BAD_REQUEST, "BadRequest", message).into_response()
 }
@@ -174,6 +214,9 @@ fn invalid_access_review(review: &AccessReview) -> Option<Response<Body>> {
     Some(s.into_response())
 }
 
+/// One self review, from request to answer, in upstream's order: the user (400 without
+/// one), the body's media type (415), the `Accept` (406), the body within [`MAX_BODY`]
+/// (413), then [`respond`]. A body that does not decode is 400 with the decoder's message.
 async fn answer<B, Z>(kind: Kind, req: Request<B>, authorizer: &Z) -> Response<Body>
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
@@ -220,7 +263,10 @@ where
     }
 }
 
-/// Decodes the review, answers it, and encodes the answer.
+/// Decodes the review, answers it, and encodes the answer: `201 Created` with the review
+/// in `output`'s media type. The access review's spec is echoed back with its status;
+/// the rules review answers for the namespace it names (400 without one); the subject
+/// review is stamped with the system clock's time, as the API server stamps it.
 async fn respond<Z: Authorizer + ?Sized>(
     kind: Kind,
     input: Format,

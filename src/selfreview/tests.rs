@@ -1,3 +1,7 @@
+//! The self reviews end to end through the layer: answers for the request's own user,
+//! upstream's validation messages, rules and subject reviews, the protobuf bodies kubectl
+//! 1.32 sends, and the refusals (wrong method, media type, size).
+
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 

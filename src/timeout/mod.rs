@@ -1,5 +1,5 @@
 //! Request timeouts: kube-apiserver's deadline and timeout filters for requests that are
-//! not long-running (docs/upstream-behaviour.md §12).
+//! not long-running.
 //!
 //! [`TimeoutLayer`] gives every request that is not long-running a deadline of
 //! `--request-timeout` (default 60 s), shortened by a `?timeout=` in the URL when that is
@@ -11,8 +11,8 @@
 //!
 //! Long-running requests get no deadline: watches, `proxy`, the `attach`, `exec`, `log`,
 //! `portforward` and `proxy` subresources and `/debug/pprof/` ([`LongRunningCheck`]). A host
-//! whose extension servers stream on other subresources (a VM console, say: known failure
-//! B20) adds them with [`LongRunningCheck::or`].
+//! whose extension servers stream on other subresources (a VM console, say, which upstream
+//! would cut off after 60 s) adds them with [`LongRunningCheck::or`].
 //!
 //! Mirrors k8s.io/apiserver
 //! [`pkg/endpoints/filters/request_deadline.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/request_deadline.go),
@@ -100,6 +100,19 @@ impl LongRunningCheck {
 
     /// This check, or `rule`: the request is long-running when either says so. `rule`
     /// sees the request head (method, URI, headers) and its [`RequestInfo`].
+    ///
+    /// ```
+    /// use kube_aggregator::authz::RequestInfo;
+    /// use kube_aggregator::timeout::LongRunningCheck;
+    ///
+    /// // A VM console streams for as long as someone watches it.
+    /// let check = LongRunningCheck::kube_apiserver()
+    ///     .or(|_, info| info.api_group == "subresources.kubevirt.io" && info.subresource == "console");
+    /// let console = http::Request::get("/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachineinstances/vm/console")
+    ///     .body(()).unwrap();
+    /// let info = RequestInfo::from_parts(console.method(), console.uri()).unwrap();
+    /// assert!(check.is_long_running(&console.into_parts().0, &info));
+    /// ```
     pub fn or(
         mut self,
         rule: impl Fn(&http::request::Parts, &RequestInfo) -> bool + Send + Sync + 'static,
@@ -131,6 +144,18 @@ impl LongRunningCheck {
 ///
 /// A value Go's `time.ParseDuration` refuses, with upstream's 400 message, e.g.
 /// `invalid timeout specified in the request URL - time: invalid duration "foo"`.
+///
+/// ```
+/// use std::time::Duration;
+/// use kube_aggregator::timeout::request_deadline;
+///
+/// let max = Duration::from_secs(60);
+/// let uri = |s: &str| s.parse::<http::Uri>().unwrap();
+/// assert_eq!(request_deadline(&uri("/api/v1/pods?timeout=10s"), max).unwrap(), Duration::from_secs(10));
+/// assert_eq!(request_deadline(&uri("/api/v1/pods?timeout=2h"), max).unwrap(), max); // capped
+/// assert_eq!(request_deadline(&uri("/api/v1/pods"), max).unwrap(), max);
+/// assert!(request_deadline(&uri("/api/v1/pods?timeout=soon"), max).is_err());
+/// ```
 pub fn request_deadline(uri: &http::Uri, maximum: Duration) -> Result<Duration, InvalidTimeout> {
     let Some(query) = uri.query() else {
         return Ok(maximum);

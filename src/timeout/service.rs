@@ -1,3 +1,6 @@
+//! [`TimeoutLayer`] and its service: the deadline raced against the response head, then
+//! carried by the response body.
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -23,11 +26,34 @@ use crate::rt::Timer;
 /// when it does not; 400 `BadRequest` for a `?timeout=` that is not a Go duration. A body
 /// still streaming at the deadline ends with an error, which makes the server abort it.
 /// Time is read from the injected [`Timer`].
+///
+/// ```
+/// use http::{Request, Response, StatusCode};
+/// use kube_aggregator::Body;
+/// use kube_aggregator::rt::Timer;
+/// use kube_aggregator::timeout::TimeoutLayer;
+/// use tower::{Layer, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let service = TimeoutLayer::new(Timer::tokio()).layer(tower::service_fn(|_: Request<Body>| async {
+///     Ok::<_, std::convert::Infallible>(Response::new(Body::full("ok")))
+/// }));
+/// // An answer well within the deadline passes.
+/// let req = Request::get("/api/v1/pods?timeout=30s").body(Body::empty()).unwrap();
+/// assert_eq!(service.clone().oneshot(req).await.unwrap().status(), StatusCode::OK);
+/// // A `?timeout=` that is not a Go duration is refused before the handler runs.
+/// let req = Request::get("/api/v1/pods?timeout=soon").body(Body::empty()).unwrap();
+/// assert_eq!(service.oneshot(req).await.unwrap().status(), StatusCode::BAD_REQUEST);
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct TimeoutLayer {
     shared: Arc<Shared>,
 }
 
+/// What every service of one layer reads: the timer, `--request-timeout`, and which
+/// requests are exempt.
 #[derive(Debug)]
 struct Shared {
     timer: Timer,
@@ -82,7 +108,9 @@ impl<S> Layer<S> for TimeoutLayer {
     }
 }
 
-/// Service of [`TimeoutLayer`].
+/// Service of [`TimeoutLayer`]. Ready when the inner service is; the deadline starts when
+/// `call` is made, so time spent waiting for readiness does not count, as upstream's
+/// starts with the request.
 #[derive(Debug, Clone)]
 pub struct TimeoutService<S> {
     inner: S,

@@ -1,3 +1,7 @@
+//! The timeout filter: `?timeout=` parsing with Go's errors, the long-running
+//! classification, and, on a virtual clock, the 504 at the deadline, the shortened and
+//! maximum deadlines, exempt requests, and bodies aborted mid-stream.
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;

@@ -138,6 +138,21 @@ impl ConnectError {
     }
 
     /// The first `ConnectError` in `err`'s source chain.
+    ///
+    /// ```
+    /// use kube_aggregator::body::BoxError;
+    /// use kube_aggregator::transport::ConnectError;
+    ///
+    /// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    /// let dial = ConnectError::new("dial tcp 10.0.0.5:443: connect: connection refused", Some(Box::new(refused)));
+    /// // Wrapped by a client that adds context: still found.
+    /// #[derive(Debug, thiserror::Error)]
+    /// #[error("request failed")]
+    /// struct Wrapped(#[source] ConnectError);
+    /// let err: BoxError = Box::new(Wrapped(dial));
+    /// assert!(ConnectError::find(&*err).is_some());
+    /// assert!(ConnectError::find(&std::fmt::Error).is_none());
+    /// ```
     pub fn find<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a ConnectError> {
         let mut cur = Some(err);
         while let Some(e) = cur {

@@ -69,6 +69,21 @@ impl ClientCertificate {
     ///
     /// [`TlsConfigError::ClientCertificate`] when the chain holds no certificate, the key
     /// does not parse or is of an unsupported type, or the key does not match the leaf.
+    ///
+    /// ```
+    /// use kube_aggregator::transport::{ClientCertificate, TlsConfigError};
+    ///
+    /// let key = rcgen::KeyPair::generate().unwrap();
+    /// let cert = rcgen::CertificateParams::new(vec!["front-proxy-client".into()]).unwrap()
+    ///     .self_signed(&key).unwrap();
+    /// let proxy = ClientCertificate::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap();
+    ///
+    /// // A rotation with a key that is not the certificate's is refused; the old pair stays.
+    /// let other = rcgen::KeyPair::generate().unwrap();
+    /// let err = proxy.set_pem(cert.pem().as_bytes(), other.serialize_pem().as_bytes()).unwrap_err();
+    /// assert!(matches!(err, TlsConfigError::ClientCertificate(_)));
+    /// assert!(ClientCertificate::from_pem(b"", b"").is_err());
+    /// ```
     pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<ClientCertificate, TlsConfigError> {
         let c = ClientCertificate::default();
         c.set_pem(cert_pem, key_pem)?;
@@ -121,6 +136,8 @@ impl ClientCertificate {
     }
 }
 
+/// rustls asks this on every handshake that requests a client certificate, so a
+/// rotation reaches the next connection without rebuilding any `ClientConfig`.
 impl ResolvesClientCert for ClientCertificate {
     fn resolve(&self, _hints: &[&[u8]], _schemes: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
         self.current.load_full()
@@ -131,6 +148,8 @@ impl ResolvesClientCert for ClientCertificate {
     }
 }
 
+/// The crypto provider of every TLS config the crate builds, client and server: rustls'
+/// `ring` provider (built fastest here, and the only one enabled).
 pub(crate) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
@@ -218,6 +237,8 @@ struct SessionsPerCertificate {
 }
 
 impl SessionsPerCertificate {
+    /// The session cache of the current certificate, started afresh (the old one
+    /// dropped) the first time it is asked for after a rotation.
     fn cache(&self) -> Arc<rustls::client::ClientSessionMemoryCache> {
         let generation = self.cert.generation();
         let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());

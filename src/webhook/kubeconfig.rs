@@ -183,6 +183,7 @@ struct Named<T> {
     value: T,
 }
 
+/// A kubeconfig cluster: where the webhook is and how its certificate is checked.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "kebab-case", default)]
 struct RawCluster {
@@ -192,6 +193,7 @@ struct RawCluster {
     insecure_skip_tls_verify: bool,
 }
 
+/// A kubeconfig user: the credentials the webhook is called with.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "kebab-case", default)]
 struct RawUser {
@@ -204,6 +206,7 @@ struct RawUser {
     token_file: Option<PathBuf>,
 }
 
+/// A kubeconfig context: which cluster with which user.
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct RawContext {
@@ -218,6 +221,26 @@ impl Kubeconfig {
     ///
     /// A [`KubeconfigError`] naming `path`: the file cannot be read
     /// ([`KubeconfigErrorKind::Read`]), or any error of [`Kubeconfig::parse`].
+    ///
+    /// ```
+    /// use kube_aggregator::webhook::{Kubeconfig, KubeconfigErrorKind};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("kube-aggregator-kubeconfig-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// std::fs::write(dir.join("token"), "s3cret\n").unwrap();
+    /// std::fs::write(dir.join("authz.kubeconfig"), r#"
+    /// clusters: [{name: authz, cluster: {server: "https://authz.example:8443/authorize"}}]
+    /// users: [{name: apiserver, user: {tokenFile: token}}]
+    /// "#).unwrap();
+    /// // tokenFile is read relative to the kubeconfig's directory.
+    /// let k = Kubeconfig::load(&dir.join("authz.kubeconfig")).unwrap();
+    /// assert_eq!(k.token.as_deref(), Some("s3cret"));
+    ///
+    /// let err = Kubeconfig::load(&dir.join("missing.kubeconfig")).unwrap_err();
+    /// assert!(matches!(err.kind(), KubeconfigErrorKind::Read(_)));
+    /// assert_eq!(err.file(), Some(dir.join("missing.kubeconfig").as_path()));
+    /// std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
     pub fn load(path: &Path) -> Result<Kubeconfig, KubeconfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| KubeconfigError::from(KubeconfigErrorKind::Read(e)).in_file(path))?;

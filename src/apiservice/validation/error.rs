@@ -70,6 +70,7 @@ pub struct FieldError {
 }
 
 impl FieldError {
+    /// A field error of any kind, as apimachinery's `field.Error` literal.
     pub(super) fn new(
         field: impl Into<String>,
         kind: FieldErrorKind,
@@ -84,14 +85,17 @@ impl FieldError {
         }
     }
 
+    /// `field.Required`: `<field>: Required value: <detail>`.
     pub(super) fn required(field: &str, detail: &str) -> Self {
         Self::new(field, FieldErrorKind::Required, None, detail)
     }
 
+    /// `field.Forbidden`: `<field>: Forbidden: <detail>`.
     pub(super) fn forbidden(field: &str, detail: &str) -> Self {
         Self::new(field, FieldErrorKind::Forbidden, None, detail)
     }
 
+    /// `field.Invalid` of a string, echoed Go-quoted: `Invalid value: "v1.foo": ...`.
     pub(super) fn invalid_str(field: &str, value: &str, detail: impl Into<String>) -> Self {
         Self::new(
             field,
@@ -101,6 +105,7 @@ impl FieldError {
         )
     }
 
+    /// `field.Invalid` of a number, echoed bare: `Invalid value: 0: ...`.
     pub(super) fn invalid_int(field: &str, value: i32, detail: &str) -> Self {
         Self::new(
             field,
@@ -110,6 +115,7 @@ impl FieldError {
         )
     }
 
+    /// `field.Invalid` of a boolean, echoed bare: `Invalid value: true: ...`.
     pub(super) fn invalid_bool(field: &str, value: bool, detail: &str) -> Self {
         Self::new(
             field,

@@ -78,6 +78,8 @@ pub fn validate(svc: &ApiService) -> Result<(), ValidationError> {
     }
 }
 
+/// The `metadata` rules: the name (path-segment rules, then `<version>.<group>`), no
+/// namespace, labels and annotations.
 fn validate_metadata(svc: &ApiService, errors: &mut Vec<FieldError>) {
     let meta = &svc.metadata;
     if meta.name.is_empty() {
@@ -124,6 +126,7 @@ fn apiservice_name_problems(name: &str, required: &str) -> Vec<String> {
     Vec::new()
 }
 
+/// apimachinery `ValidateLabels`: each key a qualified name, each value a label value.
 fn validate_labels(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
     for (key, value) in &meta.labels {
         for msg in names::qualified_name_problems(key) {
@@ -135,6 +138,8 @@ fn validate_labels(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// apimachinery `ValidateAnnotations`: lower-cased keys as qualified names, and the
+/// total size of keys and values within 256 KiB.
 fn validate_annotations(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
     let mut total = 0usize;
     for (key, value) in &meta.annotations {
@@ -154,6 +159,9 @@ fn validate_annotations(meta: &ObjectMeta, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// The `spec` rules of kube-aggregator's `ValidateAPIServiceSpec`: group, version,
+/// priorities, then the local or remote service rules (a local APIService stops after
+/// its two, as upstream returns early).
 fn validate_spec(svc: &ApiService, errors: &mut Vec<FieldError>) {
     let spec = &svc.spec;
     if spec.group.is_empty() && spec.version != "v1" {
@@ -226,6 +234,8 @@ fn validate_spec(svc: &ApiService, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// kube-aggregator's `ValidateAPIServiceStatus`: each condition's status is `True`,
+/// `False` or `Unknown` (a `NotSupported` error listing them otherwise).
 fn validate_status(svc: &ApiService, errors: &mut Vec<FieldError>) {
     for (i, cond) in svc.status.conditions.iter().enumerate() {
         if !matches!(cond.status.as_str(), "True" | "False" | "Unknown") {

@@ -1,3 +1,8 @@
+//! The APIService validation rules against upstream's messages, one test per rule of
+//! kube-aggregator's `validation.go` (bounds inclusive, the name rules before the
+//! `<version>.<group>` check, local APIServices stopping after their two rules), and the
+//! order and de-duplication of several errors in one `Invalid` answer.
+
 use super::*;
 use crate::apiservice::types::{ApiServiceCondition, ServiceReference};
 

@@ -1,6 +1,6 @@
 //! What a request asks for, read from its method and URL: the port of k8s.io/apiserver
-//! `pkg/endpoints/request/requestinfo.go` (`RequestInfoFactory.NewRequestInfo`,
-//! docs/upstream-behaviour.md §9).
+//! [`pkg/endpoints/request/requestinfo.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/request/requestinfo.go)
+//! (`RequestInfoFactory.NewRequestInfo`).
 //!
 //! kube-apiserver computes a [`RequestInfo`] for every request before authentication;
 //! the authorizer, the long-running check and the Forbidden message all read it.
@@ -153,6 +153,18 @@ pub(crate) fn ensure<B>(req: &mut http::Request<B>) -> Result<(), RequestInfoErr
 /// Which path prefixes hold resources (upstream `RequestInfoFactory`).
 ///
 /// Prefixes are written without leading or trailing slashes.
+///
+/// ```
+/// use kube_aggregator::authz::request_info::RequestInfoConfig;
+///
+/// // A host that also serves resources under /clusters-api/<group>/<version>/...
+/// let config = RequestInfoConfig {
+///     api_prefixes: vec!["api".into(), "apis".into(), "clusters-api".into()],
+///     ..RequestInfoConfig::default()
+/// };
+/// let info = config.resolve(&http::Method::GET, &"/clusters-api/example.com/v1/widgets".parse().unwrap()).unwrap();
+/// assert_eq!((info.api_group.as_str(), info.resource.as_str(), info.verb.as_str()), ("example.com", "widgets", "list"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestInfoConfig {
     /// Prefixes under which resource requests live.

@@ -23,6 +23,8 @@ pub(super) struct QueryParams<'q> {
 }
 
 impl<'q> QueryParams<'q> {
+    /// One pass over the raw query (`?` excluded), keeping the first value of each
+    /// parameter of interest; later repeats are ignored, as `Values.Get` ignores them.
     pub(super) fn scan(query: &'q str) -> Self {
         let mut out = QueryParams::default();
         for pair in query.split('&') {

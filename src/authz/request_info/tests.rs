@@ -1,3 +1,7 @@
+//! RequestInfo against the tables of apiserver's `requestinfo_test.go` (resource and
+//! non-resource requests, selectors, errors), plus the places this port deliberately
+//! differs (undecodable paths, an empty resource segment) and inputs that must not panic.
+
 use super::*;
 
 fn resolve(method: &str, url: &str) -> Result<RequestInfo, RequestInfoError> {

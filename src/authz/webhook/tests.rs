@@ -1,3 +1,8 @@
+//! The SubjectAccessReview authorizer against a stub webhook: request bodies byte for
+//! byte as apiserver's `webhook_v1_test.go` vectors, status-to-decision mapping, the
+//! decision cache (TTLs per identity on a manual clock, errors and huge requests never
+//! cached) and failing closed when the webhook is unreachable.
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use http::{Request, Response, StatusCode};

@@ -1,11 +1,17 @@
 //! A Swagger 2.0 JSON document into the gnostic messages, as gnostic's `ParseDocument`
 //! does it.
+//!
+//! Every reader is total: a missing field or one of the wrong JSON type reads as the
+//! message's default (empty string, 0, `false`, `None`), so a malformed backend spec
+//! still encodes and only loses what it got wrong. Maps keep the JSON object's order,
+//! which is sorted (the merge writes sorted keys).
 
 use prost::Message;
 use serde_json::{Map, Value};
 
 use super::*;
 
+/// `v[key]` as a string, or empty.
 fn s(v: &Value, key: &str) -> String {
     v.get(key)
         .and_then(Value::as_str)
@@ -13,18 +19,23 @@ fn s(v: &Value, key: &str) -> String {
         .to_owned()
 }
 
+/// `v[key]` as a boolean, or `false`.
 fn b(v: &Value, key: &str) -> bool {
     v.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
+/// `v[key]` as a number, or 0.
 fn f(v: &Value, key: &str) -> f64 {
     v.get(key).and_then(Value::as_f64).unwrap_or(0.0)
 }
 
+/// `v[key]` as an integer, or 0 (a fractional number reads as 0).
 fn i(v: &Value, key: &str) -> i64 {
     v.get(key).and_then(Value::as_i64).unwrap_or(0)
 }
 
+/// `v[key]` as a list of strings: an array's strings, or one string as a list of one
+/// (`type: object` and `type: [object]` both read as `["object"]`).
 fn strings(v: &Value, key: &str) -> Vec<String> {
     match v.get(key) {
         Some(Value::Array(a)) => a
@@ -36,6 +47,8 @@ fn strings(v: &Value, key: &str) -> Vec<String> {
     }
 }
 
+/// A free-form value (`default`, `enum`, `example`, `x-*`) as gnostic's `Any`: its YAML
+/// text, which kube-openapi parses back.
 fn any(v: &Value) -> Any {
     Any {
         value: None,
@@ -58,6 +71,7 @@ fn obj(v: &Value) -> Option<&Map<String, Value>> {
     v.as_object()
 }
 
+/// The vendor extensions (`x-*` keys) of an object, in order.
 fn extensions(v: &Value) -> Vec<NamedAny> {
     obj(v)
         .into_iter()
@@ -78,6 +92,8 @@ fn external_docs(v: &Value) -> Option<ExternalDocs> {
     })
 }
 
+/// A schema object, recursively (`items`, `allOf`, `properties`, `additionalProperties`).
+/// An empty `properties` stays `Some`: kube-openapi reads its presence as "a kind".
 fn schema(v: &Value) -> Schema {
     let additional = v.get("additionalProperties").map(|a| {
         Box::new(AdditionalPropertiesItem {
@@ -231,6 +247,8 @@ fn form_data_parameter(v: &Value) -> FormDataParameter {
     }
 }
 
+/// An inline parameter, by its `in`: `body`, `header`, `formData`, `path`, and anything
+/// else (`query` or missing) as a query parameter.
 fn parameter(v: &Value) -> Parameter {
     use non_body_parameter::Oneof as N;
     let oneof = match v.get("in").and_then(Value::as_str) {
@@ -277,6 +295,7 @@ fn parameters_items(v: &Value) -> Vec<ParametersItem> {
         .unwrap_or_default()
 }
 
+/// A response object; a schema of `type: file` becomes a `FileSchema`.
 fn response(v: &Value) -> Response {
     Response {
         description: s(v, "description"),

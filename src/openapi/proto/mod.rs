@@ -7,7 +7,31 @@
 //! This is the body client-go reads from `/openapi/v2` (it asks only for
 //! `application/com.github.proto-openapi.spec.v2@v1.0+protobuf`), so kubectl's
 //! `explain --output=plaintext-openapiv2` and client-side validation parse it with
-//! kube-openapi's `proto.NewOpenAPIData`.
+//! kube-openapi's `proto.NewOpenAPIData`. The message definitions follow
+//! [`openapiv2/OpenAPIv2.proto`](https://github.com/google/gnostic-models/blob/main/openapiv2/OpenAPIv2.proto)
+//! field for field (names, numbers, `oneof`s); each `oneof` is an enum in a module named
+//! after its message, as `prost` generates them.
+//!
+//! ```
+//! use kube_aggregator::openapi::proto::{Document, encode};
+//! use prost::Message;
+//!
+//! let spec = serde_json::json!({
+//!     "swagger": "2.0",
+//!     "info": {"title": "Kubernetes", "version": "v1.32.0"},
+//!     "paths": {},
+//!     "definitions": {"NodeMetrics": {"type": "object", "required": ["window"],
+//!         "x-kubernetes-group-version-kind": [{"group": "metrics.k8s.io", "kind": "NodeMetrics", "version": "v1beta1"}]}}
+//! });
+//! let bytes = encode(&spec);
+//! let doc = Document::decode(bytes.as_slice()).unwrap();
+//! assert_eq!(doc.info.unwrap().title, "Kubernetes");
+//! let node = &doc.definitions.unwrap().additional_properties[0];
+//! assert_eq!(node.name, "NodeMetrics");
+//! // Vendor extensions travel as YAML text, as gnostic writes them.
+//! let gvk = &node.value.as_ref().unwrap().vendor_extension[0];
+//! assert!(gvk.value.as_ref().unwrap().yaml.contains("kind: NodeMetrics"));
+//! ```
 
 mod convert;
 mod document;

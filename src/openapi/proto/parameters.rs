@@ -16,8 +16,23 @@ pub struct ParametersItem {
     pub oneof: Option<parameters_item::Oneof>,
 }
 
-/// `ParametersItem.oneof`.
 pub mod parameters_item {
+    //! `ParametersItem.oneof`: an operation's parameter is written inline or as a `$ref` to
+    //! the spec's `parameters`, and gnostic keeps which.
+    //!
+    //! ```
+    //! use kube_aggregator::openapi::proto::document;
+    //! use serde_json::json;
+    //! use kube_aggregator::openapi::proto::parameters_item::Oneof;
+    //!
+    //! let doc = document(&json!({"swagger": "2.0", "paths": {"/apis/g/v/things": {"get": {
+    //!     "parameters": [{"$ref": "#/parameters/limit"}, {"name": "watch", "in": "query", "type": "boolean"}],
+    //!     "responses": {"200": {"description": "OK"}}}}}}));
+    //! let get = doc.paths.unwrap().path[0].value.clone().unwrap().get.unwrap();
+    //! assert!(matches!(&get.parameters[0].oneof, Some(Oneof::JsonReference(r)) if r.xref == "#/parameters/limit"));
+    //! assert!(matches!(&get.parameters[1].oneof, Some(Oneof::Parameter(_))));
+    //! ```
+
     /// The variants.
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {
@@ -49,8 +64,23 @@ pub struct Parameter {
     pub oneof: Option<parameter::Oneof>,
 }
 
-/// `Parameter.oneof`.
 pub mod parameter {
+    //! `Parameter.oneof`: a parameter `in: body` carries a schema; every other kind is a
+    //! [`NonBodyParameter`](super::NonBodyParameter).
+    //!
+    //! ```
+    //! use kube_aggregator::openapi::proto::document;
+    //! use serde_json::json;
+    //! use kube_aggregator::openapi::proto::{parameter, parameters_item};
+    //!
+    //! let doc = document(&json!({"swagger": "2.0", "paths": {"/apis/g/v/things": {"post": {
+    //!     "parameters": [{"name": "body", "in": "body", "required": true, "schema": {"type": "object"}}],
+    //!     "responses": {"201": {"description": "Created"}}}}}}));
+    //! let post = doc.paths.unwrap().path[0].value.clone().unwrap().post.unwrap();
+    //! let Some(parameters_item::Oneof::Parameter(p)) = &post.parameters[0].oneof else { panic!() };
+    //! assert!(matches!(&p.oneof, Some(parameter::Oneof::BodyParameter(b)) if b.name == "body" && b.required));
+    //! ```
+
     /// The variants.
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {
@@ -94,8 +124,24 @@ pub struct NonBodyParameter {
     pub oneof: Option<non_body_parameter::Oneof>,
 }
 
-/// `NonBodyParameter.oneof`.
 pub mod non_body_parameter {
+    //! `NonBodyParameter.oneof`: by `in`. Query and form-data parameters share one message
+    //! (they may say `allowEmptyValue`), as header and path parameters share another.
+    //!
+    //! ```
+    //! use kube_aggregator::openapi::proto::document;
+    //! use serde_json::json;
+    //! use kube_aggregator::openapi::proto::{non_body_parameter::Oneof, parameter, parameters_item};
+    //!
+    //! let doc = document(&json!({"swagger": "2.0", "paths": {"/apis/g/v/namespaces/{namespace}/things": {"get": {
+    //!     "parameters": [{"name": "namespace", "in": "path", "required": true, "type": "string"}],
+    //!     "responses": {"200": {"description": "OK"}}}}}}));
+    //! let get = doc.paths.unwrap().path[0].value.clone().unwrap().get.unwrap();
+    //! let Some(parameters_item::Oneof::Parameter(p)) = &get.parameters[0].oneof else { panic!() };
+    //! let Some(parameter::Oneof::NonBodyParameter(n)) = &p.oneof else { panic!() };
+    //! assert!(matches!(&n.oneof, Some(Oneof::PathParameterSubSchema(s)) if s.name == "namespace"));
+    //! ```
+
     /// The variants.
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {
@@ -349,8 +395,22 @@ pub struct ResponseValue {
     pub oneof: Option<response_value::Oneof>,
 }
 
-/// `ResponseValue.oneof`.
 pub mod response_value {
+    //! `ResponseValue.oneof`: a response is inline or a `$ref` to the spec's `responses`.
+    //!
+    //! ```
+    //! use kube_aggregator::openapi::proto::document;
+    //! use serde_json::json;
+    //! use kube_aggregator::openapi::proto::response_value::Oneof;
+    //!
+    //! let doc = document(&json!({"swagger": "2.0", "paths": {"/apis/g/v/things": {"get": {
+    //!     "responses": {"200": {"description": "OK"}, "401": {"$ref": "#/responses/unauthorized"}}}}}}));
+    //! let get = doc.paths.unwrap().path[0].value.clone().unwrap().get.unwrap();
+    //! let codes = get.responses.unwrap().response_code;
+    //! assert!(matches!(&codes[0].value.as_ref().unwrap().oneof, Some(Oneof::Response(r)) if r.description == "OK"));
+    //! assert!(matches!(&codes[1].value.as_ref().unwrap().oneof, Some(Oneof::JsonReference(_))));
+    //! ```
+
     /// The variants.
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {
@@ -391,8 +451,23 @@ pub struct SchemaItem {
     pub oneof: Option<schema_item::Oneof>,
 }
 
-/// `SchemaItem.oneof`.
 pub mod schema_item {
+    //! `SchemaItem.oneof`: a response's schema is a [`Schema`](super::Schema), or a
+    //! [`FileSchema`](super::FileSchema) when its `type` is `file` (a download).
+    //!
+    //! ```
+    //! use kube_aggregator::openapi::proto::document;
+    //! use serde_json::json;
+    //! use kube_aggregator::openapi::proto::{response_value, schema_item::Oneof};
+    //!
+    //! let doc = document(&json!({"swagger": "2.0", "paths": {"/apis/g/v/logs": {"get": {
+    //!     "responses": {"200": {"description": "OK", "schema": {"type": "file"}}}}}}}));
+    //! let get = doc.paths.unwrap().path[0].value.clone().unwrap().get.unwrap();
+    //! let codes = get.responses.unwrap().response_code;
+    //! let Some(response_value::Oneof::Response(ok)) = &codes[0].value.as_ref().unwrap().oneof else { panic!() };
+    //! assert!(matches!(ok.schema.as_ref().unwrap().oneof, Some(Oneof::FileSchema(_))));
+    //! ```
+
     /// The variants.
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {

@@ -140,8 +140,25 @@ pub struct AdditionalPropertiesItem {
     pub oneof: Option<additional_properties_item::Oneof>,
 }
 
-/// `AdditionalPropertiesItem.oneof`.
 pub mod additional_properties_item {
+    //! `AdditionalPropertiesItem.oneof`: `additionalProperties` is a schema (a map of that
+    //! type, e.g. a resource list's `usage`) or a boolean.
+    //!
+    //! ```
+    //! use kube_aggregator::openapi::proto::document;
+    //! use serde_json::json;
+    //! use kube_aggregator::openapi::proto::additional_properties_item::Oneof;
+    //!
+    //! let doc = document(&json!({"swagger": "2.0", "paths": {}, "definitions": {
+    //!     "Usage": {"type": "object", "additionalProperties": {"type": "string"}},
+    //!     "Closed": {"type": "object", "additionalProperties": false}}}));
+    //! let defs = doc.definitions.unwrap().additional_properties;
+    //! let kind = |name: &str| defs.iter().find(|d| d.name == name).unwrap()
+    //!     .value.as_ref().unwrap().additional_properties.as_ref().unwrap().oneof.clone();
+    //! assert!(matches!(kind("Usage"), Some(Oneof::Schema(_))));
+    //! assert!(matches!(kind("Closed"), Some(Oneof::Boolean(false))));
+    //! ```
+
     /// The variants.
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {
@@ -293,8 +310,22 @@ pub struct SecurityDefinitionsItem {
     pub oneof: Option<security_definitions_item::Oneof>,
 }
 
-/// `SecurityDefinitionsItem.oneof` (basic and API-key schemes; OAuth2 ones are dropped).
 pub mod security_definitions_item {
+    //! `SecurityDefinitionsItem.oneof` (basic and API-key schemes; OAuth2 ones are dropped):
+    //! what Kubernetes specs declare as `BearerToken` is an API key in the `authorization`
+    //! header.
+    //!
+    //! ```
+    //! use kube_aggregator::openapi::proto::document;
+    //! use serde_json::json;
+    //! use kube_aggregator::openapi::proto::security_definitions_item::Oneof;
+    //!
+    //! let doc = document(&json!({"swagger": "2.0", "paths": {}, "securityDefinitions": {
+    //!     "BearerToken": {"type": "apiKey", "name": "authorization", "in": "header"}}}));
+    //! let defs = doc.security_definitions.unwrap().additional_properties;
+    //! assert!(matches!(&defs[0].value.as_ref().unwrap().oneof, Some(Oneof::ApiKeySecurity(k)) if k.name == "authorization"));
+    //! ```
+
     /// The variants.
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Oneof {

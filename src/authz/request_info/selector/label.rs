@@ -5,7 +5,8 @@
 use super::{Invalid, LabelOperator, LabelRequirement};
 use crate::gocompat::names;
 
-/// The requirements of `sel` in the order it lists them.
+/// The requirements of `sel` in the order it lists them (upstream's `Parse` then sorts
+/// them by key, as `parse_label_selector` does with these).
 pub(super) fn requirements(sel: &str) -> Result<Vec<LabelRequirement>, Invalid> {
     Parser {
         lexer: Lexer {
@@ -18,6 +19,8 @@ pub(super) fn requirements(sel: &str) -> Result<Vec<LabelRequirement>, Invalid> 
     .parse()
 }
 
+/// The tokens of upstream's lexer (`EndOfStringToken`, `ClosedParToken`, ...).
+/// `Ident` carries its text beside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tok {
     Eos,
@@ -35,6 +38,9 @@ enum Tok {
     OpenPar,
 }
 
+/// Upstream's `Lexer`: a byte position over the selector, reading a byte at a time and
+/// giving bytes back with `unread`, so its quirks (a NUL ends a token, `!==` lexes as
+/// `!=` then `=`) are the same.
 struct Lexer<'s> {
     s: &'s [u8],
     pos: usize,
@@ -42,10 +48,13 @@ struct Lexer<'s> {
     done: bool,
 }
 
+/// The whitespace upstream's lexer skips: space, tab, CR and LF (not other Unicode
+/// spaces).
 fn is_whitespace(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n')
 }
 
+/// A byte that starts an operator or punctuation token and ends an identifier.
 fn is_special(b: u8) -> bool {
     matches!(b, b'=' | b'!' | b'(' | b')' | b',' | b'>' | b'<')
 }
@@ -144,6 +153,8 @@ impl<'s> Lexer<'s> {
     }
 }
 
+/// Upstream's `Parser` with one token of lookahead, which it calls `lookahead` and we
+/// `peek`.
 struct Parser<'s> {
     lexer: Lexer<'s>,
     peeked: Option<(Tok, &'s [u8])>,
@@ -331,6 +342,7 @@ impl<'s> Parser<'s> {
     }
 }
 
+/// A value of a requirement, checked as upstream checks it, with its message.
 fn valid_value(v: &[u8]) -> Result<(), Invalid> {
     if is_label_value(v) {
         Ok(())
