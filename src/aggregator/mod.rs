@@ -12,16 +12,78 @@
 //! | `/apis/<g>/<v>[/...]` of a remote APIService | availability gate, then the mTLS proxy |
 //! | anything else, local APIServices included | the inner service (the host's handlers) |
 //!
-//! Mirrors the mux of kube-aggregator `apiserver.go` and `handler_proxy.go` (docs/upstream-behaviour.md
-//! §2.2, §3.1). The service is always ready; each request does one snapshot load.
+//! Mirrors the mux of kube-aggregator
+//! [`pkg/apiserver/apiserver.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/apiserver.go) (exact paths
+//! first, then the longest prefix, then the delegate, as
+//! [`pkg/server/mux/pathrecorder.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/mux/pathrecorder.go)
+//! matches) and the decisions of
+//! [`pkg/apiserver/handler_proxy.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_proxy.go). The
+//! service is always ready; each request does one snapshot load.
+//!
+//! A remote APIService's request is answered, in upstream's order: 503 `service
+//! unavailable` when its `Available` condition is not `True` (no connection is tried);
+//! 500 with the transport's error when no client could be built; 500 `missing user` when
+//! no [`UserInfo`](crate::authn::UserInfo) is in the extensions (authentication must run
+//! first); 503 `service unavailable` when the Service does not resolve; otherwise the
+//! proxied backend answer, or 503 `error trying to reach service: ...` when the backend
+//! cannot be reached. These are plain-text bodies, as upstream writes them with Go's
+//! `http.Error`. A stack built by the [`Aggregator`](crate::Aggregator) builder also
+//! answers 503 naming the problem while its worker is not running.
+//!
+//! The layer sits innermost in the stack, behind authentication and authorization (it
+//! reads the [`RequestInfo`](crate::authz::RequestInfo) authorization computed, or
+//! computes the same one), as the aggregator's mux sits behind kube-apiserver's filters.
 //!
 //! A request in a tenant (a [`Tenant`] in its extensions, see [`crate::tenant`]) is routed
 //! the same way by that tenant's own table, discovery and OpenAPI documents, given
 //! [`AggregatorLayer::tenants`]; a tenant that is not mounted is 404 `clusters "<name>"
 //! not found`. That is one more lock-free load.
+//!
+//! ```
+//! use http::{Request, Response, StatusCode};
+//! use kube_aggregator::availability::StaticServiceResolver;
+//! use kube_aggregator::registry::Registry;
+//! use kube_aggregator::rt::Timer;
+//! use kube_aggregator::source::ApiServiceEvent;
+//! use kube_aggregator::transport::InMemoryTransport;
+//! use kube_aggregator::{AggregatorLayer, Body};
+//! use tower::{Layer, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let registry = Registry::new(InMemoryTransport::new());
+//! registry.apply(ApiServiceEvent::Applied(serde_json::from_str(r#"{
+//!   "metadata": {"name": "v1beta1.metrics.k8s.io"},
+//!   "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"},
+//!            "group": "metrics.k8s.io", "version": "v1beta1", "insecureSkipTLSVerify": true,
+//!            "groupPriorityMinimum": 100, "versionPriority": 100}}"#)?))?;
+//!
+//! // The host's own handlers: any service answering any body of `Bytes`.
+//! let host = tower::service_fn(|req: Request<Body>| async move {
+//!     Ok::<_, std::convert::Infallible>(Response::new(format!("host: {}", req.uri().path())))
+//! });
+//! let aggregator = AggregatorLayer::new(registry, StaticServiceResolver::new(), Timer::tokio())
+//!     .layer(host);
+//!
+//! // `/apis` lists apiregistration.k8s.io first, then the APIService groups.
+//! let res = aggregator.clone().oneshot(Request::get("/apis").body(Body::empty())?).await?;
+//! assert_eq!(res.status(), StatusCode::OK);
+//!
+//! // A remote APIService not yet checked is not available: 503, no connection tried.
+//! let req = Request::get("/apis/metrics.k8s.io/v1beta1/nodes").body(Body::empty())?;
+//! let res = aggregator.clone().oneshot(req).await?;
+//! assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+//!
+//! // Everything else is the host's.
+//! let res = aggregator.oneshot(Request::get("/healthz").body(Body::empty())?).await?;
+//! assert_eq!(res.status(), StatusCode::OK);
+//! # Ok(()) }
+//! ```
 
 mod discovery;
 mod openapi;
+mod remote;
+mod route;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -30,22 +92,27 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use tower::{Layer, Service, ServiceExt};
 
-use crate::authn::{ConnectionInfo, UserInfo};
-use crate::authz::ApiPath;
 use crate::availability::ServiceResolver;
 use crate::body::{Body, BoxError};
-use crate::discovery::{AggregatedVersion, DiscoveryManager, Negotiated};
-use crate::openapi::{OpenApiManager, V3Entry};
-use crate::registry::{Registry, RemoteBackend, Route};
+use crate::discovery::DiscoveryManager;
+use crate::openapi::OpenApiManager;
+use crate::registry::Registry;
 use crate::rt::{Executor, Timer};
-use crate::status::plain_text_error;
 use crate::tenant::{Tenant, Tenants};
 
+use remote::remote;
+use route::{Target, route};
+
 /// Layer that puts the aggregator in front of the host's own handlers.
+///
+/// Built from a [`Registry`], a [`ServiceResolver`] and a [`Timer`]; the discovery and
+/// OpenAPI managers and the tenants are optional and add their paths. Cloning shares
+/// everything; the builder methods return a new layer and leave services already built
+/// alone.
 #[derive(Clone)]
 pub struct AggregatorLayer {
     shared: Arc<Shared>,
@@ -317,138 +384,7 @@ where
     }
 }
 
-/// Where [`route`] sends a request.
-enum Target {
-    /// Answered already (discovery of one group, the APIService API, a path error).
-    Ready(Response<Body>),
-    /// `/apis`: our group list merged with the host's.
-    GroupList,
-    /// `/apis` (or `/api` when `core`) with an aggregated `Accept`.
-    Aggregated {
-        core: bool,
-        version: AggregatedVersion,
-    },
-    /// `/openapi/v2`, or the `/openapi/v3` root.
-    OpenApi { v3_root: bool },
-    /// A remote APIService, and how it is reached.
-    Remote(Arc<Route>, Arc<RemoteBackend>),
-    /// The host's own handlers.
-    Inner,
-}
-
-/// The mux of kube-aggregator's `apiserver.go`. Reads the RequestInfo authorization read
-/// (or computes the same one when no authorization layer runs), so routing and
-/// authorization see one group and version (docs/upstream-behaviour.md §2.2).
-fn route(table: &crate::registry::RoutingTable, req: &mut Request<Body>, scope: &Scope) -> Target {
-    let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
-    if let Err(e) = crate::authz::request_info::ensure(req) {
-        return Target::Ready(e.into_response(req.uri()));
-    }
-    let req = &*req;
-    let Some(info) = req.extensions().get::<crate::authz::RequestInfo>() else {
-        // `ensure` stored it; never reached, and never a reason to route.
-        let uri = req.uri().to_string();
-        return Target::Ready(crate::status::internal_error(&uri, &"no RequestInfo"));
-    };
-    match info.api_path() {
-        ApiPath::GroupList if is_get => match aggregated(req, scope, info.path == "/apis") {
-            Some(target) => target,
-            None => Target::GroupList,
-        },
-        ApiPath::Group(crate::apiservice::API_GROUP)
-        | ApiPath::GroupVersion {
-            group: crate::apiservice::API_GROUP,
-            ..
-        } => Target::Ready(crate::apiregistration::handle(table, req, info)),
-        ApiPath::Group(g) if is_get => match table.group(g) {
-            Some(group) => Target::Ready(json(group.api_group_json.clone())),
-            None => Target::Inner,
-        },
-        ApiPath::GroupVersion { group, version } => match table.lookup(group, version) {
-            Some(route) => remote_target(route),
-            None => Target::Inner,
-        },
-        // The legacy core API is proxied only when `v1.` is a remote APIService.
-        ApiPath::Legacy => match table.get("v1.").filter(|r| r.remote().is_some()) {
-            Some(route) => remote_target(route),
-            None if is_get && matches!(info.path.as_str(), "/api" | "/api/") => {
-                match aggregated(req, scope, true) {
-                    Some(Target::Aggregated { version, .. }) => Target::Aggregated {
-                        core: true,
-                        version,
-                    },
-                    _ => Target::Inner,
-                }
-            }
-            None => Target::Inner,
-        },
-        ApiPath::Other if is_get && scope.openapi.is_some() => {
-            openapi_target(table, req, info, scope)
-        }
-        _ => Target::Inner,
-    }
-}
-
-/// The proxy for a remote APIService's route, the inner service for a local one.
-fn remote_target(route: &Arc<Route>) -> Target {
-    match route.remote() {
-        Some(backend) => Target::Remote(route.clone(), backend.clone()),
-        None => Target::Inner,
-    }
-}
-
-/// `/openapi/v2`, `/openapi/v3` and the v3 group-version documents remote APIServices
-/// listed; every other path (the host's own v3 documents included) goes to the inner
-/// service.
-fn openapi_target(
-    table: &crate::registry::RoutingTable,
-    req: &Request<Body>,
-    info: &crate::authz::RequestInfo,
-    scope: &Scope,
-) -> Target {
-    let Some(manager) = &scope.openapi else {
-        return Target::Inner;
-    };
-    match info.path.as_str() {
-        "/openapi/v2" => Target::OpenApi { v3_root: false },
-        "/openapi/v3" => Target::OpenApi { v3_root: true },
-        path => {
-            let Some(key) = path.strip_prefix("/openapi/v3/") else {
-                return Target::Inner;
-            };
-            match manager.snapshot().v3.get(key) {
-                Some(V3Entry::Remote { apiservice, .. }) => match table.get(apiservice) {
-                    Some(route) => remote_target(route),
-                    None => Target::Inner,
-                },
-                Some(V3Entry::Converted(doc)) => Target::Ready(openapi::converted(req, key, doc)),
-                None => Target::Inner,
-            }
-        }
-    }
-}
-
-/// The aggregated-discovery target of a discovery request, when a manager serves it:
-/// only the exact path (`/apis`, not `/apis/`, as upstream's mux) with an aggregated
-/// `Accept`; `Some(Ready(406))` when the `Accept` allows nothing JSON.
-fn aggregated(req: &Request<Body>, scope: &Scope, exact: bool) -> Option<Target> {
-    scope.discovery.as_ref()?;
-    let accept = req
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok());
-    match crate::discovery::negotiate(accept) {
-        Negotiated::Aggregated(version) if exact => Some(Target::Aggregated {
-            core: false,
-            version,
-        }),
-        Negotiated::NotAcceptable if exact => {
-            Some(Target::Ready(crate::discovery::not_acceptable()))
-        }
-        _ => None,
-    }
-}
-
+/// `bytes` as an `application/json` 200.
 fn json(bytes: Bytes) -> Response<Body> {
     let mut res = Response::new(Body::full(bytes));
     res.headers_mut().insert(
@@ -487,95 +423,5 @@ where
         Ok(json(
             crate::discovery::merge_group_lists(&ours, &theirs).unwrap_or(ours),
         ))
-    })
-}
-
-/// A remote APIService: the gate, then the proxy (docs/upstream-behaviour.md §3.1 steps 3–8).
-fn remote<E: Send + 'static>(
-    shared: Arc<Shared>,
-    registry: Registry,
-    route: Arc<Route>,
-    backend: Arc<RemoteBackend>,
-    mut req: Request<Body>,
-) -> ResponseFuture<E> {
-    Box::pin(async move {
-        if let Some(problem) = shared
-            .worker
-            .as_ref()
-            .and_then(|w| w.problem(shared.timer.now()))
-        {
-            return Ok(plain_text_error(StatusCode::SERVICE_UNAVAILABLE, problem));
-        }
-        if !route.is_available() {
-            return Ok(plain_text_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "service unavailable",
-            ));
-        }
-        let client = match &backend.client {
-            Ok(c) => c.clone(),
-            Err(e) => {
-                return Ok(plain_text_error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    &e.to_string(),
-                ));
-            }
-        };
-        // Taken out, not cloned: nothing behind the proxy reads the extensions.
-        let Some(user) = req.extensions_mut().remove::<UserInfo>() else {
-            return Ok(plain_text_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "missing user",
-            ));
-        };
-        let authority = match shared.resolver.resolve(&backend.service).await {
-            Ok(a) => a,
-            Err(e) => {
-                // Upstream logs the real error and tells the client only this.
-                tracing::warn!(apiservice = route.apiservice.name(), error = %e, "cannot resolve service");
-                return Ok(plain_text_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "service unavailable",
-                ));
-            }
-        };
-        let remote_addr = req
-            .extensions()
-            .get::<ConnectionInfo>()
-            .and_then(|c| c.remote_addr);
-        if crate::proxy::is_upgrade_request(&req) {
-            #[cfg(feature = "tokio")]
-            if let (Some(executor), Ok(c)) = (&shared.executor, &backend.upgrade_client) {
-                let client = c.clone();
-                return Ok(crate::proxy::forward_upgrade(
-                    client,
-                    executor,
-                    &authority,
-                    &user,
-                    remote_addr,
-                    req,
-                )
-                .await);
-            }
-            let text = "error trying to reach service: upgrade requests are not supported by this transport";
-            return Ok(plain_text_error(StatusCode::SERVICE_UNAVAILABLE, text));
-        }
-        let mut res =
-            crate::proxy::forward(client, &shared.timer, &authority, &user, remote_addr, req).await;
-        // Passive availability: a backend that cannot even be connected to is down for
-        // every request, so say so now rather than at the next check.
-        if let Some(crate::proxy::Unreachable(error)) = res.extensions_mut().remove() {
-            let spec = &route.apiservice.spec;
-            let url = if spec.group.is_empty() {
-                format!("https://{authority}/api/{}", spec.version)
-            } else {
-                format!("https://{authority}/apis/{}/{}", spec.group, spec.version)
-            };
-            let message = format!("failing or missing response from {url}: {error}");
-            if registry.report_unreachable(route.apiservice.name(), &message) {
-                tracing::warn!(apiservice = route.apiservice.name(), %message, "backend unreachable; marked unavailable");
-            }
-        }
-        Ok(res)
     })
 }

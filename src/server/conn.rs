@@ -192,13 +192,22 @@ enum Expiry {
 /// plus one, so that 0 means "not set".
 #[derive(Debug)]
 struct Activity {
+    /// The connection's start; every stamp below counts from it.
     base: Instant,
+    /// HTTP/1.1 has a header timeout per request; HTTP/2 only the first one.
     http1: bool,
+    /// Requests whose response (body included) is not finished.
     in_flight: AtomicUsize,
+    /// Requests served so far: none means the first request's header timeout runs.
     requests: AtomicU64,
+    /// When the last in-flight request finished: the start of the idle timeout.
     idle_since: AtomicU64,
+    /// When the first byte of the next HTTP/1.1 request arrived: the start of its
+    /// header timeout.
     reading_since: AtomicU64,
+    /// A handler asked to close the connection ([`CloseConnection`]).
     close_requested: AtomicBool,
+    /// Wakes the connection's timer task when a deadline may have moved.
     changed: tokio::sync::Notify,
 }
 
@@ -216,12 +225,14 @@ impl Activity {
         }
     }
 
+    /// Now as a stamp: never 0, which means "not set".
     fn now(&self) -> u64 {
         u64::try_from(self.base.elapsed().as_nanos())
             .unwrap_or(u64::MAX - 1)
             .saturating_add(1)
     }
 
+    /// The instant a stamp stands for.
     fn at(&self, stamp: u64) -> Instant {
         self.base + Duration::from_nanos(stamp.saturating_sub(1))
     }
@@ -238,12 +249,15 @@ impl Activity {
         }
     }
 
+    /// A request's head was parsed: its header timeout is over and no idle timeout runs
+    /// until every request in flight has finished.
     fn request_started(&self) {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         self.requests.fetch_add(1, Ordering::AcqRel);
         self.reading_since.store(0, Ordering::Release);
     }
 
+    /// A response finished (or was abandoned); the last one starts the idle timeout.
     fn request_finished(&self) {
         if self.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.idle_since.store(self.now(), Ordering::Release);
@@ -251,6 +265,7 @@ impl Activity {
         }
     }
 
+    /// Close after the requests in flight, as Go does for `Connection: close`.
     fn request_close(&self) {
         self.close_requested.store(true, Ordering::Release);
         self.changed.notify_one();

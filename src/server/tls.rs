@@ -60,17 +60,28 @@ pub fn server_config(
     Ok(Arc::new(config))
 }
 
+/// Asks every client for a certificate and accepts any, or none, once the client has
+/// proven it holds the key: kube-apiserver's `tls.RequestClientCert`. Which CA a
+/// certificate must chain to depends on who presents it (the x509 authenticator's
+/// `--client-ca-file`, the front proxy's `--requestheader-client-ca-file`), so the chain
+/// is checked there, per request, not in the handshake; a client with no certificate
+/// goes on to token or anonymous authentication.
 #[derive(Debug)]
 struct RequestClientCert {
+    /// Its signature algorithms check the client's proof of possession.
     provider: Arc<CryptoProvider>,
+    /// The client CAs' subjects, sent as acceptable issuers so a client with several
+    /// certificates (kubectl, a front proxy) picks one of them.
     hints: Vec<DistinguishedName>,
 }
 
 impl ClientCertVerifier for RequestClientCert {
+    /// Every handshake requests a certificate.
     fn offer_client_auth(&self) -> bool {
         true
     }
 
+    /// A client without one is still served (token and anonymous authentication).
     fn client_auth_mandatory(&self) -> bool {
         false
     }

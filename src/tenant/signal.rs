@@ -13,11 +13,15 @@ use crate::registry::{RoutingTable, TableObserver};
 /// Bumped by every change of the tenant set and every table a tenant publishes.
 #[derive(Default)]
 pub(super) struct Signal {
+    /// The count of changes so far; a waiter compares it with the value it last saw, so
+    /// a change between two polls is never missed.
     pub(super) generation: AtomicU64,
+    /// The tasks waiting in [`Changed`], each woken once by the next bump.
     wakers: Mutex<Vec<Waker>>,
 }
 
 impl Signal {
+    /// Counts one change and wakes every waiter.
     pub(super) fn bump(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         for w in lock(&self.wakers).drain(..) {

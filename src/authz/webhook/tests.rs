@@ -3,6 +3,7 @@
 //! decision cache (TTLs per identity on a manual clock, errors and huge requests never
 //! cached) and failing closed when the webhook is unreachable.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use http::{Request, Response, StatusCode};
@@ -12,7 +13,7 @@ use tower::util::BoxCloneSyncService;
 
 use super::*;
 use crate::authn::UserInfo;
-use crate::authz::RequestInfo;
+use crate::authz::{Decision, RequestInfo};
 use crate::body::{Body, BoxError};
 use crate::webhook::{Backoff, WebhookTransport};
 

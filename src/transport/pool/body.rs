@@ -20,9 +20,14 @@ pub(super) enum Release {
     Http2 { _slot: StreamSlot },
     /// An HTTP/1.1 connection, returned to the idle list when its response was read whole.
     Http1 {
+        /// The pool the connection goes back to.
         pool: Arc<PoolInner>,
+        /// The backend it is idle for.
         authority: Authority,
+        /// The connection itself.
         send: http1::SendRequest<Body>,
+        /// The client certificate it was opened with: after a rotation the pool drops
+        /// it instead of reusing it.
         cert_generation: u64,
     },
 }
@@ -33,6 +38,8 @@ pin_project_lite::pin_project! {
     pub(super) struct PooledBody {
         #[pin]
         pub(super) inner: Incoming,
+        // Taken when the body ends and given back; a body dropped before its end drops
+        // it instead: the HTTP/1.1 connection is closed, the HTTP/2 slot freed.
         pub(super) release: Option<Release>,
     }
 }

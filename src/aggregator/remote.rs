@@ -1,0 +1,108 @@
+//! A remote APIService's requests: the worker check, the availability gate, the
+//! transport, the user and the Service, then the proxy (and passive availability).
+
+use std::sync::Arc;
+
+use http::{Request, StatusCode};
+
+use super::{ResponseFuture, Shared};
+use crate::authn::{ConnectionInfo, UserInfo};
+use crate::body::Body;
+use crate::registry::{Registry, RemoteBackend, Route};
+use crate::status::plain_text_error;
+
+/// A remote APIService: the gate, then the proxy (the decision sequence of
+/// kube-aggregator's
+/// [`pkg/apiserver/handler_proxy.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/apiserver/handler_proxy.go),
+/// from "not available" on). The `UserInfo` is taken out of the extensions (nothing behind
+/// reads them) and written as `X-Remote-*` headers by the proxy. A backend that cannot be
+/// connected to at all marks the APIService unavailable at once (passive availability),
+/// with the message the availability probe would write.
+pub(super) fn remote<E: Send + 'static>(
+    shared: Arc<Shared>,
+    registry: Registry,
+    route: Arc<Route>,
+    backend: Arc<RemoteBackend>,
+    mut req: Request<Body>,
+) -> ResponseFuture<E> {
+    Box::pin(async move {
+        if let Some(problem) = shared
+            .worker
+            .as_ref()
+            .and_then(|w| w.problem(shared.timer.now()))
+        {
+            return Ok(plain_text_error(StatusCode::SERVICE_UNAVAILABLE, problem));
+        }
+        if !route.is_available() {
+            return Ok(plain_text_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "service unavailable",
+            ));
+        }
+        let client = match &backend.client {
+            Ok(c) => c.clone(),
+            Err(e) => {
+                return Ok(plain_text_error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &e.to_string(),
+                ));
+            }
+        };
+        // Taken out, not cloned: nothing behind the proxy reads the extensions.
+        let Some(user) = req.extensions_mut().remove::<UserInfo>() else {
+            return Ok(plain_text_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "missing user",
+            ));
+        };
+        let authority = match shared.resolver.resolve(&backend.service).await {
+            Ok(a) => a,
+            Err(e) => {
+                // Upstream logs the real error and tells the client only this.
+                tracing::warn!(apiservice = route.apiservice.name(), error = %e, "cannot resolve service");
+                return Ok(plain_text_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "service unavailable",
+                ));
+            }
+        };
+        let remote_addr = req
+            .extensions()
+            .get::<ConnectionInfo>()
+            .and_then(|c| c.remote_addr);
+        if crate::proxy::is_upgrade_request(&req) {
+            #[cfg(feature = "tokio")]
+            if let (Some(executor), Ok(c)) = (&shared.executor, &backend.upgrade_client) {
+                let client = c.clone();
+                return Ok(crate::proxy::forward_upgrade(
+                    client,
+                    executor,
+                    &authority,
+                    &user,
+                    remote_addr,
+                    req,
+                )
+                .await);
+            }
+            let text = "error trying to reach service: upgrade requests are not supported by this transport";
+            return Ok(plain_text_error(StatusCode::SERVICE_UNAVAILABLE, text));
+        }
+        let mut res =
+            crate::proxy::forward(client, &shared.timer, &authority, &user, remote_addr, req).await;
+        // Passive availability: a backend that cannot even be connected to is down for
+        // every request, so say so now rather than at the next check.
+        if let Some(crate::proxy::Unreachable(error)) = res.extensions_mut().remove() {
+            let spec = &route.apiservice.spec;
+            let url = if spec.group.is_empty() {
+                format!("https://{authority}/api/{}", spec.version)
+            } else {
+                format!("https://{authority}/apis/{}/{}", spec.group, spec.version)
+            };
+            let message = format!("failing or missing response from {url}: {error}");
+            if registry.report_unreachable(route.apiservice.name(), &message) {
+                tracing::warn!(apiservice = route.apiservice.name(), %message, "backend unreachable; marked unavailable");
+            }
+        }
+        Ok(res)
+    })
+}
