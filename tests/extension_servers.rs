@@ -6,10 +6,11 @@
 //!
 //! Fails (never skips) when `kubectl` is not on `PATH`.
 
+mod kubectl_cli;
 #[path = "../examples/support/mod.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,46 +18,11 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
+use kubectl_cli::{Kubectl, scratch_dir};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls_pki_types::pem::PemObject;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
-
-async fn run_kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
-    let cache = kubeconfig.with_file_name("kube-cache");
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new("kubectl")
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .arg(format!("--cache-dir={}", cache.display()))
-            .arg("--request-timeout=20s")
-            .args(args)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("kubectl {args:?} did not finish within 60 s"))
-    .unwrap_or_else(|e| panic!("cannot run kubectl (the end-to-end test needs it on PATH): {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    (out.status.success(), stdout, stderr)
-}
-
-async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
-    let (ok, stdout, stderr) = run_kubectl(kubeconfig, args).await;
-    assert!(
-        ok,
-        "kubectl {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    stdout
-}
-
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("kube-aggregator-e2e-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
 
 /// A client of the gateway presenting the demo admin's certificate, one connection per
 /// request, sending the request target exactly as given.
@@ -134,10 +100,10 @@ async fn custom_and_external_metrics_through_the_gateway() {
     let demo = support::demo::start(&dir, Duration::from_secs(30))
         .await
         .expect("the demo starts");
-    let kc = demo.kubeconfig.clone();
+    let kc = Kubectl::beside(&demo.kubeconfig);
 
     // kubectl get --raw with label selectors; kubectl re-encodes the query Go's way.
-    let raw = kubectl(&kc, &["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/http_requests_per_second?labelSelector=app=frontend"]).await;
+    let raw = kc.ok(&["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/http_requests_per_second?labelSelector=app=frontend"]).await;
     let list: Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(list["kind"], "MetricValueList", "{raw}");
     assert_eq!(list["apiVersion"], "custom.metrics.k8s.io/v1beta2");
@@ -157,7 +123,7 @@ async fn custom_and_external_metrics_through_the_gateway() {
     assert_eq!(seen.remote_addr, None);
 
     // metricLabelSelector picks series by the metric's labels and comes back in the answer.
-    let raw = kubectl(&kc, &["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/pods/*/http_requests_per_second?labelSelector=app%3Dbackend&metricLabelSelector=method%3DPOST"]).await;
+    let raw = kc.ok(&["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta1/namespaces/default/pods/*/http_requests_per_second?labelSelector=app%3Dbackend&metricLabelSelector=method%3DPOST"]).await;
     let list: Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(names(&list), ["backend-5b7f9c8d6-q8wlr"]);
     assert_eq!(list["items"][0]["metricName"], "http_requests_per_second");
@@ -167,7 +133,7 @@ async fn custom_and_external_metrics_through_the_gateway() {
     );
 
     // External metrics with a set-based selector.
-    let raw = kubectl(&kc, &["get", "--raw", "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready?labelSelector=queue+in+(orders,payments)"]).await;
+    let raw = kc.ok(&["get", "--raw", "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready?labelSelector=queue+in+(orders,payments)"]).await;
     let list: Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(list["kind"], "ExternalMetricValueList");
     let queues: Vec<&str> = list["items"]
@@ -179,7 +145,7 @@ async fn custom_and_external_metrics_through_the_gateway() {
     assert_eq!(queues, ["orders", "payments"]);
 
     // Unknown metrics: 404 Status with custom-metrics-apiserver's wording.
-    let (ok, _, err) = run_kubectl(&kc, &["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/services/frontend/no_such_metric"]).await;
+    let (ok, _, err) = kc.run(&["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/services/frontend/no_such_metric"]).await;
     assert!(!ok);
     assert!(
         err.contains("the server could not find the metric no_such_metric for services"),
@@ -193,7 +159,7 @@ async fn custom_and_external_metrics_through_the_gateway() {
             .record("requests_per_second", "default", "frontend", 4_250),
         1
     );
-    let raw = kubectl(&kc, &["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/services/frontend/requests_per_second"]).await;
+    let raw = kc.ok(&["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/services/frontend/requests_per_second"]).await;
     let list: Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(list["items"][0]["value"], "4250m", "{raw}");
 
@@ -267,7 +233,7 @@ async fn the_adapter_over_loopback_mtls() {
     let demo = support::demo::start_with_options(&dir, Duration::from_secs(30), options)
         .await
         .expect("the demo starts");
-    let raw = kubectl(&demo.kubeconfig, &["get", "--raw", "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready?labelSelector=queue%3Dorders"]).await;
+    let raw = Kubectl::beside(&demo.kubeconfig).ok(&["get", "--raw", "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready?labelSelector=queue%3Dorders"]).await;
     let list: Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(list["kind"], "ExternalMetricValueList", "{raw}");
     let seen = demo.adapter.log().last().unwrap().clone();
@@ -316,7 +282,7 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
     let demo = support::demo::start(&dir, Duration::from_secs(30))
         .await
         .expect("the demo starts");
-    let kc = demo.kubeconfig.clone();
+    let kc = Kubectl::beside(&demo.kubeconfig);
     let manifest = dir.join("instance.yaml");
     std::fs::write(&manifest, INSTANCE).unwrap();
     let file = manifest.to_str().unwrap();
@@ -325,7 +291,7 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
     // apply creates (GET 404, then POST with fieldValidation=Strict: the OpenAPI v3 PATCH
     // declares the parameter, so kubectl leaves validation to the server).
     assert_eq!(
-        kubectl(&kc, &["apply", "-f", file]).await.trim(),
+        kc.ok(&["apply", "-f", file]).await.trim(),
         "serviceinstance.servicecatalog.example.io/db created"
     );
     let post = catalog()
@@ -344,16 +310,14 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
         ),
     )
     .unwrap();
-    let (ok, _, err) = run_kubectl(
-        &kc,
-        &["apply", "-f", dir.join("bad.yaml").to_str().unwrap()],
-    )
-    .await;
+    let (ok, _, err) = kc
+        .run(&["apply", "-f", dir.join("bad.yaml").to_str().unwrap()])
+        .await;
     assert!(!ok);
     assert!(err.contains("ServiceInstance in version \"v1beta1\" cannot be handled as a ServiceInstance: strict decoding error: unknown field \"spec.bogus\""), "{err}");
 
     // get: the Table with the kind's own columns.
-    let out = kubectl(&kc, &["get", "serviceinstances", "-o", "wide"]).await;
+    let out = kc.ok(&["get", "serviceinstances", "-o", "wide"]).await;
     let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(
         header,
@@ -373,7 +337,8 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
 
     // get -w: a change made after the watch started arrives.
     let mut watch = tokio::process::Command::new("kubectl")
-        .arg(format!("--kubeconfig={}", kc.display()))
+        .arg(format!("--kubeconfig={}", kc.kubeconfig.display()))
+        .arg(format!("--cache-dir={}", kc.cache.display()))
         .args(["get", "serviceinstances", "-w", "--no-headers"])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -382,17 +347,15 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
     let mut out = watch.stdout.take().unwrap();
     read_until(&mut out, "small").await;
     // Strategic merge patch is kubectl patch's default; this server accepts it.
-    let patched = kubectl(
-        &kc,
-        &[
+    let patched = kc
+        .ok(&[
             "patch",
             "serviceinstance",
             "db",
             "-p",
             r#"{"spec":{"clusterServicePlanExternalName":"large"}}"#,
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert_eq!(
         patched.trim(),
         "serviceinstance.servicecatalog.example.io/db patched"
@@ -413,32 +376,26 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
     drop(watch);
 
     // Merge and JSON patch; generation counts spec changes.
-    kubectl(
-        &kc,
-        &[
-            "patch",
-            "serviceinstance",
-            "db",
-            "--type=merge",
-            "-p",
-            r#"{"metadata":{"labels":{"tier":"data"}}}"#,
-        ],
-    )
+    kc.ok(&[
+        "patch",
+        "serviceinstance",
+        "db",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"labels":{"tier":"data"}}}"#,
+    ])
     .await;
-    kubectl(
-        &kc,
-        &[
-            "patch",
-            "serviceinstance",
-            "db",
-            "--type=json",
-            "-p",
-            r#"[{"op":"add","path":"/spec/externalID","value":"ext-1"}]"#,
-        ],
-    )
+    kc.ok(&[
+        "patch",
+        "serviceinstance",
+        "db",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/spec/externalID","value":"ext-1"}]"#,
+    ])
     .await;
     let object: Value =
-        serde_json::from_str(&kubectl(&kc, &["get", "inst", "db", "-o", "json"]).await).unwrap();
+        serde_json::from_str(&kc.ok(&["get", "inst", "db", "-o", "json"]).await).unwrap();
     assert_eq!(object["metadata"]["generation"], 3, "{object}");
     assert_eq!(object["metadata"]["labels"]["tier"], "data");
     assert_eq!(object["spec"]["externalID"], "ext-1");
@@ -448,35 +405,31 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
     stale["metadata"]["resourceVersion"] = "1".into();
     stale["spec"]["clusterServicePlanExternalName"] = "medium".into();
     std::fs::write(dir.join("stale.json"), stale.to_string()).unwrap();
-    let (ok, _, err) = run_kubectl(
-        &kc,
-        &["replace", "-f", dir.join("stale.json").to_str().unwrap()],
-    )
-    .await;
+    let (ok, _, err) = kc
+        .run(&["replace", "-f", dir.join("stale.json").to_str().unwrap()])
+        .await;
     assert!(!ok);
     assert!(err.contains("Operation cannot be fulfilled on serviceinstances.servicecatalog.example.io \"db\": the object has been modified; please apply your changes to the latest version and try again"), "{err}");
 
     // apply again updates through a patch carrying the last-applied annotation.
     std::fs::write(&manifest, INSTANCE.replace("small", "medium")).unwrap();
     assert_eq!(
-        kubectl(&kc, &["apply", "-f", file]).await.trim(),
+        kc.ok(&["apply", "-f", file]).await.trim(),
         "serviceinstance.servicecatalog.example.io/db configured"
     );
-    let out = kubectl(
-        &kc,
-        &[
+    let out = kc
+        .ok(&[
             "get",
             "inst",
             "db",
             "-o",
             "jsonpath={.spec.clusterServicePlanExternalName} {.metadata.labels.tier}",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert_eq!(out, "medium data");
 
     // explain, from the OpenAPI v3 document.
-    let explained = kubectl(&kc, &["explain", "serviceinstances.spec"]).await;
+    let explained = kc.ok(&["explain", "serviceinstances.spec"]).await;
     assert!(
         explained.contains("KIND:       ServiceInstance"),
         "{explained}"
@@ -485,36 +438,31 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
         explained.contains("clusterServicePlanExternalName\t<string> -required-"),
         "{explained}"
     );
-    let explained = kubectl(
-        &kc,
-        &["explain", "clusterservicebrokers.spec.relistBehavior"],
-    )
-    .await;
+    let explained = kc
+        .ok(&["explain", "clusterservicebrokers.spec.relistBehavior"])
+        .await;
     assert!(explained.contains("ENUM:"), "{explained}");
 
     // The cluster-scoped kind, label selectors and delete.
     std::fs::write(dir.join("broker.yaml"), "apiVersion: servicecatalog.example.io/v1beta1\nkind: ClusterServiceBroker\nmetadata:\n  name: ups\n  labels: {env: dev}\nspec:\n  url: https://broker.example.com\n").unwrap();
-    kubectl(
-        &kc,
-        &["apply", "-f", dir.join("broker.yaml").to_str().unwrap()],
-    )
-    .await;
-    let out = kubectl(&kc, &["get", "csb", "-l", "env=dev", "-o", "name"]).await;
+    kc.ok(&["apply", "-f", dir.join("broker.yaml").to_str().unwrap()])
+        .await;
+    let out = kc.ok(&["get", "csb", "-l", "env=dev", "-o", "name"]).await;
     assert_eq!(
         out.trim(),
         "clusterservicebroker.servicecatalog.example.io/ups"
     );
     assert_eq!(
-        kubectl(&kc, &["get", "csb", "-l", "env=prod", "-o", "name"])
+        kc.ok(&["get", "csb", "-l", "env=prod", "-o", "name"])
             .await
             .trim(),
         ""
     );
     assert_eq!(
-        kubectl(&kc, &["delete", "inst", "db"]).await.trim(),
+        kc.ok(&["delete", "inst", "db"]).await.trim(),
         "serviceinstance.servicecatalog.example.io \"db\" deleted"
     );
-    let (ok, _, err) = run_kubectl(&kc, &["get", "inst", "db"]).await;
+    let (ok, _, err) = kc.run(&["get", "inst", "db"]).await;
     assert!(!ok);
     assert!(
         err.contains("serviceinstances.servicecatalog.example.io \"db\" not found"),
@@ -527,13 +475,13 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
     let demo = support::demo::start(&dir, Duration::from_secs(30))
         .await
         .expect("the demo restarts");
-    let kc = demo.kubeconfig.clone();
+    let kc = Kubectl::beside(&demo.kubeconfig);
     assert_eq!(
-        kubectl(&kc, &["get", "csb", "-o", "name"]).await.trim(),
+        kc.ok(&["get", "csb", "-o", "name"]).await.trim(),
         "clusterservicebroker.servicecatalog.example.io/ups"
     );
     assert_eq!(demo.crud.store().current(), before);
-    let raw = kubectl(&kc, &["get", "--raw", "/apis/servicecatalog.example.io/v1beta1/clusterservicebrokers?watch=true&resourceVersion=1"]).await;
+    let raw = kc.ok(&["get", "--raw", "/apis/servicecatalog.example.io/v1beta1/clusterservicebrokers?watch=true&resourceVersion=1"]).await;
     let event: Value = serde_json::from_str(raw.trim()).unwrap();
     assert_eq!(event["type"], "ERROR", "{raw}");
     assert_eq!(event["object"]["code"], 410);
@@ -542,7 +490,7 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
         event["object"]["message"],
         format!("too old resource version: 1 ({before})")
     );
-    kubectl(&kc, &["delete", "csb", "ups"]).await;
+    kc.ok(&["delete", "csb", "ups"]).await;
 
     demo.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);

@@ -3,59 +3,16 @@
 //!
 //! Fails (never skips) when `kubectl` is not on `PATH`.
 
+mod kubectl_cli;
 #[path = "../examples/support/mod.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
+use kubectl_cli::{kubectl, rows, run_kubectl, scratch_dir};
 use std::time::Duration;
-
-async fn kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> String {
-    let (ok, stdout, stderr) = run_kubectl(kubeconfig, cache, args).await;
-    assert!(
-        ok,
-        "kubectl {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    stdout
-}
-
-/// Runs kubectl; (success, stdout, stderr).
-async fn run_kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new("kubectl")
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .arg(format!("--cache-dir={}", cache.display()))
-            .arg("--request-timeout=20s")
-            .args(args)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("kubectl {args:?} did not finish within 60 s"))
-    .unwrap_or_else(|e| panic!("cannot run kubectl (the end-to-end test needs it on PATH): {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    (out.status.success(), stdout, stderr)
-}
-
-fn scratch_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kube-aggregator-e2e-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-/// Splits a kubectl table into rows of whitespace-separated cells.
-fn rows(table: &str) -> Vec<Vec<String>> {
-    table
-        .lines()
-        .map(|l| l.split_whitespace().map(str::to_owned).collect())
-        .filter(|r: &Vec<String>| !r.is_empty())
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_reaches_the_extension_server_through_the_aggregator() {
-    let dir = scratch_dir();
+    let dir = scratch_dir("kubectl");
     let demo = support::demo::start(&dir, Duration::from_secs(30))
         .await
         .expect("demo starts and the APIService becomes Available");

@@ -5,12 +5,13 @@
 //!
 //! Fails (never skips) when `kubectl` is not on `PATH`.
 
+mod kubectl_cli;
 #[path = "../examples/support/mod.rs"]
 mod support;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use kube_aggregator::Body;
+use kubectl_cli::{kubectl, run_kubectl, scratch_dir};
 use serde_json::{Value, json};
 use support::demo::{self, ExtraApiService};
 use support::pki::Ca;
@@ -25,34 +27,6 @@ use tokio::net::TcpListener;
 
 /// The bound each kubectl command must finish within while a backend is black-holed.
 const QUICK: Duration = Duration::from_secs(2);
-
-async fn run_kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new("kubectl")
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .arg(format!("--cache-dir={}", cache.display()))
-            .arg("--request-timeout=20s")
-            .args(args)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("kubectl {args:?} did not finish within 60 s"))
-    .unwrap_or_else(|e| panic!("cannot run kubectl (the end-to-end test needs it on PATH): {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    (out.status.success(), stdout, stderr)
-}
-
-async fn kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> String {
-    let (ok, stdout, stderr) = run_kubectl(kubeconfig, cache, args).await;
-    assert!(
-        ok,
-        "kubectl {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    stdout
-}
 
 /// Runs kubectl with a cache directory of its own (a fresh discovery cache) and returns
 /// its output and how long it took.
@@ -276,15 +250,6 @@ fn extra(
     }
 }
 
-fn scratch_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "kube-aggregator-e2e-discovery-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
 /// The demo's admin user's requests for per-group-version discovery, as the metrics
 /// server logged them.
 fn admin_discovery_requests() -> usize {
@@ -302,7 +267,7 @@ fn admin_discovery_requests() -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_discovery_and_openapi_with_a_black_holed_apiservice() {
-    let dir = scratch_dir();
+    let dir = scratch_dir("discovery");
     std::fs::create_dir_all(&dir).unwrap();
     let widgets_ca = Ca::new("widgets-ca");
     let (widgets_addr, widgets_log) = start_widgets(&widgets_ca).await;

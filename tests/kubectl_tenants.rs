@@ -6,47 +6,12 @@
 //!
 //! Fails (never skips) when `kubectl` is not on `PATH`.
 
+mod kubectl_cli;
 #[path = "../examples/support/mod.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
+use kubectl_cli::{Kubectl, scratch_dir};
 use std::time::Duration;
-
-async fn run_kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
-    let cache = kubeconfig.with_file_name("kube-cache");
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new("kubectl")
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .arg(format!("--cache-dir={}", cache.display()))
-            .arg("--request-timeout=20s")
-            .args(args)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("kubectl {args:?} did not finish within 60 s"))
-    .unwrap_or_else(|e| panic!("cannot run kubectl (the end-to-end test needs it on PATH): {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    (out.status.success(), stdout, stderr)
-}
-
-async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
-    let (ok, stdout, stderr) = run_kubectl(kubeconfig, args).await;
-    assert!(
-        ok,
-        "kubectl {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    stdout
-}
-
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("kube-aggregator-e2e-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
 
 /// The `APIVERSION` column of `kubectl api-resources`, deduplicated and sorted.
 fn api_versions(table: &str) -> Vec<String> {
@@ -66,10 +31,10 @@ fn api_versions(table: &str) -> Vec<String> {
 
 /// Runs `kubectl` until it succeeds (a change to `--tenant-dir` is read every 2 s),
 /// for at most 20 s.
-async fn eventually(kubeconfig: &Path, args: &[&str]) -> String {
+async fn eventually(kubectl: &Kubectl, args: &[&str]) -> String {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let (ok, stdout, stderr) = run_kubectl(kubeconfig, args).await;
+        let (ok, stdout, stderr) = kubectl.run(args).await;
         if ok {
             return stdout;
         }
@@ -87,13 +52,13 @@ async fn kubectl_sees_each_tenant_apart() {
     let demo = support::demo::start(&dir, Duration::from_secs(30))
         .await
         .expect("the demo starts with its tenants");
-    let kc = demo.kubeconfig.clone();
+    let kc = Kubectl::beside(&demo.kubeconfig);
     let server = format!("https://{}", demo.gateway.local_addr);
     let team = |t: &str| format!("--server={server}/clusters/{t}");
 
     // Each tenant's api-resources: the host's core API, the APIService API, and only its
     // own aggregated groups.
-    let a = api_versions(&kubectl(&kc, &[&team("team-a"), "api-resources"]).await);
+    let a = api_versions(&kc.ok(&[&team("team-a"), "api-resources"]).await);
     assert_eq!(
         a,
         [
@@ -104,7 +69,7 @@ async fn kubectl_sees_each_tenant_apart() {
         ],
         "team-a"
     );
-    let b = api_versions(&kubectl(&kc, &[&team("team-b"), "api-resources"]).await);
+    let b = api_versions(&kc.ok(&[&team("team-b"), "api-resources"]).await);
     assert_eq!(
         b,
         [
@@ -114,7 +79,7 @@ async fn kubectl_sees_each_tenant_apart() {
         ],
         "team-b"
     );
-    let root = api_versions(&kubectl(&kc, &["api-resources"]).await);
+    let root = api_versions(&kc.ok(&["api-resources"]).await);
     assert!(
         root.contains(&"metrics.k8s.io/v1beta1".to_owned())
             && root.contains(&"servicecatalog.example.io/v1beta1".to_owned()),
@@ -122,7 +87,7 @@ async fn kubectl_sees_each_tenant_apart() {
     );
 
     // Each tenant's APIServices, checked by the one availability controller.
-    let apiservices = kubectl(&kc, &["--context=team-a", "get", "apiservices"]).await;
+    let apiservices = kc.ok(&["--context=team-a", "get", "apiservices"]).await;
     let rows: Vec<Vec<&str>> = apiservices
         .lines()
         .skip(1)
@@ -130,20 +95,20 @@ async fn kubectl_sees_each_tenant_apart() {
         .collect();
     assert_eq!(rows.len(), 4, "{apiservices}");
     assert!(rows.iter().all(|r| r[2] == "True"), "{apiservices}");
-    let apiservices = kubectl(
-        &kc,
-        &["--context=team-b", "get", "apiservices", "-o", "name"],
-    )
-    .await;
+    let apiservices = kc
+        .ok(&["--context=team-b", "get", "apiservices", "-o", "name"])
+        .await;
     assert_eq!(
         apiservices.trim(),
         "apiservice.apiregistration.k8s.io/v1beta1.servicecatalog.example.io"
     );
 
     // A tenant's APIs work as the cluster's: top through team-a, the catalog through team-b.
-    let top = kubectl(&kc, &["--context=team-a", "top", "nodes"]).await;
+    let top = kc.ok(&["--context=team-a", "top", "nodes"]).await;
     assert!(top.contains("node-a"), "{top}");
-    let (ok, _, err) = run_kubectl(&kc, &["--context=team-a", "get", "serviceinstances"]).await;
+    let (ok, _, err) = kc
+        .run(&["--context=team-a", "get", "serviceinstances"])
+        .await;
     assert!(!ok);
     assert!(
         err.contains("the server doesn't have a resource type \"serviceinstances\""),
@@ -151,40 +116,34 @@ async fn kubectl_sees_each_tenant_apart() {
     );
 
     // The review carries the tenant: demo-viewer may read everything in team-b only.
-    let listed = kubectl(
-        &kc,
-        &[
+    let listed = kc
+        .ok(&[
             "--context=team-b",
             "--user=demo-viewer",
             "get",
             "serviceinstances",
             "-A",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert!(listed.is_empty(), "{listed}");
-    let (ok, _, err) = run_kubectl(
-        &kc,
-        &["--user=demo-viewer", "get", "serviceinstances", "-A"],
-    )
-    .await;
+    let (ok, _, err) = kc
+        .run(&["--user=demo-viewer", "get", "serviceinstances", "-A"])
+        .await;
     assert!(!ok);
     assert!(
         err.contains("User \"demo-viewer\" cannot list resource \"serviceinstances\""),
         "{err}"
     );
-    let can = kubectl(
-        &kc,
-        &[
+    let can = kc
+        .ok(&[
             "--context=team-b",
             "auth",
             "can-i",
             "list",
             "serviceinstances.servicecatalog.example.io",
             "--as=demo-viewer",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert_eq!(can.trim(), "yes");
 
     // The in-process adapter through the same stack: outside any tenant, and in team-a
@@ -195,7 +154,7 @@ async fn kubectl_sees_each_tenant_apart() {
         (metric.to_owned(), ""),
         (format!("/clusters/team-a{metric}"), "team-a"),
     ] {
-        let raw = kubectl(&kc, &["get", "--raw", &path]).await;
+        let raw = kc.ok(&["get", "--raw", &path]).await;
         let list: serde_json::Value = serde_json::from_str(&raw).unwrap();
         assert_eq!(list["kind"], "MetricValueList", "{raw}");
         let seen = demo.adapter.log().last().unwrap().clone();
@@ -208,20 +167,21 @@ async fn kubectl_sees_each_tenant_apart() {
     }
     // team-b has no metrics: the host answers, the adapter is not asked.
     let before = demo.adapter.log().len();
-    let (ok, _, err) =
-        run_kubectl(&kc, &["get", "--raw", &format!("/clusters/team-b{metric}")]).await;
+    let (ok, _, err) = kc
+        .run(&["get", "--raw", &format!("/clusters/team-b{metric}")])
+        .await;
     assert!(!ok);
     assert!(err.contains("NotFound"), "{err}");
     assert_eq!(demo.adapter.log().len(), before);
 
     // A tenant that is not there; one added and removed while the gateway runs.
-    let (ok, _, err) = run_kubectl(&kc, &["get", "--raw", "/clusters/team-c/apis"]).await;
+    let (ok, _, err) = kc.run(&["get", "--raw", "/clusters/team-c/apis"]).await;
     assert!(!ok);
     assert!(
         err.contains("Error from server (NotFound): clusters \"team-c\" not found"),
         "{err}"
     );
-    let tenants = kc.with_file_name("tenants");
+    let tenants = kc.kubeconfig.with_file_name("tenants");
     let team_c = tenants.join("team-c");
     std::fs::create_dir_all(&team_c).unwrap();
     for entry in std::fs::read_dir(tenants.join("team-b")).unwrap() {
@@ -233,7 +193,7 @@ async fn kubectl_sees_each_tenant_apart() {
     std::fs::remove_dir_all(&team_c).unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let (_, _, err) = run_kubectl(&kc, &["get", "--raw", "/clusters/team-c/apis"]).await;
+        let (_, _, err) = kc.run(&["get", "--raw", "/clusters/team-c/apis"]).await;
         if err.contains("clusters \"team-c\" not found") {
             break;
         }

@@ -10,100 +10,41 @@
 # profile to print, KEEP=1 keeps the work directory (callgrind files included).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+NAME=instructions
+# shellcheck source=benches/load/lib.sh
+source "$(dirname "$0")/lib.sh"
 REQUESTS=${REQUESTS:-3000}
 TOP=${TOP:-25}
 KEEP=${KEEP:-0}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-export PATH="$PATH:$HOME/.cargo/bin:/usr/sbin:/sbin"
-log() { printf '== %s\n' "$*" >&2; }
-die() { printf 'instructions: %s\n' "$*" >&2; exit 1; }
+require_integers REQUESTS TOP
 
-apt_install() {
-  command -v apt-get >/dev/null || die "$* missing and apt-get is not available"
-  log "installing $* from Debian's packages"
-  apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
-}
-command -v valgrind >/dev/null || apt_install valgrind
-command -v haproxy >/dev/null || apt_install haproxy
-command -v curl >/dev/null || apt_install curl
-command -v oha >/dev/null || cargo install oha --locked >&2
+need valgrind
+need haproxy
+need curl
+need python3
+need_oha
+build_examples profiling gateway metrics_server load_pki
 
-log "building the examples (profiling: the load build with line tables)"
-(cd "$ROOT" && cargo build --profile profiling --quiet --example gateway \
-  --example metrics_server --example load_pki) >&2
-BIN=$CARGO_TARGET_DIR/profiling/examples
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kube-aggregator-instructions.XXXXXX")
-PIDS=()
-cleanup() {
-  local status=$?
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  sleep 1
-  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ $KEEP == 1 || $status != 0 ]]; then log "work directory kept: $WORK"; else rm -rf "$WORK"; fi
-  exit "$status"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-BACKEND_PORT=$(free_port)
-POLICY_PORT=$(free_port)
-GATEWAY_PORT=$(free_port)
-HAPROXY_PORT=$(free_port)
+make_work instructions
+free_ports BACKEND_PORT POLICY_PORT GATEWAY_PORT HAPROXY_PORT
 D=$WORK/pki
 "$BIN/load_pki" write "$D" --backend-port "$BACKEND_PORT" --policy-port "$POLICY_PORT"
 export RUST_LOG=${RUST_LOG:-warn}
 
-"$BIN/metrics_server" --bind-address=127.0.0.1 --secure-port="$BACKEND_PORT" \
-  --tls-cert-file="$D/metrics-server.crt" --tls-private-key-file="$D/metrics-server.key" \
-  --requestheader-client-ca-file="$D/front-proxy-ca.crt" \
-  --requestheader-allowed-names=front-proxy-client 2>"$WORK/backend.log" &
+backend_args
+gateway_args
+"$BIN/metrics_server" "${BACKEND_ARGS[@]}" 2>"$WORK/backend.log" &
 PIDS+=($!)
 "$BIN/load_pki" serve-policy "$D" --policy-port "$POLICY_PORT" 2>"$WORK/policy.log" &
 PIDS+=($!)
 
 valgrind --tool=callgrind --callgrind-out-file="$WORK/gateway.cg" "$BIN/gateway" \
-  --bind-address=127.0.0.1 --secure-port="$GATEWAY_PORT" \
-  --tls-cert-file="$D/gateway.crt" --tls-private-key-file="$D/gateway.key" \
-  --client-ca-file="$D/ca.crt" --anonymous-auth=false \
-  --proxy-client-cert-file="$D/front-proxy-client.crt" \
-  --proxy-client-key-file="$D/front-proxy-client.key" \
-  --apiservice-dir="$D/apiservices" --service-endpoints="$D/service-endpoints.yaml" \
-  --authorization-mode=Webhook --authorization-webhook-config-file="$D/authz-webhook.kubeconfig" \
-  --authorization-webhook-version=v1 2>"$WORK/gateway.log" &
+  "${GATEWAY_ARGS[@]}" 2>"$WORK/gateway.log" &
 GATEWAY_PID=$!
 PIDS+=("$GATEWAY_PID")
 
-cat "$D/gateway.crt" "$D/gateway.key" >"$WORK/haproxy-serving.pem"
-cat "$D/front-proxy-client.crt" "$D/front-proxy-client.key" >"$WORK/haproxy-front-proxy.pem"
-cat >"$WORK/haproxy.cfg" <<EOF
-global
-  nbthread 1
-  maxconn 8000
-defaults
-  mode http
-  option http-keep-alive
-  timeout connect 5s
-  timeout client 300s
-  timeout server 300s
-  timeout http-keep-alive 300s
-frontend gateway
-  bind 127.0.0.1:$HAPROXY_PORT ssl crt $WORK/haproxy-serving.pem ca-file $D/ca.crt verify required alpn h2,http/1.1
-  http-request del-header Authorization
-  http-request del-header X-Remote-User
-  http-request del-header X-Remote-Group
-  http-request set-header X-Remote-User %[ssl_c_s_dn(CN)]
-  http-request set-header X-Remote-Group %[ssl_c_s_dn(O)]
-  default_backend metrics_server
-backend metrics_server
-  http-reuse always
-  server metrics 127.0.0.1:$BACKEND_PORT ssl crt $WORK/haproxy-front-proxy.pem ca-file $D/service-ca.crt verify required verifyhost metrics-server.kube-system.svc sni str(metrics-server.kube-system.svc) alpn h2
-EOF
+# HAProxy configured as in run.sh (lib.sh).
+write_haproxy_cfg "$WORK/haproxy.cfg" "$HAPROXY_PORT"
 valgrind --tool=callgrind --callgrind-out-file="$WORK/haproxy.cg" haproxy -db -f "$WORK/haproxy.cfg" \
   2>"$WORK/haproxy.log" &
 HAPROXY_PID=$!

@@ -14,8 +14,10 @@
 # with `perf record` during its measured runs and prints the hottest symbols (the build
 # then uses the `profiling` profile: release with line tables).
 set -euo pipefail
+NAME=load
+# shellcheck source=benches/load/lib.sh
+source "$(dirname "$0")/lib.sh"
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 RUNS=${RUNS:-1}
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-3}
@@ -25,15 +27,8 @@ SERVER_CPU=${SERVER_CPU:-1}
 KEEP=${KEEP:-0}
 OUT=${OUT:-}
 PROFILE=${PROFILE:-}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-export PATH="$PATH:$HOME/.cargo/bin:/usr/sbin:/sbin"
 
-log() { printf '== %s\n' "$*" >&2; }
-die() { printf 'load: %s\n' "$*" >&2; exit 1; }
-
-for n in RUNS DURATION WARMUP RATE LOADGEN_CPU SERVER_CPU; do
-  [[ ${!n} =~ ^[0-9]+$ ]] || die "$n must be a non-negative integer, got '${!n}'"
-done
+require_integers RUNS DURATION WARMUP RATE LOADGEN_CPU SERVER_CPU
 ((RUNS >= 1 && DURATION >= 1)) || die "RUNS and DURATION must be at least 1"
 [[ $LOADGEN_CPU != "$SERVER_CPU" ]] || die "LOADGEN_CPU and SERVER_CPU must differ"
 ncpu=$(nproc --all)
@@ -42,77 +37,27 @@ ncpu=$(nproc --all)
 
 # ---- tools -----------------------------------------------------------------------------
 
-apt_install() {
-  command -v apt-get >/dev/null || die "$* missing and apt-get is not available"
-  log "installing $* from Debian's packages"
-  if [[ ${APT_UPDATED:-0} != 1 ]]; then
-    apt-get update -qq >&2
-    APT_UPDATED=1
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
-}
-command -v nginx >/dev/null || apt_install nginx
-command -v haproxy >/dev/null || apt_install haproxy
-command -v taskset >/dev/null || apt_install util-linux
-command -v python3 >/dev/null || apt_install python3
-command -v curl >/dev/null || apt_install curl
-if ! command -v oha >/dev/null; then
-  log "installing oha with cargo install --locked"
-  cargo install oha --locked >&2
-fi
-# oha presents a client certificate with --cert/--key (h2load and wrk cannot).
-oha --help | grep -q -- '--cert' || die "this oha ($(oha --version)) has no --cert; upgrade it"
+need nginx
+need haproxy
+need taskset util-linux
+need python3
+need curl
+need_oha
 nginx -V 2>&1 | grep -q -- '--with-http_v2_module' || die "nginx was built without HTTP/2"
 NGINX_VERSION=$(nginx -v 2>&1 | sed 's/.*nginx\///')
 HAPROXY_VERSION=$(haproxy -v | sed -n 's/^HAProxy version \([^ ]*\).*/\1/p')
 
 BUILD_PROFILE=load
 if [[ -n $PROFILE ]]; then
-  command -v perf >/dev/null || apt_install linux-perf
+  need perf linux-perf
   BUILD_PROFILE=profiling
 fi
-log "building the examples ($BUILD_PROFILE)"
-(cd "$ROOT" && cargo build --profile "$BUILD_PROFILE" --quiet --example gateway \
-  --example metrics_server --example load_pki) >&2
-BIN=$CARGO_TARGET_DIR/$BUILD_PROFILE/examples
+build_examples "$BUILD_PROFILE" gateway metrics_server load_pki
 
 # ---- processes and cleanup -------------------------------------------------------------
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kube-aggregator-load.XXXXXX")
-PIDS=()
-cleanup() {
-  local status=$?
-  trap - EXIT INT TERM
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 50); do
-    local alive=0
-    for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    ((alive)) || break
-    sleep 0.1
-  done
-  for pid in "${PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ $KEEP == 1 || $status != 0 ]]; then
-    log "work directory kept: $WORK"
-  else
-    rm -rf "$WORK"
-  fi
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-BACKEND_PORT=$(free_port)
-GATEWAY_PORT=$(free_port)
-NGINX_PORT=$(free_port)
-HAPROXY_PORT=$(free_port)
-POLICY_PORT=$(free_port)
-[[ $(printf '%s\n' "$BACKEND_PORT" "$GATEWAY_PORT" "$NGINX_PORT" "$HAPROXY_PORT" "$POLICY_PORT" | sort -u | wc -l) == 5 ]] ||
-  die "could not pick five distinct free ports"
+make_work load
+free_ports BACKEND_PORT GATEWAY_PORT NGINX_PORT HAPROXY_PORT POLICY_PORT
 
 D=$WORK/pki
 "$BIN/load_pki" write "$D" --backend-port "$BACKEND_PORT" --policy-port "$POLICY_PORT"
@@ -123,10 +68,9 @@ export RUST_LOG=${RUST_LOG:-warn}
 # Each server is started as `taskset ... &` directly (taskset execs it, and no function or
 # subshell stands between), so $! is the server itself: its /proc times and the cleanup
 # both need that pid.
-taskset -c "$SERVER_CPU" "$BIN/metrics_server" --bind-address=127.0.0.1 --secure-port="$BACKEND_PORT" \
-  --tls-cert-file="$D/metrics-server.crt" --tls-private-key-file="$D/metrics-server.key" \
-  --requestheader-client-ca-file="$D/front-proxy-ca.crt" \
-  --requestheader-allowed-names=front-proxy-client 2>"$WORK/backend.log" &
+backend_args
+gateway_args
+taskset -c "$SERVER_CPU" "$BIN/metrics_server" "${BACKEND_ARGS[@]}" 2>"$WORK/backend.log" &
 BACKEND_PID=$!
 PIDS+=("$BACKEND_PID")
 
@@ -135,14 +79,7 @@ taskset -c "$SERVER_CPU" "$BIN/load_pki" serve-policy "$D" --policy-port "$POLIC
 POLICY_PID=$!
 PIDS+=("$POLICY_PID")
 
-taskset -c "$SERVER_CPU" "$BIN/gateway" --bind-address=127.0.0.1 --secure-port="$GATEWAY_PORT" \
-  --tls-cert-file="$D/gateway.crt" --tls-private-key-file="$D/gateway.key" \
-  --client-ca-file="$D/ca.crt" --anonymous-auth=false \
-  --proxy-client-cert-file="$D/front-proxy-client.crt" \
-  --proxy-client-key-file="$D/front-proxy-client.key" \
-  --apiservice-dir="$D/apiservices" --service-endpoints="$D/service-endpoints.yaml" \
-  --authorization-mode=Webhook --authorization-webhook-config-file="$D/authz-webhook.kubeconfig" \
-  --authorization-webhook-version=v1 2>"$WORK/gateway.log" &
+taskset -c "$SERVER_CPU" "$BIN/gateway" "${GATEWAY_ARGS[@]}" 2>"$WORK/gateway.log" &
 GATEWAY_PID=$!
 PIDS+=("$GATEWAY_PID")
 
@@ -205,36 +142,8 @@ taskset -c "$SERVER_CPU" nginx -p "$WORK" -e "$WORK/nginx-error.log" -c "$WORK/n
 NGINX_PID=$!
 PIDS+=("$NGINX_PID")
 
-# HAProxy as the same front proxy: mTLS from clients, X-Remote-User/X-Remote-Group from
-# the client certificate's CN and O (client copies removed), the front-proxy certificate
-# towards the backend over HTTP/2 (verified as the Service's DNS name), connections shared
-# between client connections ("http-reuse always"). One thread: it has one core.
-cat "$D/gateway.crt" "$D/gateway.key" >"$WORK/haproxy-serving.pem"
-cat "$D/front-proxy-client.crt" "$D/front-proxy-client.key" >"$WORK/haproxy-front-proxy.pem"
-cat >"$WORK/haproxy.cfg" <<EOF
-global
-  nbthread 1
-  maxconn 8000
-  ssl-default-bind-options ssl-min-ver TLSv1.2
-defaults
-  mode http
-  option http-keep-alive
-  timeout connect 5s
-  timeout client 300s
-  timeout server 300s
-  timeout http-keep-alive 300s
-frontend gateway
-  bind 127.0.0.1:$HAPROXY_PORT ssl crt $WORK/haproxy-serving.pem ca-file $D/ca.crt verify required alpn h2,http/1.1
-  http-request del-header Authorization
-  http-request del-header X-Remote-User
-  http-request del-header X-Remote-Group
-  http-request set-header X-Remote-User %[ssl_c_s_dn(CN)]
-  http-request set-header X-Remote-Group %[ssl_c_s_dn(O)]
-  default_backend metrics_server
-backend metrics_server
-  http-reuse always
-  server metrics 127.0.0.1:$BACKEND_PORT ssl crt $WORK/haproxy-front-proxy.pem ca-file $D/service-ca.crt verify required verifyhost metrics-server.kube-system.svc sni str(metrics-server.kube-system.svc) alpn h2
-EOF
+# HAProxy as the same front proxy (lib.sh says how it is configured).
+write_haproxy_cfg "$WORK/haproxy.cfg" "$HAPROXY_PORT"
 taskset -c "$SERVER_CPU" haproxy -db -f "$WORK/haproxy.cfg" 2>"$WORK/haproxy.log" &
 HAPROXY_PID=$!
 PIDS+=("$HAPROXY_PID")

@@ -19,8 +19,11 @@
 # every probe 200 from RECOVERY seconds after each restart on; no watch event cut in two;
 # the gateway's RSS and open descriptors within 10% between minute 2 and the end.
 set -euo pipefail
+NAME=soak
+DIE_STATUS=2
+# shellcheck source=benches/load/lib.sh
+source "$(dirname "$0")/lib.sh"
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DURATION=${DURATION:-600}
 RATE=${RATE:-3000}
 KILL_EVERY=${KILL_EVERY:-30}
@@ -29,58 +32,20 @@ ROTATE_EVERY=${ROTATE_EVERY:-120}
 RECOVERY=${RECOVERY:-2}
 KEEP=${KEEP:-0}
 OUT=${OUT:-}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-export PATH="$PATH:$HOME/.cargo/bin:/usr/sbin:/sbin"
 
-log() { printf '== %s\n' "$*" >&2; }
-die() { printf 'soak: %s\n' "$*" >&2; exit 2; }
-
-for n in DURATION RATE KILL_EVERY DOWN ROTATE_EVERY RECOVERY; do
-  [[ ${!n} =~ ^[0-9]+$ ]] || die "$n must be a non-negative integer, got '${!n}'"
-done
+require_integers DURATION RATE KILL_EVERY DOWN ROTATE_EVERY RECOVERY
 ((DURATION >= 60)) || die "DURATION must be at least 60 s (RSS is compared from minute 2 on a long run, from 1/5 of it on a short one)"
 ((KILL_EVERY > DOWN + RECOVERY)) || die "KILL_EVERY must exceed DOWN + RECOVERY"
 ((RATE >= 2)) || die "RATE must be at least 2"
 
-command -v python3 >/dev/null || die "python3 is required"
-command -v curl >/dev/null || die "curl is required"
-if ! command -v oha >/dev/null; then
-  log "installing oha with cargo install --locked"
-  cargo install oha --locked >&2
-fi
+need python3
+need curl
+need_oha
+build_examples load gateway crud_server load_pki
 
-log "building the examples (load profile)"
-(cd "$ROOT" && cargo build --profile load --quiet --example gateway --example crud_server \
-  --example load_pki) >&2
-BIN=$CARGO_TARGET_DIR/load/examples
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kube-aggregator-soak.XXXXXX")
-PIDS=()
+make_work soak
 BACKEND_PID=
-cleanup() {
-  local status=$?
-  trap - EXIT INT TERM
-  for pid in "${PIDS[@]}" $BACKEND_PID; do kill -TERM "$pid" 2>/dev/null || true; done
-  sleep 0.5
-  for pid in "${PIDS[@]}" $BACKEND_PID; do kill -KILL "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  if [[ $KEEP == 1 || $status != 0 ]]; then
-    log "work directory kept: $WORK"
-  else
-    rm -rf "$WORK"
-  fi
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-BACKEND_PORT=$(free_port)
-GATEWAY_PORT=$(free_port)
-[[ $BACKEND_PORT != "$GATEWAY_PORT" ]] || die "could not pick two distinct free ports"
+free_ports BACKEND_PORT GATEWAY_PORT
 
 # The load run's PKI; the APIService is the service catalog's, served by the CRUD server
 # under the Service name the backend certificate carries.
@@ -95,12 +60,9 @@ cp "$D/front-proxy-client.crt" "$WORK/proxy.crt"
 cp "$D/front-proxy-client.key" "$WORK/proxy.key"
 
 export RUST_LOG=${RUST_LOG:-warn}
+backend_args
 start_backend() {
-  "$BIN/crud_server" --bind-address=127.0.0.1 --secure-port="$BACKEND_PORT" \
-    --tls-cert-file="$D/metrics-server.crt" --tls-private-key-file="$D/metrics-server.key" \
-    --requestheader-client-ca-file="$D/front-proxy-ca.crt" \
-    --requestheader-allowed-names=front-proxy-client \
-    --storage-file="$WORK/catalog.json" --bookmark-interval=10 2>>"$WORK/backend.log" &
+  "$BIN/crud_server" "${BACKEND_ARGS[@]}" --storage-file="$WORK/catalog.json" --bookmark-interval=10 2>>"$WORK/backend.log" &
   BACKEND_PID=$!
   for _ in $(seq 100); do
     curl -s -o /dev/null --cacert "$D/service-ca.crt" --cert "$D/front-proxy-client.crt" \

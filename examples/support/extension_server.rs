@@ -113,7 +113,11 @@ where
     ))
 }
 
-fn prepare(config: &ServingConfig) -> Result<(Arc<rustls::ServerConfig>, Union), BoxError> {
+/// The serving TLS configuration (ALPN h2 and http/1.1, client certificates requested
+/// for the authenticator to verify) and the authenticator: the front proxy by request
+/// header, anonymous on the probe paths only. Errors: a file that cannot be read or used,
+/// named with what it was for.
+pub fn prepare(config: &ServingConfig) -> Result<(Arc<rustls::ServerConfig>, Union), BoxError> {
     let read = |path: &Path, what: &str| std::fs::read(path).map_err(|e| file_error(what, path, e));
     let cert = read(&config.tls_cert_file, "serving certificate")?;
     let key = read(&config.tls_private_key_file, "serving key")?;
@@ -137,6 +141,16 @@ fn file_error(what: &str, path: &Path, err: impl Display) -> BoxError {
 }
 
 // ---- Flags ---------------------------------------------------------------------------
+
+/// The flags [`parse_flags`] reads itself.
+const SERVING_FLAGS: [&str; 6] = [
+    "bind-address",
+    "secure-port",
+    "tls-cert-file",
+    "tls-private-key-file",
+    "requestheader-client-ca-file",
+    "requestheader-allowed-names",
+];
 
 /// The address to bind, the serving configuration, and the caller's own flags as
 /// `(name, value)`.
@@ -162,6 +176,9 @@ pub fn parse_flags(
         let (flag, inline) = flag
             .split_once('=')
             .map_or((flag, None), |(f, v)| (f, Some(v)));
+        if !SERVING_FLAGS.contains(&flag) && !extra.contains(&flag) {
+            return Err(format!("unknown flag --{flag}"));
+        }
         let value = match inline {
             Some(value) => value.to_owned(),
             None => args.next().ok_or(format!("flag --{flag} needs a value"))?,

@@ -19,8 +19,6 @@
 use std::convert::Infallible;
 use std::fmt::Display;
 use std::future::{Future, ready};
-use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -29,16 +27,14 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use kube_aggregator::authn::{
-    Anonymous, AuthenticationLayer, RequestHeaderAuthenticator, RequestHeaderConfig, Union,
-    UserInfo,
-};
+use kube_aggregator::authn::{AuthenticationLayer, Union, UserInfo};
 use kube_aggregator::{Body, server};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tower::Layer;
 
 use super::cluster::{self, NODES, PODS};
+use super::extension_server::{self, PROBES, ServingConfig};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -51,24 +47,9 @@ const WINDOW: &str = "10.5s";
 
 // ---- TLS serving and authentication ----------------------------------------------------
 
-/// Where the server finds its TLS material and whom it accepts as a front proxy.
-#[derive(Debug, Clone)]
-pub struct MetricsServerConfig {
-    /// PEM serving certificate chain, leaf first.
-    pub tls_cert_file: PathBuf,
-    /// PEM private key (PKCS#8, PKCS#1 or SEC1) of the serving certificate.
-    pub tls_private_key_file: PathBuf,
-    /// PEM bundle of the CAs that sign front-proxy client certificates.
-    pub requestheader_client_ca_file: PathBuf,
-    /// Subject CNs accepted as front proxies; empty accepts any certificate the CA signed.
-    pub requestheader_allowed_names: Vec<String>,
-}
-
-/// The TLS configuration and the authenticator, ready to serve.
-struct Prepared {
-    tls: Arc<rustls::ServerConfig>,
-    authn: Union,
-}
+/// Where the server finds its TLS material and whom it accepts as a front proxy: the
+/// serving flags every sample extension server shares.
+pub type MetricsServerConfig = ServingConfig;
 
 /// Serves until `shutdown` resolves; HTTP/1.1 and HTTP/2 (ALPN h2, http/1.1) over TLS.
 ///
@@ -79,50 +60,19 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), BoxError> {
-    run(prepare(&config)?, listener, shutdown).await
-}
-
-fn prepare(config: &MetricsServerConfig) -> Result<Prepared, BoxError> {
-    let (cert_file, key_file) = (&config.tls_cert_file, &config.tls_private_key_file);
-    let cert = read(cert_file, "serving certificate")?;
-    let key = read(key_file, "serving key")?;
-    let ca_file = &config.requestheader_client_ca_file;
-    let ca = read(ca_file, "request-header CA")?;
-    // The handshake only asks for a certificate; the request-header authenticator checks
-    // it, so a certificate from another CA gets 401 rather than an opaque TLS alert.
-    let tls = server::server_config(&cert, &key, &ca, true)
-        .map_err(|e| file_error("serving certificate", cert_file, e))?;
-    let front_proxy = RequestHeaderAuthenticator::from_pem(&ca, RequestHeaderConfig::default())
-        .map_err(|e| file_error("request-header CA", ca_file, e))?
-        .with_allowed_names(config.requestheader_allowed_names.iter().cloned());
-    // Probes come from the kubelet without a front-proxy certificate; upstream lets them
-    // through as system:anonymous on always-allowed paths.
-    let authn = Union::new()
-        .push(front_proxy)
-        .with_anonymous(Anonymous::for_paths(PROBES));
-    Ok(Prepared { tls, authn })
-}
-
-const PROBES: [&str; 3] = ["/healthz", "/readyz", "/livez"];
-
-fn read(path: &Path, what: &str) -> Result<Vec<u8>, BoxError> {
-    std::fs::read(path).map_err(|e| file_error(what, path, e))
-}
-
-fn file_error(what: &str, path: &Path, err: impl Display) -> BoxError {
-    format!("{what} {}: {err}", path.display()).into()
+    run(extension_server::prepare(&config)?, listener, shutdown).await
 }
 
 async fn run(
-    prepared: Prepared,
+    (tls, authn): (Arc<rustls::ServerConfig>, Union),
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), BoxError> {
     let handler = tower::service_fn(|req: Request<hyper::body::Incoming>| {
         ready(Ok::<_, Infallible>(handle(&req).map(Body::new)))
     });
-    let service = AuthenticationLayer::new(prepared.authn).layer(handler);
-    server::serve_tls(listener, prepared.tls, service, shutdown).await;
+    let service = AuthenticationLayer::new(authn).layer(handler);
+    server::serve_tls(listener, tls, service, shutdown).await;
     Ok(())
 }
 
@@ -472,11 +422,11 @@ pub fn main_from_args(args: impl Iterator<Item = String>) -> ExitCode {
         eprintln!("metrics_server: {err}");
         ExitCode::from(code)
     };
-    let (addr, config) = match parse_flags(args) {
+    let (addr, config, _) = match extension_server::parse_flags(args, 4443, &[]) {
         Ok(parsed) => parsed,
         Err(err) => return fail(2, &err),
     };
-    let prepared = match prepare(&config) {
+    let prepared = match extension_server::prepare(&config) {
         Ok(prepared) => prepared,
         Err(err) => return fail(2, &err),
     };
@@ -499,58 +449,4 @@ pub fn main_from_args(args: impl Iterator<Item = String>) -> ExitCode {
         run(prepared, listener, ctrl_c).await
     });
     result.map_or_else(|err| fail(1, &err), |()| ExitCode::SUCCESS)
-}
-
-const FLAGS: [&str; 6] = [
-    "bind-address",
-    "secure-port",
-    "tls-cert-file",
-    "tls-private-key-file",
-    "requestheader-client-ca-file",
-    "requestheader-allowed-names",
-];
-
-fn parse_flags(
-    mut args: impl Iterator<Item = String>,
-) -> Result<(SocketAddr, MetricsServerConfig), String> {
-    let (mut bind, mut port) = (IpAddr::from([127, 0, 0, 1]), 4443_u16);
-    let (mut cert, mut key, mut ca, mut names) = (None, None, None, Vec::new());
-    while let Some(arg) = args.next() {
-        let Some(flag) = arg.strip_prefix("--") else {
-            return Err(format!("unexpected argument {arg:?}"));
-        };
-        let (flag, inline) = flag
-            .split_once('=')
-            .map_or((flag, None), |(f, v)| (f, Some(v)));
-        if !FLAGS.contains(&flag) {
-            return Err(format!("unknown flag --{flag}"));
-        }
-        let value = match inline {
-            Some(value) => value.to_owned(),
-            None => args.next().ok_or(format!("flag --{flag} needs a value"))?,
-        };
-        let invalid = |e: &dyn Display| format!("invalid value {value:?} for --{flag}: {e}");
-        match flag {
-            "bind-address" => bind = value.parse().map_err(|e| invalid(&e))?,
-            "secure-port" => port = value.parse().map_err(|e| invalid(&e))?,
-            "tls-cert-file" => cert = Some(PathBuf::from(value)),
-            "tls-private-key-file" => key = Some(PathBuf::from(value)),
-            "requestheader-client-ca-file" => ca = Some(PathBuf::from(value)),
-            "requestheader-allowed-names" => {
-                let listed = value.split(',').map(str::trim).filter(|n| !n.is_empty());
-                names = listed.map(str::to_owned).collect();
-            }
-            _ => return Err(format!("unknown flag --{flag}")),
-        }
-    }
-    let required = |path: Option<PathBuf>, flag: &str| {
-        path.ok_or_else(|| format!("missing required flag --{flag}"))
-    };
-    let config = MetricsServerConfig {
-        tls_cert_file: required(cert, "tls-cert-file")?,
-        tls_private_key_file: required(key, "tls-private-key-file")?,
-        requestheader_client_ca_file: required(ca, "requestheader-client-ca-file")?,
-        requestheader_allowed_names: names,
-    };
-    Ok((SocketAddr::new(bind, port), config))
 }
