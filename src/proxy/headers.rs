@@ -22,6 +22,11 @@ const HOP_BY_HOP: [HeaderName; 9] = [
 /// skipped). Applied to the request before it goes out and to the response before it
 /// comes back.
 pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
+    // Most messages carry none: one look at the few names present costs less than a
+    // hashed removal per hop-by-hop name (this runs on every request and response).
+    if !headers.keys().any(|name| HOP_BY_HOP.contains(name)) {
+        return;
+    }
     if headers.contains_key(header::CONNECTION) {
         let listed: Vec<HeaderName> = headers
             .get_all(header::CONNECTION)
@@ -125,5 +130,24 @@ mod tests {
         h.insert("accept", HeaderValue::from_static("*/*"));
         remove_hop_by_hop(&mut h);
         assert_eq!(h.len(), 1);
+    }
+
+    #[test]
+    fn each_hop_by_hop_header_goes_alone_and_others_stay() {
+        for name in &HOP_BY_HOP {
+            let mut h = HeaderMap::new();
+            h.insert(name.clone(), HeaderValue::from_static("x"));
+            h.insert("accept", HeaderValue::from_static("*/*"));
+            h.insert("x-remote-user", HeaderValue::from_static("alice"));
+            remove_hop_by_hop(&mut h);
+            assert!(!h.contains_key(name), "{name} stayed");
+            assert_eq!(h.len(), 2, "after {name}: {h:?}");
+        }
+        let mut h = HeaderMap::new();
+        h.insert("accept", HeaderValue::from_static("*/*"));
+        h.insert("user-agent", HeaderValue::from_static("kubectl"));
+        let before = h.clone();
+        remove_hop_by_hop(&mut h);
+        assert_eq!(h, before);
     }
 }
