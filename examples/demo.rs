@@ -111,7 +111,7 @@ fn main() -> ExitCode {
         println!();
         let server = format!("https://{}", demo.gateway.local_addr);
         println!("Two tenants under /clusters/<name>, each with its own APIServices, discovery and availability:");
-        println!("  kubectl --server {server}/clusters/team-a api-resources   # metrics.k8s.io, custom and external metrics");
+        println!("  kubectl --server {server}/clusters/team-a api-resources   # metrics.k8s.io, external.metrics.k8s.io (custom metrics' names hold a '/', which api-resources does not list)");
         println!("  kubectl --server {server}/clusters/team-b api-resources   # servicecatalog.example.io");
         println!("  kubectl --server {server}/clusters/team-a get apiservices");
         println!("  kubectl --server {server}/clusters/team-a top nodes");
