@@ -17,7 +17,6 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use http::{Request, Response, StatusCode};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use kube_aggregator::apiservice::{ApiService, ServiceReference};
 use kube_aggregator::authn::{
@@ -30,16 +29,14 @@ use kube_aggregator::transport::{ClientCertificate, InMemoryTransport, RustlsTra
 use kube_aggregator::{Aggregator, Body, server};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
+use support::read_answer;
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tower::{Layer, ServiceExt};
 
-const ANSWER: &str =
-    r#"{"kind":"NodeMetricsList","apiVersion":"metrics.k8s.io/v1beta1","metadata":{},"items":[]}"#;
-
 /// The extension server's handler: the authenticated caller gets the list.
 async fn answer<B>(req: Request<B>) -> Result<Response<Body>, Infallible> {
-    let mut res = Response::new(Body::full(ANSWER));
+    let mut res = Response::new(Body::full(support::ANSWER));
     if req.extensions().get::<UserInfo>().is_none() {
         *res.status_mut() = StatusCode::UNAUTHORIZED;
     }
@@ -77,24 +74,8 @@ fn request(path: &str) -> Request<Body> {
     req
 }
 
-async fn read(res: Response<Body>) -> StatusCode {
-    let status = res.status();
-    let body = res
-        .into_body()
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("body: {e}"))
-        .to_bytes();
-    assert_eq!(body, ANSWER.as_bytes(), "the answer changed on the way");
-    status
-}
-
 fn in_process_vs_mtls(c: &mut Criterion) {
-    let rt: Runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let rt: Runtime = support::one_worker_runtime();
     let front_proxy_ca = pki::Ca::new("front-proxy-ca");
     let serving_ca = pki::Ca::new("serving-ca");
     let serving = serving_ca.server("metrics-over-mtls", &["metrics-over-mtls.kube-system.svc"]);
@@ -198,12 +179,12 @@ fn in_process_vs_mtls(c: &mut Criterion) {
         for path in [in_process_path, mtls_path] {
             for _ in 0..3 {
                 let res = stack.clone().oneshot(request(path)).await;
-                let status = read(res.unwrap_or_else(|e| match e {})).await;
+                let status = read_answer(res.unwrap_or_else(|e| match e {})).await;
                 assert_eq!(status, StatusCode::OK, "{path}: not proxied");
             }
         }
         let res = direct.clone().oneshot(direct_request()).await;
-        let status = read(res.unwrap_or_else(|e| match e {})).await;
+        let status = read_answer(res.unwrap_or_else(|e| match e {})).await;
         assert_eq!(status, StatusCode::OK, "the server refused the aggregator");
     });
 
@@ -214,7 +195,7 @@ fn in_process_vs_mtls(c: &mut Criterion) {
             |req| {
                 rt.block_on(async {
                     let res = direct.clone().oneshot(req).await;
-                    black_box(read(res.unwrap_or_else(|e| match e {})).await)
+                    black_box(read_answer(res.unwrap_or_else(|e| match e {})).await)
                 })
             },
             BatchSize::SmallInput,
@@ -230,7 +211,7 @@ fn in_process_vs_mtls(c: &mut Criterion) {
                 |req| {
                     rt.block_on(async {
                         let res = stack.clone().oneshot(req).await;
-                        black_box(read(res.unwrap_or_else(|e| match e {})).await)
+                        black_box(read_answer(res.unwrap_or_else(|e| match e {})).await)
                     })
                 },
                 BatchSize::SmallInput,

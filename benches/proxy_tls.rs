@@ -30,7 +30,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use http::{Request, Response, StatusCode};
-use http_body_util::{BodyExt, Empty};
+use http_body_util::Empty;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -50,9 +50,6 @@ use tokio::runtime::Runtime;
 use tower::Layer;
 
 const PATH: &str = "/apis/metrics.k8s.io/v1beta1/nodes";
-const ANSWER: &str =
-    r#"{"kind":"NodeMetricsList","apiVersion":"metrics.k8s.io/v1beta1","metadata":{},"items":[]}"#;
-
 fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
     CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<_, _>>()
@@ -111,7 +108,7 @@ async fn start_backend(serving: &pki::Leaf, front_proxy_ca: &pki::Ca) -> SocketA
                     // A real extension server reads who is asking.
                     let user = req.headers().get("x-remote-user").is_some();
                     let mut res = Response::new(http_body_util::Full::new(Bytes::from_static(
-                        ANSWER.as_bytes(),
+                        support::ANSWER.as_bytes(),
                     )));
                     if !user {
                         *res.status_mut() = StatusCode::UNAUTHORIZED;
@@ -296,24 +293,12 @@ impl Connection {
             Connection::Http2(send) => send.send_request(req).await,
         };
         let res = res.unwrap_or_else(|e| panic!("request failed: {e}"));
-        let status = res.status();
-        let body = res
-            .into_body()
-            .collect()
-            .await
-            .unwrap_or_else(|e| panic!("body: {e}"))
-            .to_bytes();
-        assert_eq!(body, ANSWER.as_bytes(), "the answer changed on the way");
-        status
+        support::read_answer(res).await
     }
 }
 
 fn proxy_tls(c: &mut Criterion) {
-    let rt: Runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let rt: Runtime = support::one_worker_runtime();
     let gateway_ca = pki::Ca::new("gateway-ca");
     let client_ca = pki::Ca::new("client-ca");
     let front_proxy_ca = pki::Ca::new("front-proxy-ca");

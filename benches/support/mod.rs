@@ -1,7 +1,8 @@
 //! In-memory webhooks shared by the benches: a TokenReview server that authenticates
 //! every token and a SubjectAccessReview server that allows everything, each behind the
 //! library's `WebhookClient` so the benched code is the real client and cache; and a wait
-//! for a built stack's worker to mark an APIService Available.
+//! for a built stack's worker to mark an APIService Available; the extension servers'
+//! answer, the reader that checks it, and the benches' one-worker runtime.
 
 // Each bench file uses a part of it.
 #![allow(dead_code)]
@@ -16,6 +17,39 @@ use kube_aggregator::rt::Timer;
 use kube_aggregator::webhook::WebhookClient;
 use kube_aggregator::{Body, Registry};
 use tower::util::BoxCloneSyncService;
+
+/// What the benches' extension servers answer to a `GET` of nodes.
+pub(crate) const ANSWER: &str =
+    r#"{"kind":"NodeMetricsList","apiVersion":"metrics.k8s.io/v1beta1","metadata":{},"items":[]}"#;
+
+/// Reads a response through and returns its status, panicking unless the body is
+/// [`ANSWER`] (a bench that measured a wrong answer would measure nothing).
+pub(crate) async fn read_answer<B>(res: Response<B>) -> http::StatusCode
+where
+    B: http_body::Body,
+    B::Error: std::fmt::Display,
+{
+    use http_body_util::BodyExt;
+    let status = res.status();
+    let body = res
+        .into_body()
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("body: {e}"))
+        .to_bytes();
+    assert_eq!(body, ANSWER.as_bytes(), "the answer changed on the way");
+    status
+}
+
+/// A tokio runtime with one worker thread: client, gateway and backend share it, as the
+/// gateway example runs on one core.
+pub(crate) fn one_worker_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"))
+}
 
 /// A webhook client whose server answers every call with `answer` (JSON).
 fn in_memory_webhook(url: &'static str, answer: &'static str, timer: Timer) -> WebhookClient {

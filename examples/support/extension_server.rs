@@ -71,16 +71,7 @@ where
     F: Future<Output = Response<Body>> + Send + 'static,
 {
     let (tls, authn) = prepare(config)?;
-    let service = tower::service_fn(move |req: Request<Incoming>| {
-        let handler = handler.clone();
-        async move {
-            if PROBES.contains(&req.uri().path()) {
-                return Ok::<_, Infallible>(text(StatusCode::OK, "ok"));
-            }
-            Ok(handler(req).await)
-        }
-    });
-    let service = AuthenticationLayer::new(authn).layer(service);
+    let service = AuthenticationLayer::new(authn).layer(with_probes(handler));
     server::serve_tls(listener, tls, service, shutdown).await;
     Ok(())
 }
@@ -96,7 +87,29 @@ where
     F: Future<Output = Response<Body>> + Send + 'static,
 {
     let (_, authn) = prepare(config)?;
-    let service = tower::service_fn(move |req: Request<Body>| {
+    let service = AuthenticationLayer::new(authn).layer(with_probes(handler));
+    Ok(BackendClient::new(
+        tower::ServiceBuilder::new()
+            .map_err(|e: Infallible| -> BoxError { match e {} })
+            .service(service),
+    ))
+}
+
+/// `handler` as a tower service, with the kubelet's probe paths ([`PROBES`]) answered
+/// `ok` before it is asked.
+fn with_probes<B, H, F>(
+    handler: H,
+) -> impl tower::Service<Request<B>, Response = Response<Body>, Error = Infallible, Future: Send>
++ Clone
++ Send
++ Sync
++ 'static
+where
+    B: Send + 'static,
+    H: Fn(Request<B>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    tower::service_fn(move |req: Request<B>| {
         let handler = handler.clone();
         async move {
             if PROBES.contains(&req.uri().path()) {
@@ -104,13 +117,7 @@ where
             }
             Ok(handler(req).await)
         }
-    });
-    let service = AuthenticationLayer::new(authn).layer(service);
-    Ok(BackendClient::new(
-        tower::ServiceBuilder::new()
-            .map_err(|e: Infallible| -> BoxError { match e {} })
-            .service(service),
-    ))
+    })
 }
 
 /// The serving TLS configuration (ALPN h2 and http/1.1, client certificates requested
