@@ -1,8 +1,9 @@
 //! The connection limits of `server::serve_tls_with` over real TLS on 127.0.0.1, each
 //! with short configured timeouts (upstream's are 32 s and 90 s): a connection that sends
-//! nothing, a header trickled one byte at a time, idle HTTP/1.1 keep-alive and HTTP/2
-//! connections; requests in flight are never cut; `Host` is required on HTTP/1.1; header
-//! sets up to 1 MiB are accepted.
+//! nothing, a header trickled one byte at a time (of the first request, and of a later
+//! one after an idle wait), idle HTTP/1.1 keep-alive and HTTP/2 connections; requests in
+//! flight are never cut; `Host` is required on HTTP/1.1; header sets up to 1 MiB are
+//! accepted.
 
 mod common;
 
@@ -128,6 +129,56 @@ async fn a_header_trickled_one_byte_at_a_time_is_cut_off_at_the_header_timeout()
     assert!(
         took >= Duration::from_millis(300) && took < Duration::from_secs(3),
         "closed after {took:?}"
+    );
+    assert!(sent.is_empty(), "the server answered {sent:?}");
+    trickle.abort();
+}
+
+#[tokio::test]
+async fn a_later_request_trickled_after_an_idle_wait_is_cut_off_at_the_header_timeout() {
+    let pki = Pki::new();
+    // An idle timeout far beyond the window below, so only the header timeout can close.
+    let config = short().idle_timeout(Duration::from_secs(6));
+    let addr = serve(&pki, config).await;
+    let tls = Client::new(&pki, addr, None, Protocol::Http1)
+        .connect()
+        .await;
+    let (mut read, mut write) = tokio::io::split(tls);
+    write
+        .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .expect("write");
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !answer.ends_with(b"ok Ok(0)") {
+        let n = tokio::time::timeout(Duration::from_secs(5), read.read(&mut buf))
+            .await
+            .expect("the first answer in time")
+            .expect("read");
+        assert!(n > 0, "closed before the first answer: {answer:?}");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    // Idle for longer than the header timeout (not the idle timeout): the next request's
+    // header timeout counts from its first byte, not from when the connection went idle.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    write
+        .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+        .await
+        .expect("write");
+    let start = Instant::now();
+    let trickle = tokio::spawn(async move {
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if write.write_all(b"a").await.is_err() || write.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    let (_, sent) = time_to_close(&mut read, Duration::from_secs(5)).await;
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_millis(1100),
+        "closed {took:?} after the second request's first byte"
     );
     assert!(sent.is_empty(), "the server answered {sent:?}");
     trickle.abort();

@@ -6,8 +6,12 @@
 #
 #   bash benches/load/instructions.sh          # about 4 minutes once built
 #
+# Both proxies run on one CPU (SERVER_CPU, 1), as in run.sh: the gateway example then
+# uses tokio's single-threaded scheduler, as it does there, and HAProxy has one thread.
+#
 # Knobs: REQUESTS per measured run (3000), TOP (25) rows of the gateway's inclusive
-# profile to print, KEEP=1 keeps the work directory (callgrind files included).
+# profile to print, SERVER_CPU (1), KEEP=1 keeps the work directory (callgrind files
+# included).
 set -euo pipefail
 
 NAME=instructions
@@ -16,9 +20,11 @@ source "$(dirname "$0")/lib.sh"
 REQUESTS=${REQUESTS:-3000}
 TOP=${TOP:-25}
 KEEP=${KEEP:-0}
-require_integers REQUESTS TOP
+SERVER_CPU=${SERVER_CPU:-1}
+require_integers REQUESTS TOP SERVER_CPU
 
 need valgrind
+need taskset util-linux
 need haproxy
 need curl
 need python3
@@ -38,14 +44,14 @@ PIDS+=($!)
 "$BIN/load_pki" serve-policy "$D" --policy-port "$POLICY_PORT" 2>"$WORK/policy.log" &
 PIDS+=($!)
 
-valgrind --tool=callgrind --callgrind-out-file="$WORK/gateway.cg" "$BIN/gateway" \
+taskset -c "$SERVER_CPU" valgrind --tool=callgrind --callgrind-out-file="$WORK/gateway.cg" "$BIN/gateway" \
   "${GATEWAY_ARGS[@]}" 2>"$WORK/gateway.log" &
 GATEWAY_PID=$!
 PIDS+=("$GATEWAY_PID")
 
 # HAProxy configured as in run.sh (lib.sh).
 write_haproxy_cfg "$WORK/haproxy.cfg" "$HAPROXY_PORT"
-valgrind --tool=callgrind --callgrind-out-file="$WORK/haproxy.cg" haproxy -db -f "$WORK/haproxy.cfg" \
+taskset -c "$SERVER_CPU" valgrind --tool=callgrind --callgrind-out-file="$WORK/haproxy.cg" haproxy -db -f "$WORK/haproxy.cfg" \
   2>"$WORK/haproxy.log" &
 HAPROXY_PID=$!
 PIDS+=("$HAPROXY_PID")

@@ -128,9 +128,7 @@ pub fn set_identity_headers(headers: &mut HeaderMap, user: &UserInfo) {
         }
     }
     for (key, values) in &user.extra {
-        let Ok(name) = HeaderName::from_bytes(
-            format!("{X_REMOTE_EXTRA_PREFIX}{}", escape_extra_key(key)).as_bytes(),
-        ) else {
+        let Some(name) = extra_header_name(key) else {
             continue;
         };
         for v in values {
@@ -139,6 +137,42 @@ pub fn set_identity_headers(headers: &mut HeaderMap, user: &UserInfo) {
             }
         }
     }
+}
+
+/// The extra keys kube-apiserver's own authenticators set (`credential-id` for every
+/// client certificate and service-account token, the others for bound service-account
+/// tokens), with their header names: most requests carry one, so it is not escaped and
+/// parsed again for each.
+const KNOWN_EXTRA: [(&str, HeaderName); 5] = [
+    (
+        "authentication.kubernetes.io/credential-id",
+        HeaderName::from_static("x-remote-extra-authentication.kubernetes.io%2fcredential-id"),
+    ),
+    (
+        "authentication.kubernetes.io/pod-name",
+        HeaderName::from_static("x-remote-extra-authentication.kubernetes.io%2fpod-name"),
+    ),
+    (
+        "authentication.kubernetes.io/pod-uid",
+        HeaderName::from_static("x-remote-extra-authentication.kubernetes.io%2fpod-uid"),
+    ),
+    (
+        "authentication.kubernetes.io/node-name",
+        HeaderName::from_static("x-remote-extra-authentication.kubernetes.io%2fnode-name"),
+    ),
+    (
+        "authentication.kubernetes.io/node-uid",
+        HeaderName::from_static("x-remote-extra-authentication.kubernetes.io%2fnode-uid"),
+    ),
+];
+
+/// `X-Remote-Extra-<escaped key>`; `None` when that is no valid header name.
+fn extra_header_name(key: &str) -> Option<HeaderName> {
+    if let Some((_, name)) = KNOWN_EXTRA.iter().find(|(known, _)| *known == key) {
+        return Some(name.clone());
+    }
+    HeaderName::from_bytes(format!("{X_REMOTE_EXTRA_PREFIX}{}", escape_extra_key(key)).as_bytes())
+        .ok()
 }
 
 /// Writes one of the aggregator's own identities (a fixed user and groups, no UID, no
@@ -196,6 +230,18 @@ pub(crate) fn unescape_extra_key(key: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn known_extra_keys_get_the_names_escaping_gives() {
+        for (key, name) in &super::KNOWN_EXTRA {
+            let escaped = format!("{X_REMOTE_EXTRA_PREFIX}{}", escape_extra_key(key));
+            assert_eq!(HeaderName::from_bytes(escaped.as_bytes()).unwrap(), name);
+        }
+        assert_eq!(
+            extra_header_name("example.com/Two").unwrap(),
+            "x-remote-extra-example.com%2ftwo"
+        );
+    }
+
     use super::*;
 
     #[test]

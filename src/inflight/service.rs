@@ -268,16 +268,24 @@ fn admit(shared: &Arc<Shared>, head: &http::request::Parts, info: &RequestInfo) 
 /// The APIService a request addresses: `<version>.<group>` for `/apis/<group>/<version>...`,
 /// `<version>.` for the core group's resources.
 fn api_service_name(info: &RequestInfo, tenant: Option<&crate::tenant::Tenant>) -> Option<String> {
-    let name = match info.api_path() {
-        ApiPath::GroupVersion { group, version } => format!("{version}.{group}"),
-        ApiPath::Legacy if info.is_resource_request => format!("{}.", info.api_version),
+    let (version, group) = match info.api_path() {
+        ApiPath::GroupVersion { group, version } => (version, group),
+        ApiPath::Legacy if info.is_resource_request => (info.api_version.as_str(), ""),
         _ => return None,
     };
+    // Pushed, not formatted: this runs for every counted request.
+    let tenant = tenant.map(crate::tenant::Tenant::name);
+    let mut name =
+        String::with_capacity(tenant.map_or(0, |t| t.len() + 1) + version.len() + 1 + group.len());
     // A tenant's APIService is another one than the same name elsewhere.
-    Some(match tenant {
-        Some(t) => format!("{t}/{name}"),
-        None => name,
-    })
+    if let Some(t) = tenant {
+        name.push_str(t);
+        name.push('/');
+    }
+    name.push_str(version);
+    name.push('.');
+    name.push_str(group);
+    Some(name)
 }
 
 /// Upstream's `tooManyRequests`: `Retry-After: 1` and Go's `http.Error` text.

@@ -220,5 +220,5 @@ fn watch_request_body(req: Request<Body>) -> (Request<Body>, Option<BodyFailure>
 /// discovery request upstream gives a 5 s deadline.
 fn is_discovery_path(path: &str) -> bool {
     let trimmed = path.trim_matches('/');
-    trimmed.starts_with("apis/") && trimmed.split('/').count() == 3
+    trimmed.starts_with("apis/") && trimmed.bytes().filter(|&b| b == b'/').count() == 2
 }

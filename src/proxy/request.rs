@@ -118,7 +118,7 @@ pub fn upstream_request(
         }
     }
     h.insert(X_FORWARDED_PROTO, HeaderValue::from_static("https"));
-    if let Ok(v) = HeaderValue::from_str(&forwarded_uri) {
+    if let Ok(v) = HeaderValue::from_maybe_shared(bytes::Bytes::from(forwarded_uri)) {
         h.insert(X_FORWARDED_URI, v);
     }
     if let Ok(v) = HeaderValue::from_str(authority.as_str()) {
@@ -156,6 +156,14 @@ fn ip_header_value(ip: std::net::IpAddr) -> HeaderValue {
 /// segments dropped, `..` removing the one before (never above the root). The value of
 /// `X-Forwarded-Uri`.
 fn clean_path(path: &str) -> String {
+    if is_clean(path.as_bytes()) {
+        return path.to_owned();
+    }
+    clean_segments(path)
+}
+
+/// [`clean_path`] the long way, segment by segment.
+fn clean_segments(path: &str) -> String {
     let mut stack: Vec<&str> = Vec::new();
     for seg in path.split('/') {
         match seg {
@@ -175,6 +183,24 @@ fn clean_path(path: &str) -> String {
         out.push('/');
     }
     out
+}
+
+/// True when [`clean_path`] would return `path` unchanged: it starts with `/` and has no
+/// empty, `.` or `..` segment other than a trailing empty one. One pass over the bytes,
+/// for the common case.
+fn is_clean(path: &[u8]) -> bool {
+    if path.first() != Some(&b'/') {
+        return false;
+    }
+    let end = |i: usize| path.get(i).is_none_or(|&b| b == b'/');
+    path.iter().enumerate().all(|(i, &b)| {
+        b != b'/'
+            || match path.get(i + 1) {
+                Some(b'/') => false,
+                Some(b'.') => !(end(i + 2) || (path.get(i + 2) == Some(&b'.') && end(i + 3))),
+                _ => true,
+            }
+    })
 }
 
 #[cfg(test)]
@@ -290,5 +316,34 @@ mod tests {
         assert_eq!(clean_path("/a//b/./c/../d/"), "/a/b/d/");
         assert_eq!(clean_path("/"), "/");
         assert_eq!(clean_path("/../x"), "/x");
+        assert_eq!(clean_path(""), "/");
+        assert_eq!(clean_path("*"), "/*");
+        assert_eq!(clean_path("/a/."), "/a");
+        assert_eq!(clean_path("/a/.."), "/");
+        assert_eq!(clean_path("/a/./"), "/a/");
+    }
+
+    #[test]
+    fn the_clean_path_shortcut_agrees_with_the_long_way() {
+        let segments = ["", ".", "..", "...", ".a", "a.", "a", "..b"];
+        let mut paths = vec![String::new()];
+        for _ in 0..3 {
+            let mut longer = Vec::new();
+            for p in &paths {
+                for s in segments {
+                    longer.push(format!("{p}/{s}"));
+                }
+            }
+            paths.extend(longer);
+        }
+        for p in paths.iter().chain([&"a/b".to_owned(), &"/a/b/".to_owned()]) {
+            let long = clean_segments(p);
+            assert_eq!(clean_path(p), long, "{p:?}");
+            if is_clean(p.as_bytes()) {
+                assert_eq!(&long, p, "the shortcut kept {p:?}");
+            }
+        }
+        assert!(is_clean(b"/apis/metrics.k8s.io/v1beta1/nodes"));
+        assert!(!is_clean(b"/apis//x") && !is_clean(b"/a/../b") && !is_clean(b"/a/."));
     }
 }

@@ -120,20 +120,32 @@ pub(super) async fn serve<S>(
     // marked CloseConnection, or the idle timeout (which also bounds how long it may take).
     let mut closing = false;
     let mut hard_deadline: Option<Instant> = None;
-    let current = |closing: bool, hard_deadline: Option<Instant>| match hard_deadline {
-        Some(t) => Some((t, Expiry::Grace)),
-        None if closing => None,
-        None => activity.deadline(&config),
+    // One timer, re-armed only when it fires: requests starting and finishing do not
+    // wake this loop (that would poll the whole connection again for every request).
+    // It is never set later than one `check` from when it was armed, and every deadline
+    // the connection can reach lies at least one `check` after the change that set it,
+    // so the timer fires at or before each deadline and the deadline is looked up then.
+    // (At least 1 ms, so that zero timeouts cannot spin it.)
+    let check = config
+        .read_header_timeout
+        .min(config.idle_timeout)
+        .max(Duration::from_millis(1));
+    let next_check = |closing: bool, hard_deadline: Option<Instant>| {
+        let now = Instant::now();
+        match (hard_deadline, closing) {
+            (Some(t), _) => t,
+            (None, true) => now + check,
+            (None, false) => match activity.deadline(&config) {
+                Some((at, _)) => at.min(now + check),
+                None => now + check,
+            },
+        }
     };
+    let timer = tokio::time::sleep_until(next_check(false, None).into());
+    let mut timer = std::pin::pin!(timer);
     loop {
-        let deadline = current(closing, hard_deadline);
-        let expired = async {
-            match deadline {
-                Some((at, _)) => tokio::time::sleep_until(at.into()).await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
+            biased;
             res = conn.as_mut() => {
                 if let Err(e) = res {
                     tracing::debug!(%remote_addr, error = %e, "connection ended with an error");
@@ -146,29 +158,35 @@ pub(super) async fn serve<S>(
                     conn.as_mut().graceful_shutdown();
                 }
             }
-            // A request may have started since the deadline was computed: act only on
-            // a deadline that still holds.
-            () = expired => match current(closing, hard_deadline) {
-                Some((at, _)) if at > Instant::now() => {}
-                None => {}
-                Some((_, kind)) => match kind {
-                Expiry::Idle => {
-                    tracing::debug!(%remote_addr, timeout = ?config.idle_timeout, "closing an idle connection");
-                    closing = true;
-                    hard_deadline = Some(Instant::now() + config.read_header_timeout);
-                    conn.as_mut().graceful_shutdown();
+            () = timer.as_mut() => {
+                let now = Instant::now();
+                let expired = match hard_deadline {
+                    Some(at) => (at <= now).then_some(Expiry::Grace),
+                    None if closing => None,
+                    None => activity
+                        .deadline(&config)
+                        .and_then(|(at, kind)| (at <= now).then_some(kind)),
+                };
+                match expired {
+                    None => {}
+                    Some(Expiry::Idle) => {
+                        tracing::debug!(%remote_addr, timeout = ?config.idle_timeout, "closing an idle connection");
+                        closing = true;
+                        hard_deadline = Some(now + config.read_header_timeout);
+                        conn.as_mut().graceful_shutdown();
+                    }
+                    Some(Expiry::Header) => {
+                        // Go closes without an answer when the header does not arrive in time.
+                        tracing::debug!(%remote_addr, timeout = ?config.read_header_timeout, "request header not received in time; closing the connection");
+                        return;
+                    }
+                    Some(Expiry::Grace) => {
+                        tracing::debug!(%remote_addr, "connection did not close in time; dropping it");
+                        return;
+                    }
                 }
-                Expiry::Header => {
-                    // Go closes without an answer when the header does not arrive in time.
-                    tracing::debug!(%remote_addr, timeout = ?config.read_header_timeout, "request header not received in time; closing the connection");
-                    return;
-                }
-                Expiry::Grace => {
-                    tracing::debug!(%remote_addr, "connection did not close in time; dropping it");
-                    return;
-                }
-                },
-            },
+                timer.as_mut().reset(next_check(closing, hard_deadline).into());
+            }
             _ = stop.wait_for(|s| *s), if !closing => {
                 closing = true;
                 conn.as_mut().graceful_shutdown();
@@ -207,7 +225,8 @@ struct Activity {
     reading_since: AtomicU64,
     /// A handler asked to close the connection ([`CloseConnection`]).
     close_requested: AtomicBool,
-    /// Wakes the connection's timer task when a deadline may have moved.
+    /// Wakes the connection's task when a close is requested (deadlines do not: the
+    /// connection's timer looks them up when it fires).
     changed: tokio::sync::Notify,
 }
 
@@ -245,7 +264,6 @@ impl Activity {
             && self.reading_since.load(Ordering::Acquire) == 0
         {
             self.reading_since.store(self.now(), Ordering::Release);
-            self.changed.notify_one();
         }
     }
 
@@ -261,7 +279,6 @@ impl Activity {
     fn request_finished(&self) {
         if self.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.idle_since.store(self.now(), Ordering::Release);
-            self.changed.notify_one();
         }
     }
 
