@@ -157,7 +157,8 @@ impl<R: ServiceResolver + ?Sized> ServiceResolver for std::sync::Arc<R> {
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct StaticServiceResolver {
-    entries: HashMap<(String, String), HashMap<i32, Authority>>,
+    /// Namespace, then name, then port: looked up by `&str`, without building a key.
+    entries: HashMap<String, HashMap<String, HashMap<i32, Authority>>>,
 }
 
 impl StaticServiceResolver {
@@ -191,7 +192,9 @@ impl StaticServiceResolver {
             });
         }
         self.entries
-            .entry((namespace.to_owned(), name.to_owned()))
+            .entry(namespace.to_owned())
+            .or_default()
+            .entry(name.to_owned())
             .or_default()
             .insert(port, authority);
         Ok(())
@@ -223,7 +226,8 @@ impl ServiceResolver for StaticServiceResolver {
         let port = service.port_or_default();
         let result = match self
             .entries
-            .get(&(service.namespace.clone(), service.name.clone()))
+            .get(service.namespace.as_str())
+            .and_then(|names| names.get(service.name.as_str()))
         {
             None => Err(ResolveError::ServiceNotFound {
                 namespace: service.namespace.clone(),

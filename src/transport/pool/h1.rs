@@ -109,7 +109,7 @@ impl PoolInner {
             return;
         }
         let mut hosts = lock(&self.hosts);
-        let host = hosts.entry(authority.clone()).or_default();
+        let host = hosts.entry(super::HostKey::of(authority)).or_default();
         if host.http1_idle.len() < self.config.max_idle_http1 {
             host.http1_idle.push(Idle {
                 send,

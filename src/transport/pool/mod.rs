@@ -97,7 +97,31 @@ struct PoolInner {
     executor: Executor,
     timer: Timer,
     client_cert: ClientCertificate,
-    hosts: Mutex<HashMap<Authority, Host>>,
+    hosts: Mutex<HashMap<HostKey, Host>>,
+}
+
+/// A backend address as the pool's key. `Authority` compares case-insensitively and
+/// hashes byte by byte; this hashes the whole string at once (lower-cased first only
+/// when it has upper-case letters, so that equal keys still hash alike), which matters
+/// because every request looks its backend up.
+#[derive(Clone, PartialEq, Eq)]
+struct HostKey(Authority);
+
+impl HostKey {
+    fn of(authority: &Authority) -> HostKey {
+        HostKey(authority.clone())
+    }
+}
+
+impl std::hash::Hash for HostKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let s = self.0.as_str();
+        if s.bytes().any(|b| b.is_ascii_uppercase()) {
+            state.write(s.to_ascii_lowercase().as_bytes());
+        } else {
+            state.write(s.as_bytes());
+        }
+    }
 }
 
 #[derive(Default)]
@@ -210,7 +234,7 @@ impl PoolInner {
         let generation = self.client_cert.generation();
         let now = self.timer.now();
         let mut hosts = lock(&self.hosts);
-        let host = hosts.entry(authority.clone()).or_default();
+        let host = hosts.entry(HostKey::of(authority)).or_default();
         // Closed, draining after a GOAWAY, or made with an older client certificate:
         // not for new requests (those in flight finish).
         host.http2.retain(|c| {
@@ -272,7 +296,7 @@ impl PoolInner {
                     notified.as_mut().enable();
                     // A dial that ended since the pick has already signalled.
                     let ended = lock(&self.hosts)
-                        .get(authority)
+                        .get(&HostKey::of(authority))
                         .is_none_or(|h| h.dials_ended != seen);
                     if !ended {
                         // A dial ends within the connect and handshake timeouts.
@@ -309,7 +333,7 @@ impl PoolInner {
             let handshake = self.handshake_h2(io, generation).await;
             let conn = {
                 let mut hosts = lock(&self.hosts);
-                let host = hosts.entry(authority.clone()).or_default();
+                let host = hosts.entry(HostKey::of(authority)).or_default();
                 host.dialing = host.dialing.saturating_sub(1);
                 host.dials_ended += 1;
                 host.dialed.notify_waiters();
@@ -333,7 +357,7 @@ impl PoolInner {
             return;
         }
         let mut hosts = lock(&self.hosts);
-        let host = hosts.entry(authority.clone()).or_default();
+        let host = hosts.entry(HostKey::of(authority)).or_default();
         host.dialing = host.dialing.saturating_sub(1);
         host.http1_only |= h2 == Some(false);
         host.dials_ended += 1;
