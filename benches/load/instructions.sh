@@ -22,6 +22,8 @@ TOP=${TOP:-25}
 KEEP=${KEEP:-0}
 SERVER_CPU=${SERVER_CPU:-1}
 require_integers REQUESTS TOP SERVER_CPU
+ncpu=$(nproc --all)
+((SERVER_CPU < ncpu)) || die "CPU $SERVER_CPU is needed (SERVER_CPU); this machine has $ncpu"
 
 need valgrind
 need taskset util-linux

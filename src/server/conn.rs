@@ -125,11 +125,12 @@ pub(super) async fn serve<S>(
     // It is never set later than one `check` from when it was armed, and every deadline
     // the connection can reach lies at least one `check` after the change that set it,
     // so the timer fires at or before each deadline and the deadline is looked up then.
-    // (At least 1 ms, so that zero timeouts cannot spin it.)
+    // At least 10 ms, so that tiny timeouts cannot make it spin (a deadline shorter than
+    // that may then be seen up to 10 ms late).
     let check = config
         .read_header_timeout
         .min(config.idle_timeout)
-        .max(Duration::from_millis(1));
+        .max(Duration::from_millis(10));
     let next_check = |closing: bool, hard_deadline: Option<Instant>| {
         let now = Instant::now();
         match (hard_deadline, closing) {
@@ -277,9 +278,10 @@ impl Activity {
 
     /// A response finished (or was abandoned); the last one starts the idle timeout.
     fn request_finished(&self) {
-        if self.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.idle_since.store(self.now(), Ordering::Release);
-        }
+        // Stamped before the count drops, so that a deadline read in between (from
+        // another worker) never sees no request in flight with an older idle start.
+        self.idle_since.store(self.now(), Ordering::Release);
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Close after the requests in flight, as Go does for `Connection: close`.
