@@ -131,16 +131,16 @@ pub(super) async fn serve<S>(
         .read_header_timeout
         .min(config.idle_timeout)
         .max(Duration::from_millis(10));
+    // The deadline that holds now: the graceful close's, none while closing otherwise,
+    // else the connection's own.
+    let current = |closing: bool, hard_deadline: Option<Instant>| match hard_deadline {
+        Some(at) => Some((at, Expiry::Grace)),
+        None if closing => None,
+        None => activity.deadline(&config),
+    };
     let next_check = |closing: bool, hard_deadline: Option<Instant>| {
-        let now = Instant::now();
-        match (hard_deadline, closing) {
-            (Some(t), _) => t,
-            (None, true) => now + check,
-            (None, false) => match activity.deadline(&config) {
-                Some((at, _)) => at.min(now + check),
-                None => now + check,
-            },
-        }
+        let limit = Instant::now() + check;
+        current(closing, hard_deadline).map_or(limit, |(at, _)| at.min(limit))
     };
     let timer = tokio::time::sleep_until(next_check(false, None).into());
     let mut timer = std::pin::pin!(timer);
@@ -161,13 +161,8 @@ pub(super) async fn serve<S>(
             }
             () = timer.as_mut() => {
                 let now = Instant::now();
-                let expired = match hard_deadline {
-                    Some(at) => (at <= now).then_some(Expiry::Grace),
-                    None if closing => None,
-                    None => activity
-                        .deadline(&config)
-                        .and_then(|(at, kind)| (at <= now).then_some(kind)),
-                };
+                let expired = current(closing, hard_deadline)
+                    .and_then(|(at, kind)| (at <= now).then_some(kind));
                 match expired {
                     None => {}
                     Some(Expiry::Idle) => {
