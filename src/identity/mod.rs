@@ -230,9 +230,11 @@ pub(crate) fn unescape_extra_key(key: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn known_extra_keys_get_the_names_escaping_gives() {
-        for (key, name) in &super::KNOWN_EXTRA {
+        for (key, name) in &KNOWN_EXTRA {
             let escaped = format!("{X_REMOTE_EXTRA_PREFIX}{}", escape_extra_key(key));
             assert_eq!(HeaderName::from_bytes(escaped.as_bytes()).unwrap(), name);
         }
@@ -241,8 +243,6 @@ mod tests {
             "x-remote-extra-example.com%2ftwo"
         );
     }
-
-    use super::*;
 
     #[test]
     fn extra_key_escaping_vectors() {
