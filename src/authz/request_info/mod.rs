@@ -294,47 +294,47 @@ impl RequestInfo {
     /// For a resource request under `/apis`, the group and version returned are
     /// [`RequestInfo::api_group`] and [`RequestInfo::api_version`].
     pub fn api_path(&self) -> ApiPath<'_> {
-        let path = self.path.as_str();
-        let mut segments = path_segments(path);
-        let (first, group, version) = (segments.next(), segments.next(), segments.next());
         // Upstream's mux compares the path itself: exactly one leading slash, and no empty
-        // segment before what the pattern names.
-        let below = |prefix: &[&str]| {
-            let mut rest = path;
-            for s in prefix {
-                match rest.strip_prefix('/').and_then(|r| r.strip_prefix(s)) {
-                    Some(r) if !s.is_empty() => rest = r,
-                    _ => return None,
-                }
-            }
-            Some(rest)
+        // segment before what the pattern names. Read from the path in one pass; a test
+        // checks it against `path_segments`, the split RequestInfo itself is built from.
+        let Some(rest) = self.path.strip_prefix('/') else {
+            return ApiPath::Other;
         };
-        match (first, group, version) {
-            (Some("apis"), None, _) if matches!(below(&["apis"]), Some("" | "/")) => {
-                ApiPath::GroupList
-            }
-            (Some("apis"), Some(g), None) if matches!(below(&["apis", g]), Some("" | "/")) => {
-                ApiPath::Group(g)
-            }
-            (Some("apis"), Some(g), Some(v))
-                if below(&["apis", g, v]).is_some_and(|r| r.is_empty() || r.starts_with('/')) =>
-            {
-                debug_assert!(
-                    !self.is_resource_request || (self.api_group == g && self.api_version == v)
-                );
-                ApiPath::GroupVersion {
-                    group: g,
-                    version: v,
+        // Nothing more, or one trailing slash: the pattern matches exactly.
+        let at_end = |rest: &str| matches!(rest, "" | "/");
+        let (first, rest) = split_segment(rest);
+        match first {
+            "apis" if at_end(rest) => ApiPath::GroupList,
+            "apis" => {
+                let (group, rest) = split_segment(&rest[1..]);
+                if group.is_empty() {
+                    return ApiPath::Other;
                 }
+                if at_end(rest) {
+                    return ApiPath::Group(group);
+                }
+                let (version, _) = split_segment(&rest[1..]);
+                if version.is_empty() {
+                    return ApiPath::Other;
+                }
+                debug_assert!(
+                    !self.is_resource_request
+                        || (self.api_group == group && self.api_version == version)
+                );
+                ApiPath::GroupVersion { group, version }
             }
-            (Some("api"), None, _) if matches!(below(&["api"]), Some("" | "/")) => ApiPath::Legacy,
-            (Some("api"), Some(v), _)
-                if below(&["api", v]).is_some_and(|r| r.is_empty() || r.starts_with('/')) =>
-            {
-                ApiPath::Legacy
-            }
+            "api" if at_end(rest) => ApiPath::Legacy,
+            "api" if !split_segment(&rest[1..]).0.is_empty() => ApiPath::Legacy,
             _ => ApiPath::Other,
         }
+    }
+}
+
+/// `s` up to its first `/`, and the rest from that `/` on (empty when there is none).
+fn split_segment(s: &str) -> (&str, &str) {
+    match s.bytes().position(|b| b == b'/') {
+        Some(i) => s.split_at(i),
+        None => (s, ""),
     }
 }
 

@@ -475,3 +475,100 @@ fn empty_segment_in_resource_position_is_refused() {
         ("pods", "list")
     );
 }
+
+/// `api_path` as it was first written, from the same split RequestInfo is built from:
+/// the one-pass version must agree with it on every path.
+fn api_path_by_segments(path: &str) -> ApiPath<'_> {
+    let mut segments = path_segments(path);
+    let (first, group, version) = (segments.next(), segments.next(), segments.next());
+    let below = |prefix: &[&str]| {
+        let mut rest = path;
+        for s in prefix {
+            match rest.strip_prefix('/').and_then(|r| r.strip_prefix(s)) {
+                Some(r) if !s.is_empty() => rest = r,
+                _ => return None,
+            }
+        }
+        Some(rest)
+    };
+    let exact_or_below = |r: Option<&str>| r.is_some_and(|r| r.is_empty() || r.starts_with('/'));
+    match (first, group, version) {
+        (Some("apis"), None, _) if matches!(below(&["apis"]), Some("" | "/")) => ApiPath::GroupList,
+        (Some("apis"), Some(g), None) if matches!(below(&["apis", g]), Some("" | "/")) => {
+            ApiPath::Group(g)
+        }
+        (Some("apis"), Some(g), Some(v)) if exact_or_below(below(&["apis", g, v])) => {
+            ApiPath::GroupVersion {
+                group: g,
+                version: v,
+            }
+        }
+        (Some("api"), None, _) if matches!(below(&["api"]), Some("" | "/")) => ApiPath::Legacy,
+        (Some("api"), Some(v), _) if exact_or_below(below(&["api", v])) => ApiPath::Legacy,
+        _ => ApiPath::Other,
+    }
+}
+
+#[test]
+fn api_path_agrees_with_the_segments_requestinfo_is_built_from() {
+    // Every path of up to four segments from these pieces, with up to two slashes
+    // before, between and after them: empty segments, doubled slashes, a missing
+    // leading slash, trailing slashes.
+    let pieces = ["apis", "api", "metrics.k8s.io", "v1", "", "apisx"];
+    let slashes = ["", "/", "//"];
+    let mut paths = vec![String::new()];
+    for _ in 0..4 {
+        let mut longer = Vec::new();
+        for p in &paths {
+            for piece in pieces {
+                for sep in slashes {
+                    longer.push(format!("{p}{sep}{piece}"));
+                }
+            }
+        }
+        paths.extend(longer);
+    }
+    let mut checked = 0;
+    for path in paths
+        .iter()
+        .flat_map(|p| slashes.map(|end| format!("{p}{end}")))
+    {
+        let info = RequestInfo {
+            path: path.clone(),
+            ..RequestInfo::default()
+        };
+        assert_eq!(
+            info.api_path(),
+            api_path_by_segments(&path),
+            "path {path:?}"
+        );
+        checked += 1;
+    }
+    assert!(checked > 100_000, "{checked} paths");
+    // And the cases that matter, by name.
+    let info = |p: &str| RequestInfo {
+        path: p.to_owned(),
+        ..RequestInfo::default()
+    };
+    assert_eq!(info("/apis/").api_path(), ApiPath::GroupList);
+    assert_eq!(info("/apis/g/").api_path(), ApiPath::Group("g"));
+    assert_eq!(
+        info("/apis/g/v/x//y").api_path(),
+        ApiPath::GroupVersion {
+            group: "g",
+            version: "v"
+        }
+    );
+    for other in [
+        "/apis//g/v",
+        "/apis/g//v",
+        "//apis/g/v",
+        "apis/g/v",
+        "/apis//",
+        "/api//v1",
+        "/",
+    ] {
+        assert_eq!(info(other).api_path(), ApiPath::Other, "{other}");
+    }
+    assert_eq!(info("/api/v1/pods").api_path(), ApiPath::Legacy);
+}
