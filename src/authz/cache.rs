@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
-/// Entries keyed by string, each with its own expiry; at most `capacity` of them, the
+/// Entries keyed by bytes, each with its own expiry; at most `capacity` of them, the
 /// least recently used evicted first (an `lru::LruCache` of values and expiries).
 #[derive(Debug)]
 pub(crate) struct ExpiringLru<V> {
-    entries: LruCache<String, (V, Instant)>,
+    entries: LruCache<Box<[u8]>, (V, Instant)>,
 }
 
 impl<V: Clone> ExpiringLru<V> {
@@ -26,7 +26,7 @@ impl<V: Clone> ExpiringLru<V> {
 
     /// The value under `key` if it has not expired at `now`, marking it most recently
     /// used. An expired entry is removed, as upstream's `Get` does.
-    pub(crate) fn get(&mut self, key: &str, now: Instant) -> Option<V> {
+    pub(crate) fn get(&mut self, key: &[u8], now: Instant) -> Option<V> {
         match self.entries.get(key) {
             Some((value, expires)) if now < *expires => Some(value.clone()),
             Some(_) => {
@@ -39,12 +39,18 @@ impl<V: Clone> ExpiringLru<V> {
 
     /// Stores `value` under `key` until `now + ttl`, replacing any earlier entry, and
     /// evicts the least recently used entry when over capacity.
-    pub(crate) fn insert(&mut self, key: String, value: V, ttl: Duration, now: Instant) {
+    pub(crate) fn insert(
+        &mut self,
+        key: impl Into<Box<[u8]>>,
+        value: V,
+        ttl: Duration,
+        now: Instant,
+    ) {
         // An unrepresentable expiry (a TTL of centuries) means "until evicted".
         let expires = now
             .checked_add(ttl)
             .unwrap_or(now + Duration::from_secs(1 << 32));
-        self.entries.put(key, (value, expires));
+        self.entries.put(key.into(), (value, expires));
     }
 
     /// Entries held, expired ones included until they are looked up or evicted.
@@ -62,14 +68,14 @@ mod tests {
     fn entries_expire_at_their_own_ttl() {
         let t0 = Instant::now();
         let mut c = ExpiringLru::new(8);
-        c.insert("a".into(), 1, Duration::from_secs(300), t0);
-        c.insert("b".into(), 2, Duration::from_secs(30), t0);
+        c.insert(*b"a", 1, Duration::from_secs(300), t0);
+        c.insert(*b"b", 2, Duration::from_secs(30), t0);
         let t = t0 + Duration::from_secs(29);
-        assert_eq!((c.get("a", t), c.get("b", t)), (Some(1), Some(2)));
+        assert_eq!((c.get(b"a", t), c.get(b"b", t)), (Some(1), Some(2)));
         let t = t0 + Duration::from_secs(30);
-        assert_eq!((c.get("a", t), c.get("b", t)), (Some(1), None));
+        assert_eq!((c.get(b"a", t), c.get(b"b", t)), (Some(1), None));
         assert_eq!(c.len(), 1, "an expired entry is dropped when looked up");
-        assert_eq!(c.get("a", t0 + Duration::from_secs(300)), None);
+        assert_eq!(c.get(b"a", t0 + Duration::from_secs(300)), None);
     }
 
     #[test]
@@ -77,25 +83,25 @@ mod tests {
         let t0 = Instant::now();
         let ttl = Duration::from_secs(60);
         let mut c = ExpiringLru::new(2);
-        c.insert("a".into(), 1, ttl, t0);
-        c.insert("b".into(), 2, ttl, t0);
-        assert_eq!(c.get("a", t0), Some(1));
-        c.insert("c".into(), 3, ttl, t0);
+        c.insert(*b"a", 1, ttl, t0);
+        c.insert(*b"b", 2, ttl, t0);
+        assert_eq!(c.get(b"a", t0), Some(1));
+        c.insert(*b"c", 3, ttl, t0);
         assert_eq!(c.len(), 2);
-        assert_eq!(c.get("b", t0), None, "b was least recently used");
-        assert_eq!((c.get("a", t0), c.get("c", t0)), (Some(1), Some(3)));
+        assert_eq!(c.get(b"b", t0), None, "b was least recently used");
+        assert_eq!((c.get(b"a", t0), c.get(b"c", t0)), (Some(1), Some(3)));
     }
 
     #[test]
     fn replacing_renews_value_expiry_and_recency() {
         let t0 = Instant::now();
         let mut c = ExpiringLru::new(2);
-        c.insert("a".into(), 1, Duration::from_secs(1), t0);
-        c.insert("b".into(), 2, Duration::from_secs(60), t0);
-        c.insert("a".into(), 10, Duration::from_secs(60), t0);
-        c.insert("c".into(), 3, Duration::from_secs(60), t0);
+        c.insert(*b"a", 1, Duration::from_secs(1), t0);
+        c.insert(*b"b", 2, Duration::from_secs(60), t0);
+        c.insert(*b"a", 10, Duration::from_secs(60), t0);
+        c.insert(*b"c", 3, Duration::from_secs(60), t0);
         let t = t0 + Duration::from_secs(2);
-        assert_eq!((c.get("a", t), c.get("b", t)), (Some(10), None));
+        assert_eq!((c.get(b"a", t), c.get(b"b", t)), (Some(10), None));
         assert_eq!(c.len(), 2);
     }
 }

@@ -20,6 +20,10 @@ pub use review::{
     SubjectAccessReviewSpec, SubjectAccessReviewStatus, UnsupportedWebhookVersion, WebhookVersion,
 };
 
+/// A cached answer: the decision its status maps to (an answer saying both allow and
+/// deny is cached as the error it is, as upstream caches the status).
+type Cached = Result<Authorization, AuthorizationError>;
+
 /// Upstream's decision cache size (`cache.NewLRUExpireCache(8192)`).
 const CACHE_CAPACITY: usize = 8192;
 
@@ -139,7 +143,7 @@ pub struct SubjectAccessReviewAuthorizer {
     version: WebhookVersion,
     authorized_ttl: Duration,
     unauthorized_ttl: Duration,
-    cache: Arc<Mutex<ExpiringLru<SubjectAccessReviewStatus>>>,
+    cache: Arc<Mutex<ExpiringLru<Cached>>>,
 }
 
 impl fmt::Debug for SubjectAccessReviewAuthorizer {
@@ -201,7 +205,7 @@ impl SubjectAccessReviewAuthorizer {
         self
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, ExpiringLru<SubjectAccessReviewStatus>> {
+    fn cache(&self) -> std::sync::MutexGuard<'_, ExpiringLru<Cached>> {
         // The cache holds plain values; a panic elsewhere cannot leave it inconsistent.
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -209,7 +213,7 @@ impl SubjectAccessReviewAuthorizer {
     async fn review(
         self,
         spec: SubjectAccessReviewSpec,
-        key: String,
+        key: Vec<u8>,
         cacheable: bool,
     ) -> Result<Authorization, AuthorizationError> {
         let body = subject_access_review_body(&spec, self.version)?;
@@ -229,11 +233,12 @@ impl SubjectAccessReviewAuthorizer {
         } else {
             self.unauthorized_ttl
         };
+        let decision = status.decision();
         if cacheable && !ttl.is_zero() {
             let now = self.timer.now();
-            self.cache().insert(key, status.clone(), ttl, now);
+            self.cache().insert(key, decision.clone(), ttl, now);
         }
-        status.decision()
+        decision
     }
 }
 
@@ -271,67 +276,93 @@ fn should_cache(attrs: &Attributes) -> bool {
 }
 
 /// The decision cache's key: every field the SubjectAccessReview spec carries, each
-/// length-prefixed so that no two different specs share a key. Upstream keys its cache by
-/// the spec's JSON (`webhook.go`); this holds the same information without building the
-/// spec or serializing it on every cache hit.
-fn cache_key(attrs: &Attributes) -> String {
-    fn field(key: &mut String, s: &str) {
-        push_decimal(key, s.len());
-        key.push(':');
-        key.push_str(s);
+/// prefixed with its length as four bytes, so that no two different specs share a key.
+/// Upstream keys its cache by the spec's JSON (`webhook.go`); this holds the same
+/// information without building the spec or serializing it on every cache hit.
+fn cache_key(attrs: &Attributes) -> Vec<u8> {
+    // Lengths are at most `MAX_CACHED_ATTRIBUTE_BYTES` for anything cached; a longer
+    // string still gets a distinct key (its length saturates, its bytes follow in full).
+    fn len(key: &mut Vec<u8>, n: usize) {
+        key.extend_from_slice(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes());
     }
-    fn push_decimal(key: &mut String, n: usize) {
-        key.push_str(itoa::Buffer::new().format(n));
+    fn field(key: &mut Vec<u8>, s: &str) {
+        len(key, s.len());
+        key.extend_from_slice(s.as_bytes());
     }
     let user = &attrs.user;
-    let mut key = String::with_capacity(
-        96 + attrs.path.len()
+    let strings = |v: &[String]| v.iter().map(|s| 4 + s.len()).sum::<usize>();
+    let selectors = |reqs: &[crate::authz::SelectorRequirement]| {
+        reqs.iter()
+            .map(|r| 12 + r.key.len() + r.operator.len() + strings(&r.values))
+            .sum::<usize>()
+    };
+    let capacity =
+        1 + if attrs.is_resource_request {
+            resource_fields(attrs)
+                .iter()
+                .map(|s| 4 + s.len())
+                .sum::<usize>()
+                + 8
+                + selectors(&attrs.field_selector)
+                + selectors(&attrs.label_selector)
+        } else {
+            8 + attrs.path.len() + attrs.verb.len()
+        } + 12
             + user.name.len()
-            + user.groups.iter().map(String::len).sum::<usize>(),
-    );
+            + user.uid.len()
+            + strings(&user.groups)
+            + 4
+            + user
+                .extra
+                .iter()
+                .map(|(k, v)| 8 + k.len() + strings(v))
+                .sum::<usize>()
+            + 5
+            + attrs.tenant.len();
+    let mut key = Vec::with_capacity(capacity);
     if attrs.is_resource_request {
-        key.push('R');
+        key.push(b'R');
         for s in resource_fields(attrs) {
             field(&mut key, s);
         }
-        for (tag, reqs) in [('f', &attrs.field_selector), ('l', &attrs.label_selector)] {
-            push_decimal(&mut key, reqs.len());
-            key.push(tag);
+        for reqs in [&attrs.field_selector, &attrs.label_selector] {
+            len(&mut key, reqs.len());
             for r in reqs {
                 field(&mut key, &r.key);
                 field(&mut key, &r.operator);
-                push_decimal(&mut key, r.values.len());
-                key.push('v');
+                len(&mut key, r.values.len());
                 for v in &r.values {
                     field(&mut key, v);
                 }
             }
         }
     } else {
-        key.push('N');
+        key.push(b'N');
         field(&mut key, &attrs.path);
         field(&mut key, &attrs.verb);
     }
     field(&mut key, &user.name);
     field(&mut key, &user.uid);
-    push_decimal(&mut key, user.groups.len());
-    key.push('g');
+    len(&mut key, user.groups.len());
     for g in &user.groups {
         field(&mut key, g);
     }
-    push_decimal(&mut key, user.extra.len());
-    key.push('e');
+    len(&mut key, user.extra.len());
     for (k, values) in &user.extra {
         field(&mut key, k);
-        push_decimal(&mut key, values.len());
-        key.push('v');
+        len(&mut key, values.len());
         for v in values {
             field(&mut key, v);
         }
     }
     // The tenant is part of the question: one tenant's answer never serves another.
-    key.push('t');
+    key.push(b't');
     field(&mut key, &attrs.tenant);
+    debug_assert_eq!(
+        key.len(),
+        capacity,
+        "the key's capacity is computed exactly"
+    );
     key
 }
 
@@ -339,8 +370,8 @@ impl Authorizer for SubjectAccessReviewAuthorizer {
     fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
         let key = cache_key(attrs);
         let now = self.timer.now();
-        if let Some(status) = self.cache().get(&key, now) {
-            return Box::pin(std::future::ready(status.decision()));
+        if let Some(decision) = self.cache().get(&key, now) {
+            return Box::pin(std::future::ready(decision));
         }
         let spec = SubjectAccessReviewSpec::from_attributes(attrs);
         Box::pin(self.clone().review(spec, key, should_cache(attrs)))

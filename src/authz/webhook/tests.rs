@@ -436,7 +436,7 @@ fn cache_keys_are_distinct_for_different_specs() {
         a.is_resource_request = false;
         a.path = "/apis".into();
     });
-    let keys: Vec<String> = variants.iter().map(super::cache_key).collect();
+    let keys: Vec<Vec<u8>> = variants.iter().map(super::cache_key).collect();
     for (i, a) in keys.iter().enumerate() {
         for (j, b) in keys.iter().enumerate().skip(i + 1) {
             assert_ne!(a, b, "variants {i} and {j} share a key");
