@@ -25,7 +25,6 @@ use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use hyper_util::service::TowerToHyperService;
 use rustls::pki_types::CertificateDer;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -114,7 +113,7 @@ pub(super) async fn serve<S>(
             )
             .max_headers(config.max_headers);
     }
-    let conn = builder.serve_connection_with_upgrades(io, TowerToHyperService::new(service));
+    let conn = builder.serve_connection_with_upgrades(io, super::glue::ReadyService::new(service));
     let mut conn = std::pin::pin!(conn);
     // Set once the connection was asked to finish: by the server stopping, a response
     // marked CloseConnection, or the idle timeout (which also bounds how long it may take).

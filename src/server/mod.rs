@@ -30,6 +30,7 @@
 //! ```
 
 mod conn;
+mod glue;
 mod tls;
 
 use std::convert::Infallible;
