@@ -263,3 +263,11 @@ impl<F: Future> Future for Timeout<F> {
 pub fn rfc3339_now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
+
+/// Polls `fut` once with a waker that does nothing: `Ready` when it can answer at once.
+/// On `Pending` it is polled again later with a real waker (a future registers the waker
+/// of its latest poll), so a layer can take a synchronous path for answers that are
+/// already there (a cache hit) and the asynchronous one otherwise.
+pub(crate) fn poll_now<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
+    Pin::new(fut).poll(&mut Context::from_waker(std::task::Waker::noop()))
+}

@@ -206,3 +206,80 @@ impl hyper::rt::Timer for VirtualClock {
         lock(&self.0).now
     }
 }
+
+/// Wraps a service so that calling an instance that was not made ready first fails: tower's
+/// contract, which layers that take the readied service (or call it in place) keep. Clones
+/// start unready, as tower's `Clone` docs say a clone's readiness is its own.
+#[derive(Debug)]
+pub(crate) struct MustBeReady<S> {
+    inner: S,
+    ready: bool,
+}
+
+impl<S> MustBeReady<S> {
+    pub(crate) fn new(inner: S) -> MustBeReady<S> {
+        MustBeReady {
+            inner,
+            ready: false,
+        }
+    }
+}
+
+impl<S: Clone> Clone for MustBeReady<S> {
+    fn clone(&self) -> Self {
+        MustBeReady::new(self.inner.clone())
+    }
+}
+
+impl<S, R> tower::Service<R> for MustBeReady<S>
+where
+    S: tower::Service<R, Error = std::convert::Infallible>,
+    S::Future: Send + 'static,
+    S::Response: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = crate::body::BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        match self.inner.poll_ready(cx) {
+            Poll::Ready(Ok(())) => {
+                self.ready = true;
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => match e {},
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn call(&mut self, req: R) -> Self::Future {
+        if !std::mem::take(&mut self.ready) {
+            return Box::pin(std::future::ready(Err(
+                "called without poll_ready on this instance".into(),
+            )));
+        }
+        let called = self.inner.call(req);
+        Box::pin(async move {
+            match called.await {
+                Ok(res) => Ok(res),
+                Err(e) => match e {},
+            }
+        })
+    }
+}
+
+/// Resolves to `value` after answering `Pending` once (waking itself): a future that is
+/// not ready at once, for the asynchronous path of a layer.
+pub(crate) async fn later<T>(value: T) -> T {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut yielded, true) {
+            Poll::Ready(())
+        } else {
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await;
+    value
+}

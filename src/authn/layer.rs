@@ -141,47 +141,90 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
+        let (parts, body) = req.into_parts();
+        let mut pending = self.authenticator.authenticate(&parts);
+        // An authenticator that answers at once (a client certificate, a cached token)
+        // lets the ready inner service be called in place, with no clone of it.
+        if let Poll::Ready(result) = crate::rt::poll_now(&mut pending) {
+            return match admit(result, parts, &self.strip) {
+                Admitted::Serve { parts, close } => {
+                    let called = self.inner.call(Request::from_parts(parts, body));
+                    Box::pin(async move { Ok(answered(called.await?, close)) })
+                }
+                Admitted::Refuse(res) => Box::pin(std::future::ready(Ok(res))),
+            };
+        }
         // Take the service that was driven to readiness and leave a fresh clone behind
         // (tower's poll_ready contract: readiness is not inherited through Clone).
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let (mut parts, body) = req.into_parts();
-        let pending = self.authenticator.authenticate(&parts);
         let strip = self.strip.clone();
         Box::pin(async move {
-            let http2 = parts.version == http::Version::HTTP_2;
-            match pending.await {
-                Ok(Some(mut user)) => {
-                    user.add_authenticated_group();
-                    // Upstream deletes credentials and front-proxy headers after every
-                    // successful authentication so nothing behind can be fooled by them:
-                    // a client's own `X-Remote-User` must never reach a backend that
-                    // trusts the aggregator's.
-                    crate::identity::strip(&mut parts.headers);
-                    strip.strip(&mut parts.headers);
-                    strip_websocket_bearer(&mut parts.headers);
-                    let close = http2 && is_anonymous(&user);
-                    parts.extensions.insert(user);
-                    let mut res = inner
-                        .call(Request::from_parts(parts, body))
-                        .await?
-                        .map(Body::new);
-                    if close {
-                        res.extensions_mut().insert(CloseConnection);
-                    }
-                    Ok(res)
+            match admit(pending.await, parts, &strip) {
+                Admitted::Serve { parts, close } => {
+                    let res = inner.call(Request::from_parts(parts, body)).await?;
+                    Ok(answered(res, close))
                 }
-                Ok(None) => {
-                    tracing::debug!(uri = %parts.uri, "no authenticator recognised the request");
-                    Ok(unauthorized(http2))
-                }
-                Err(err) => {
-                    tracing::info!(uri = %parts.uri, error = %err, "Unable to authenticate the request");
-                    Ok(unauthorized(http2))
-                }
+                Admitted::Refuse(res) => Ok(res),
             }
         })
     }
+}
+
+/// What authentication's result makes of a request.
+enum Admitted {
+    /// Serve it: its parts with the user in the extensions and the credentials gone, and
+    /// whether the answer closes the connection.
+    Serve {
+        parts: http::request::Parts,
+        close: bool,
+    },
+    /// Answer this 401 instead.
+    Refuse(Response<Body>),
+}
+
+/// Authentication's `result` applied to a request's `parts` (see [`Admitted`]).
+fn admit(
+    result: super::AuthenticationResult,
+    mut parts: http::request::Parts,
+    strip: &CredentialHeaders,
+) -> Admitted {
+    let http2 = parts.version == http::Version::HTTP_2;
+    match result {
+        Ok(Some(mut user)) => {
+            user.add_authenticated_group();
+            // Upstream deletes credentials and front-proxy headers after every successful
+            // authentication so nothing behind can be fooled by them: a client's own
+            // `X-Remote-User` must never reach a backend that trusts the aggregator's.
+            crate::identity::strip(&mut parts.headers);
+            strip.strip(&mut parts.headers);
+            strip_websocket_bearer(&mut parts.headers);
+            let close = http2 && is_anonymous(&user);
+            parts.extensions.insert(user);
+            Admitted::Serve { parts, close }
+        }
+        Ok(None) => {
+            tracing::debug!(uri = %parts.uri, "no authenticator recognised the request");
+            Admitted::Refuse(unauthorized(http2))
+        }
+        Err(err) => {
+            tracing::info!(uri = %parts.uri, error = %err, "Unable to authenticate the request");
+            Admitted::Refuse(unauthorized(http2))
+        }
+    }
+}
+
+/// The inner service's answer, as a [`Body`], marked to close the connection if `close`.
+fn answered<RB>(res: Response<RB>, close: bool) -> Response<Body>
+where
+    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    RB::Error: Into<crate::body::BoxError>,
+{
+    let mut res = res.map(Body::new);
+    if close {
+        res.extensions_mut().insert(CloseConnection);
+    }
+    res
 }
 
 /// `isAnonymousUser` of the upstream filter: the anonymous name or the unauthenticated

@@ -115,8 +115,6 @@ where
     }
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
         // The request URI appears only in error answers: format it only for them.
         let uri = |req: &Request<B>| req.uri().to_string();
         if let Err(e) = super::request_info::ensure(&mut req) {
@@ -144,20 +142,130 @@ where
         };
         let tenant = req.extensions().get::<crate::tenant::Tenant>();
         let attrs = Attributes::new(user, info).in_tenant(tenant);
-        let pending = self.authorizer.authorize(&attrs);
+        let mut pending = self.authorizer.authorize(&attrs);
+        // A decision that is there at once (a cached one) lets the ready inner service be
+        // called in place, with no clone of it.
+        if let Poll::Ready(decision) = crate::rt::poll_now(&mut pending) {
+            return match allowed(decision, attrs, req) {
+                Allowed::Serve(req) => {
+                    let called = self.inner.call(req);
+                    Box::pin(async move { called.await.map(|res| res.map(Body::new)) })
+                }
+                Allowed::Refuse(res) => Box::pin(std::future::ready(Ok(res))),
+            };
+        }
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
-            match pending.await {
-                Ok(a) if a.decision == Decision::Allow => {
-                    req.extensions_mut().insert(attrs.user);
-                    inner.call(req).await.map(|res| res.map(Body::new))
-                }
-                Ok(a) => {
-                    tracing::debug!(user = %attrs.user.name, verb = %attrs.verb, path = %attrs.path, reason = %a.reason, "forbidden");
-                    Ok(forbidden_response(&attrs, &a.reason))
-                }
-                // Fail closed: an authorizer that could not decide never allows (§8.2).
-                Err(e) => Ok(internal_error(&req.uri().to_string(), &e)),
+            match allowed(pending.await, attrs, req) {
+                Allowed::Serve(req) => inner.call(req).await.map(|res| res.map(Body::new)),
+                Allowed::Refuse(res) => Ok(res),
             }
         })
+    }
+}
+
+/// What an authorizer's decision makes of a request.
+enum Allowed<B> {
+    /// Serve it, with the user back in its extensions.
+    Serve(Request<B>),
+    /// Answer this instead: 403 for a denial or no opinion, 500 for an authorizer that
+    /// could not decide.
+    Refuse(Response<Body>),
+}
+
+/// `decision` applied to `req` (see [`Allowed`]).
+fn allowed<B>(
+    decision: Result<super::Authorization, super::AuthorizationError>,
+    attrs: Attributes,
+    mut req: Request<B>,
+) -> Allowed<B> {
+    match decision {
+        Ok(a) if a.decision == Decision::Allow => {
+            req.extensions_mut().insert(attrs.user);
+            Allowed::Serve(req)
+        }
+        Ok(a) => {
+            tracing::debug!(user = %attrs.user.name, verb = %attrs.verb, path = %attrs.path, reason = %a.reason, "forbidden");
+            Allowed::Refuse(forbidden_response(&attrs, &a.reason))
+        }
+        // Fail closed: an authorizer that could not decide never allows (§8.2).
+        Err(e) => Allowed::Refuse(internal_error(&req.uri().to_string(), &e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::authz::{AuthorizationError, AuthorizeFuture};
+    use crate::testing::{MustBeReady, later};
+
+    /// Answers `.0` to everything, at once or (`.1`) after one `Pending`.
+    struct Fixed(Result<Decision, &'static str>, bool);
+
+    impl Authorizer for Fixed {
+        fn authorize(&self, _: &Attributes) -> AuthorizeFuture {
+            let answer = self.0.map(|d| super::super::Authorization {
+                decision: d,
+                reason: "policy".into(),
+            });
+            let answer = answer.map_err(AuthorizationError::new);
+            if self.1 {
+                Box::pin(later(answer))
+            } else {
+                Box::pin(std::future::ready(answer))
+            }
+        }
+    }
+
+    fn echo_user()
+    -> impl Service<Request<Body>, Response = Response<Body>, Error = Infallible, Future = impl Send>
+    + Clone
+    + Send
+    + 'static {
+        tower::service_fn(|req: Request<Body>| async move {
+            let name = req.extensions().get::<UserInfo>().map(|u| u.name.clone());
+            Ok(Response::new(Body::full(name.unwrap_or_default())))
+        })
+    }
+
+    fn request() -> Request<Body> {
+        let mut req = Request::get("/apis/metrics.k8s.io/v1beta1/nodes")
+            .body(Body::empty())
+            .unwrap();
+        req.extensions_mut().insert(UserInfo::new("alice", ["dev"]));
+        req
+    }
+
+    /// Allow serves the request as the user, a denial or no opinion is 403 with the
+    /// reason, an error 500; the same whether the decision is there at once or later, and
+    /// the inner service is only ever called once made ready.
+    #[tokio::test]
+    async fn decisions_answer_alike_at_once_and_later() {
+        let cases = [
+            (Ok(Decision::Allow), 200, "alice"),
+            (Ok(Decision::Deny), 403, "policy"),
+            (Ok(Decision::NoOpinion), 403, "policy"),
+            (Err("webhook unreachable"), 500, "webhook unreachable"),
+        ];
+        for (answer, status, says) in cases {
+            for later in [false, true] {
+                let mut svc = AuthorizationLayer::new(Fixed(answer, later))
+                    .layer(MustBeReady::new(echo_user()));
+                for _ in 0..2 {
+                    let res = svc.ready().await.unwrap().call(request()).await.unwrap();
+                    let what = format!("{answer:?}, later: {later}");
+                    assert_eq!(res.status(), status, "{what}");
+                    let body = res.into_body().collect().await.unwrap().to_bytes();
+                    let body = String::from_utf8_lossy(&body);
+                    assert!(body.contains(says), "{what}: {body}");
+                }
+            }
+        }
     }
 }
