@@ -11,10 +11,10 @@
 //!
 //! Re-exported from [`availability`](crate::availability).
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 
+use fnv::FnvHashMap;
 use http::uri::Authority;
 
 use crate::apiservice::ServiceReference;
@@ -157,8 +157,9 @@ impl<R: ServiceResolver + ?Sized> ServiceResolver for std::sync::Arc<R> {
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct StaticServiceResolver {
-    /// Namespace, then name, then port: looked up by `&str`, without building a key.
-    entries: HashMap<String, HashMap<String, HashMap<i32, Authority>>>,
+    /// Namespace, then name, then port: looked up by `&str`, without building a key, and
+    /// hashed with FNV (the keys are the host's Service names, not a client's input).
+    entries: FnvHashMap<String, FnvHashMap<String, FnvHashMap<i32, Authority>>>,
 }
 
 impl StaticServiceResolver {
