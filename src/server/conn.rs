@@ -113,7 +113,12 @@ pub(super) async fn serve<S>(
             )
             .max_headers(config.max_headers);
     }
-    let conn = builder.serve_connection_with_upgrades(io, super::glue::ReadyService::new(service));
+    let service = if http2 {
+        super::glue::ReadyService::per_stream(service)
+    } else {
+        super::glue::ReadyService::in_place(service)
+    };
+    let conn = builder.serve_connection_with_upgrades(io, service);
     let mut conn = std::pin::pin!(conn);
     // Set once the connection was asked to finish: by the server stopping, a response
     // marked CloseConnection, or the idle timeout (which also bounds how long it may take).

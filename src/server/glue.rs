@@ -2,10 +2,13 @@
 //!
 //! hyper calls its service by shared reference, a tower service needs `&mut self` and a
 //! `poll_ready` before each call. hyper-util's `TowerToHyperService` meets that by cloning
-//! the whole stack for every request and driving the clone with `Oneshot`. A connection
-//! calls its service from its own task, one request at a time, so this one keeps the stack
-//! in a `RefCell` and calls it in place when it is ready at once (every layer of this
-//! crate is); only a service that is not ready yet is cloned and waited for, as before.
+//! the whole stack for every request and driving the clone with `Oneshot`. An HTTP/1.1
+//! connection serves one request at a time from its own task, so there this keeps the
+//! stack in a `RefCell` and calls it in place when it is ready at once (every layer of
+//! this crate is); a service that is not ready yet is cloned and waited for, as before.
+//! HTTP/2 streams keep the clone: each stream is a task of its own, and the stack's work
+//! for a request (authentication, authorization, routing) runs in that task, on any
+//! worker, not in the one task of the connection that every stream shares.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -19,12 +22,26 @@ use tower::util::Oneshot;
 /// A tower service called by hyper (see the module docs).
 pub(super) struct ReadyService<S> {
     inner: RefCell<S>,
+    /// Every request gets a clone, called from its own future (HTTP/2).
+    per_stream: bool,
 }
 
 impl<S> ReadyService<S> {
-    pub(super) fn new(inner: S) -> ReadyService<S> {
+    /// For a connection that serves one request at a time (HTTP/1.1): the stack is called
+    /// in place when it is ready.
+    pub(super) fn in_place(inner: S) -> ReadyService<S> {
         ReadyService {
             inner: RefCell::new(inner),
+            per_stream: false,
+        }
+    }
+
+    /// For a connection whose requests run as tasks of their own (HTTP/2 streams): each is
+    /// served by a clone of the stack, made ready and called when its future is polled.
+    pub(super) fn per_stream(inner: S) -> ReadyService<S> {
+        ReadyService {
+            inner: RefCell::new(inner),
+            per_stream: true,
         }
     }
 }
@@ -41,6 +58,11 @@ where
         // Borrowed only here: hyper calls a connection's service from the connection's
         // task, one call at a time, and the stack cannot reach back into this wrapper.
         let mut inner = self.inner.borrow_mut();
+        if self.per_stream {
+            return ReadyFuture::Waiting {
+                oneshot: Oneshot::new(inner.clone(), req),
+            };
+        }
         // Readiness asked with a waker that does nothing: when the answer is "not yet",
         // the clone below asks again with the connection's waker.
         match inner.poll_ready(&mut Context::from_waker(Waker::noop())) {
@@ -132,7 +154,7 @@ mod tests {
     async fn a_ready_service_is_called_in_place_and_a_pending_one_through_a_clone() {
         let flaky = Flaky::new();
         let (asked, called) = (flaky.asked.clone(), flaky.called.clone());
-        let service = ReadyService::new(flaky);
+        let service = ReadyService::in_place(flaky);
         // Ready at once: called in place.
         let first = service.call(21);
         assert!(matches!(first, ReadyFuture::Called { .. }));
@@ -167,6 +189,28 @@ mod tests {
                 unreachable!("never called after failing readiness")
             }
         }
-        assert_eq!(ReadyService::new(Broken).call(1).await, Err("broken"));
+        assert_eq!(ReadyService::in_place(Broken).call(1).await, Err("broken"));
+        assert_eq!(
+            ReadyService::per_stream(Broken).call(1).await,
+            Err("broken")
+        );
+    }
+
+    /// Per stream, nothing is called until the request's own future runs.
+    #[tokio::test]
+    async fn per_stream_calls_a_clone_from_the_request_future() {
+        let flaky = Flaky::new();
+        let called = flaky.called.clone();
+        let service = ReadyService::per_stream(flaky);
+        let pending = [service.call(1), service.call(2)];
+        assert!(
+            pending
+                .iter()
+                .all(|f| matches!(f, ReadyFuture::Waiting { .. }))
+        );
+        assert_eq!(called.load(Ordering::SeqCst), 0, "not called before polled");
+        let [a, b] = pending;
+        assert_eq!((b.await, a.await), (Ok(4), Ok(2)));
+        assert_eq!(called.load(Ordering::SeqCst), 2);
     }
 }
