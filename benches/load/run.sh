@@ -12,7 +12,10 @@
 # SERVER_CPU (1) for taskset, KEEP=1 keeps the work directory, OUT (a file to copy the
 # table to), PROFILE=<mode>-<path> (e.g. h2-gateway) records that path's proxy process
 # with `perf record` during its measured runs and prints the hottest symbols (the build
-# then uses the `profiling` profile: release with line tables).
+# then uses the `profiling` profile: release with line tables), BASELINE=<gateway binary>
+# adds an earlier build of the gateway example (say, of the commit before a change) as
+# the path `baseline`, with the same flags, measured in the same rounds: a before/after
+# comparison that the machine's drift between runs cannot blur.
 set -euo pipefail
 NAME=load
 # shellcheck source=benches/load/lib.sh
@@ -27,8 +30,10 @@ SERVER_CPU=${SERVER_CPU:-1}
 KEEP=${KEEP:-0}
 OUT=${OUT:-}
 PROFILE=${PROFILE:-}
+BASELINE=${BASELINE:-}
 
 require_integers RUNS DURATION WARMUP RATE LOADGEN_CPU SERVER_CPU
+[[ -z $BASELINE || -x $BASELINE ]] || die "BASELINE ($BASELINE) is not an executable file"
 ((RUNS >= 1 && DURATION >= 1)) || die "RUNS and DURATION must be at least 1"
 [[ $LOADGEN_CPU != "$SERVER_CPU" ]] || die "LOADGEN_CPU and SERVER_CPU must differ"
 ncpu=$(nproc --all)
@@ -57,7 +62,7 @@ build_examples "$BUILD_PROFILE" gateway metrics_server load_pki
 # ---- processes and cleanup -------------------------------------------------------------
 
 make_work load
-free_ports BACKEND_PORT GATEWAY_PORT NGINX_PORT HAPROXY_PORT POLICY_PORT
+free_ports BACKEND_PORT GATEWAY_PORT NGINX_PORT HAPROXY_PORT POLICY_PORT BASELINE_PORT
 
 D=$WORK/pki
 "$BIN/load_pki" write "$D" --backend-port "$BACKEND_PORT" --policy-port "$POLICY_PORT"
@@ -82,6 +87,14 @@ PIDS+=("$POLICY_PID")
 taskset -c "$SERVER_CPU" "$BIN/gateway" "${GATEWAY_ARGS[@]}" 2>"$WORK/gateway.log" &
 GATEWAY_PID=$!
 PIDS+=("$GATEWAY_PID")
+
+if [[ -n $BASELINE ]]; then
+  # The same flags on its own port, the same webhook.
+  GATEWAY_PORT=$BASELINE_PORT gateway_args
+  taskset -c "$SERVER_CPU" "$BASELINE" "${GATEWAY_ARGS[@]}" 2>"$WORK/baseline.log" &
+  BASELINE_PID=$!
+  PIDS+=("$BASELINE_PID")
+fi
 
 # nginx as the same front proxy: mTLS from clients (users signed by the cluster CA), the
 # user's CN/O passed as X-Remote-User/X-Remote-Group (client copies overwritten), the
@@ -157,6 +170,7 @@ target_url() {
   case $1 in
     direct) echo "https://127.0.0.1:$BACKEND_PORT$REQ_PATH" ;;
     gateway) echo "https://127.0.0.1:$GATEWAY_PORT$REQ_PATH" ;;
+    baseline) echo "https://127.0.0.1:$BASELINE_PORT$REQ_PATH" ;;
     nginx) echo "https://127.0.0.1:$NGINX_PORT$REQ_PATH" ;;
     haproxy) echo "https://127.0.0.1:$HAPROXY_PORT$REQ_PATH" ;;
   esac
@@ -187,6 +201,7 @@ wait_ready() {
   die "$path did not answer 200 within 60 s (last status '$code'); logs in $WORK"
 }
 PATHS=(direct gateway haproxy nginx)
+[[ -z $BASELINE ]] || PATHS=(direct gateway baseline haproxy nginx)
 for p in "${PATHS[@]}"; do wait_ready "$p"; done
 log "all paths answer 200 (backend :$BACKEND_PORT, gateway :$GATEWAY_PORT, haproxy :$HAPROXY_PORT, nginx :$NGINX_PORT)"
 
@@ -201,6 +216,7 @@ servers() {
   echo "backend $BACKEND_PID"
   case $1 in
     gateway) echo "gateway $GATEWAY_PID"; echo "webhook $POLICY_PID" ;;
+    baseline) echo "gateway $BASELINE_PID"; echo "webhook $POLICY_PID" ;;
     nginx) for pid in $(nginx_pids); do echo "nginx $pid"; done ;;
     haproxy) echo "haproxy $HAPROXY_PID" ;;
   esac
@@ -315,7 +331,8 @@ summary = {}
 for key, items in per.items():
     labels = sorted({l for it in items for l in it["cpu"]})
     cpu = {l: med([it["cpu"].get(l, 0.0) for it in items]) for l in labels}
-    proxy = {"direct": 0.0, "gateway": cpu.get("gateway", 0.0) + cpu.get("webhook", 0.0),
+    gateway = cpu.get("gateway", 0.0) + cpu.get("webhook", 0.0)
+    proxy = {"direct": 0.0, "gateway": gateway, "baseline": gateway,
              "nginx": cpu.get("nginx", 0.0), "haproxy": cpu.get("haproxy", 0.0)}[key[1]]
     summary[key] = {
         "rps": med([it["rps"] for it in items]),
@@ -341,7 +358,7 @@ for mode in ("h1", "h2", "open"):
           "| total CPU vs direct | p50 vs HAProxy |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     d, h, n = (summary.get((mode, p)) for p in ("direct", "haproxy", "nginx"))
-    for path in ("direct", "gateway", "haproxy", "nginx"):
+    for path in ("direct", "gateway", "baseline", "haproxy", "nginx"):
         s = summary.get((mode, path))
         if s is None:
             continue
@@ -369,6 +386,15 @@ checks = [
     ("HTTP/1.1 proxy CPU/req gateway/nginx <= 0.80", vs("nginx", "h1", "proxy"), 0.80, "le"),
     ("HTTP/2 proxy CPU/req gateway/nginx <= 0.80", vs("nginx", "h2", "proxy"), 0.80, "le"),
 ]
+if any(path == "baseline" for _, path in summary):
+    print("\nThe gateway against the baseline build, same rounds\n")
+    print("| mode | proxy CPU µs/req gateway / baseline | ratio | req/s ratio | p50 ratio |")
+    print("|---|---:|---:|---:|---:|")
+    for mode in ("h1", "h2", "open"):
+        g, b = summary.get((mode, "gateway")), summary.get((mode, "baseline"))
+        if g and b:
+            print(f"| {mode} | {g['proxy']:.1f} / {b['proxy']:.1f} | {ratio(g['proxy'], b['proxy'])} "
+                  f"| {ratio(g['rps'], b['rps'])} | {ratio(g['p50'], b['p50'])} |")
 print("\nThe bar (benches/load/README.md)\n")
 print("| check | measured | met |")
 print("|---|---:|---|")
