@@ -15,7 +15,11 @@
 # then uses the `profiling` profile: release with line tables), BASELINE=<gateway binary>
 # adds an earlier build of the gateway example (say, of the commit before a change) as
 # the path `baseline`, with the same flags, measured in the same rounds: a before/after
-# comparison that the machine's drift between runs cannot blur.
+# comparison that the machine's drift between runs cannot blur. SYSCALLS=1 also counts the
+# system calls of the backend and of the proxy during each measured run (`perf stat` on
+# the raw_syscalls:sys_enter tracepoint) and adds a column per request for each; the
+# counting costs each call a little, so the CPU figures of such a run are not the ones to
+# quote.
 set -euo pipefail
 NAME=load
 # shellcheck source=benches/load/lib.sh
@@ -31,6 +35,7 @@ KEEP=${KEEP:-0}
 OUT=${OUT:-}
 PROFILE=${PROFILE:-}
 BASELINE=${BASELINE:-}
+SYSCALLS=${SYSCALLS:-0}
 
 require_integers RUNS DURATION WARMUP RATE LOADGEN_CPU SERVER_CPU
 [[ -z $BASELINE || -x $BASELINE ]] || die "BASELINE ($BASELINE) is not an executable file"
@@ -52,6 +57,11 @@ nginx -V 2>&1 | grep -q -- '--with-http_v2_module' || die "nginx was built witho
 NGINX_VERSION=$(nginx -v 2>&1 | sed 's/.*nginx\///')
 HAPROXY_VERSION=$(haproxy -v | sed -n 's/^HAProxy version \([^ ]*\).*/\1/p')
 
+if [[ $SYSCALLS == 1 ]]; then
+  need perf linux-perf
+  perf stat -e raw_syscalls:sys_enter -- true >/dev/null 2>&1 ||
+    die "SYSCALLS=1 needs perf's raw_syscalls:sys_enter tracepoint, which this kernel does not give"
+fi
 BUILD_PROFILE=load
 if [[ -n $PROFILE ]]; then
   need perf linux-perf
@@ -259,16 +269,39 @@ measure() {
       2>>"$WORK/perf.log" &
     perf_pid=$!
   fi
+  # System calls: the backend (pids[0]) and the proxy's processes (the rest) apart.
+  local -a sys_pids=()
+  if [[ $SYSCALLS == 1 ]]; then
+    local part procs
+    for part in backend proxy; do
+      if [[ $part == backend ]]; then procs=${pids[0]}; else procs=$(IFS=,; echo "${pids[*]:1}"); fi
+      [[ -n $procs ]] || continue
+      perf stat -x, -e raw_syscalls:sys_enter -o "$WORK/sys-$run-$path-$mode-$part.csv" \
+        -p "$procs" -- sleep "$DURATION" 2>/dev/null &
+      sys_pids+=($!)
+    done
+  fi
   run_oha "$path" "$mode" "$DURATION" "$out"
   [[ -z $perf_pid ]] || wait "$perf_pid" || true
+  for pid in "${sys_pids[@]}"; do wait "$pid" || true; done
   local cpu="{" i
   for i in "${!pids[@]}"; do
     local delta=$(($(ticks "${pids[$i]}") - before[i]))
     cpu+="\"${labels[$i]}:${pids[$i]}\": $delta,"
   done
   cpu="${cpu%,}}"
-  printf '{"run": %d, "path": "%s", "mode": "%s", "oha": "%s", "ticks": %s}\n' \
-    "$run" "$path" "$mode" "$out" "$cpu" >>"$RESULTS"
+  local sys="{"
+  if [[ $SYSCALLS == 1 ]]; then
+    for part in backend proxy; do
+      local f="$WORK/sys-$run-$path-$mode-$part.csv" n
+      [[ -e $f ]] || continue
+      n=$(awk -F, '/raw_syscalls:sys_enter/ { print $1 }' "$f")
+      [[ $n =~ ^[0-9]+$ ]] && sys+="\"$part\": $n,"
+    done
+  fi
+  sys="${sys%,}}"
+  printf '{"run": %d, "path": "%s", "mode": "%s", "oha": "%s", "ticks": %s, "syscalls": %s}\n' \
+    "$run" "$path" "$mode" "$out" "$cpu" "$sys" >>"$RESULTS"
   log "run $run $mode $path done"
 }
 
@@ -318,6 +351,8 @@ def load(row):
         "ok": ok,
         # CPU seconds per request, in microseconds.
         "cpu": {k: v / ok * 1e6 if ok else float("nan") for k, v in cpu.items()},
+        # System calls per request (SYSCALLS=1), of the backend and of the proxy.
+        "sys": {k: v / ok if ok else float("nan") for k, v in row.get("syscalls", {}).items()},
     }
 
 per = {}
@@ -341,10 +376,17 @@ for key, items in per.items():
         "backend": cpu.get("backend", 0.0),
         "proxy": proxy,
         "total": med([sum(it["cpu"].values()) for it in items]),
+        "sys": {part: med([it["sys"][part] for it in items if part in it["sys"]])
+                for part in ("backend", "proxy") if any(part in it["sys"] for it in items)},
     }
 
 def ratio(a, b):
     return f"{a / b:.2f}" if b else "-"
+
+counted = any(s["sys"] for s in summary.values())
+
+def fmt_sys(s, part):
+    return f"{s['sys'][part]:.2f}" if part in s["sys"] else "-"
 
 titles = {"h1": "HTTP/1.1, 32 connections, closed loop",
           "h2": "HTTP/2, 4 connections x 8 streams, closed loop",
@@ -355,8 +397,8 @@ for mode in ("h1", "h2", "open"):
     print(f"\n{titles[mode]}\n")
     print("| path | req/s | p50 ms | p99 ms | backend CPU µs/req | proxy CPU µs/req | total CPU µs/req "
           "| req/s vs direct | req/s vs HAProxy | proxy CPU vs HAProxy | proxy CPU vs nginx "
-          "| total CPU vs direct | p50 vs HAProxy |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| total CPU vs direct | p50 vs HAProxy |" + (" backend syscalls/req | proxy syscalls/req |" if counted else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if counted else ""))
     d, h, n = (summary.get((mode, p)) for p in ("direct", "haproxy", "nginx"))
     for path in ("direct", "gateway", "baseline", "haproxy", "nginx"):
         s = summary.get((mode, path))
@@ -368,7 +410,8 @@ for mode in ("h1", "h2", "open"):
               f"| {ratio(s['rps'], h['rps'])} "
               f"| {ratio(s['proxy'], h['proxy']) if proxied else '-'} "
               f"| {ratio(s['proxy'], n['proxy']) if proxied else '-'} "
-              f"| {ratio(s['total'], d['total'])} | {ratio(s['p50'], h['p50'])} |")
+              f"| {ratio(s['total'], d['total'])} | {ratio(s['p50'], h['p50'])} |"
+              + (f" {fmt_sys(s, 'backend')} | {fmt_sys(s, 'proxy')} |" if counted else ""))
 
 def vs(peer, mode, field):
     ours, theirs = summary[(mode, "gateway")][field], summary[(mode, peer)][field]

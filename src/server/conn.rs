@@ -311,7 +311,9 @@ impl Activity {
 }
 
 pin_project_lite::pin_project! {
-    /// The TLS stream, telling [`Activity`] when bytes arrive.
+    /// The TLS stream, telling [`Activity`] when bytes arrive. It reports no vectored
+    /// writes, as the backend connections do (`transport::pool::connect::Gathered` says
+    /// why): h2 then gathers the frames of many streams' responses into one write.
     struct Tracked<T> {
         #[pin]
         inner: T,
@@ -360,8 +362,9 @@ impl<T: AsyncWrite> AsyncWrite for Tracked<T> {
         self.project().inner.poll_write_vectored(cx, bufs)
     }
 
+    /// `false`, although the TLS stream can write vectors (see the type's docs).
     fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+        false
     }
 }
 
