@@ -34,6 +34,7 @@ use super::ServeConfig;
 use crate::authn::{CloseConnection, ConnectionInfo};
 use crate::body::{Body, BoxError};
 use crate::status::Status;
+use crate::transport::Gathered;
 
 /// Go's slack over `MaxHeaderBytes` (`initialReadLimitSize` in net/http).
 const HEADER_SLACK: usize = 4096;
@@ -84,8 +85,9 @@ pub(super) async fn serve<S>(
         },
         activity: activity.clone(),
     };
+    // Gathered: hyper and h2 write whole buffers, not a write per DATA frame (its docs).
     let io = TokioIo::new(Tracked {
-        inner: stream,
+        inner: Gathered::new(stream),
         activity: activity.clone(),
     });
 
@@ -311,9 +313,7 @@ impl Activity {
 }
 
 pin_project_lite::pin_project! {
-    /// The TLS stream, telling [`Activity`] when bytes arrive. It reports no vectored
-    /// writes, as the backend connections do (`transport::pool::connect::Gathered` says
-    /// why): h2 then gathers the frames of many streams' responses into one write.
+    /// The TLS stream, telling [`Activity`] when bytes arrive.
     struct Tracked<T> {
         #[pin]
         inner: T,
@@ -362,9 +362,8 @@ impl<T: AsyncWrite> AsyncWrite for Tracked<T> {
         self.project().inner.poll_write_vectored(cx, bufs)
     }
 
-    /// `false`, although the TLS stream can write vectors (see the type's docs).
     fn is_write_vectored(&self) -> bool {
-        false
+        self.inner.is_write_vectored()
     }
 }
 

@@ -69,6 +69,8 @@ use tower::util::BoxCloneSyncService;
 
 pub use memory::{InMemoryResolver, InMemoryTransport};
 #[cfg(feature = "tokio")]
+pub(crate) use pool::Gathered;
+#[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use pool::PoolConfig;
 #[cfg(feature = "tokio")]

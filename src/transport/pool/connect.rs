@@ -19,7 +19,8 @@ pub(super) type Io = TokioIo<Gathered<tokio_rustls::client::TlsStream<TcpStream>
 
 pin_project_lite::pin_project! {
     /// A TLS stream that reports no vectored writes, so that hyper and h2 gather what they
-    /// send into their own buffer and write it at once.
+    /// send into their own buffer and write it at once. Used on both sides: the
+    /// connections dialled to backends and those the server accepts.
     ///
     /// With a stream that says it writes vectors, h2 keeps any DATA frame of 256 bytes
     /// or more out of its buffer, to write it beside the buffer as a second slice, and

@@ -42,7 +42,7 @@ use super::ClientCertificate;
 use crate::body::{Body, BoxError};
 use crate::rt::{Executor, Timer};
 
-pub(crate) use connect::Connector;
+pub(crate) use connect::{Connector, Gathered};
 pub(crate) use h1::origin_form;
 use retry::{AttemptError, Retry, replay_copy};
 
