@@ -617,3 +617,70 @@ async fn an_unreachable_backend_is_marked_unavailable_at_once_and_comes_back() {
     assert_eq!(get_status(&client, 4).await.0, StatusCode::OK);
     drop(back);
 }
+
+/// Bodies larger than the HTTP/2 flow-control windows on either side cross a backend
+/// connection whole, both ways: the request body waits for the backend's window (64 KiB
+/// here) to open as it reads, and the response body gives the gateway's window back as
+/// the client reads, so neither stalls. The backend sees the client's `Content-Length`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_larger_than_the_http2_windows_cross_whole_both_ways() {
+    use http_body_util::BodyExt;
+
+    let pki = Pki::new();
+    let acceptor = tokio_rustls::TlsAcceptor::from(common::backend_tls(&pki, &[b"h2"]));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let backend_addr = listener.local_addr().expect("address");
+    let seen_length = Arc::new(Mutex::new(Vec::new()));
+    let lengths = seen_length.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, lengths) = (acceptor.clone(), lengths.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let lengths = lengths.clone();
+                    async move {
+                        let declared = req
+                            .headers()
+                            .get(http::header::CONTENT_LENGTH)
+                            .map(|v| v.to_str().unwrap_or("?").to_owned());
+                        lengths.lock().unwrap().push(declared);
+                        // The request body read whole, then sent back as the answer.
+                        let body = req.into_body().collect().await.map(|b| b.to_bytes());
+                        let body = body.unwrap_or_else(|e| Bytes::from(format!("broken: {e}")));
+                        Ok::<_, Infallible>(Response::new(Full::new(body)))
+                    }
+                });
+                let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .initial_stream_window_size(65_535)
+                    .initial_connection_window_size(65_535)
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .await;
+            });
+        }
+    });
+    let addr = gateway(&pki, backend_addr, PoolConfig::default()).await;
+    // 3 MiB: past the backend's 64 KiB windows and the gateway's 2 MiB stream window.
+    let sent: String = (0..3 * 1024 * 1024)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    for protocol in [Protocol::Http1, Protocol::Http2] {
+        let client = Client::new(&pki, addr, None, protocol);
+        let reply = client
+            .send(
+                Method::POST,
+                &format!("{BASE}/widgets"),
+                Bytes::from(sent.clone()),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{protocol:?}");
+        assert_eq!(reply.body.len(), sent.len(), "{protocol:?}");
+        assert!(reply.body == sent, "{protocol:?}: the echo differs");
+    }
+    assert_eq!(
+        *seen_length.lock().unwrap(),
+        vec![Some(sent.len().to_string()); 2]
+    );
+}

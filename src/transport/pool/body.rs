@@ -14,32 +14,28 @@ use hyper::client::conn::http1;
 use super::{H2Conn, PoolInner};
 use crate::body::Body;
 
-/// What a finished response gives back to the pool.
-pub(super) enum Release {
-    /// An HTTP/2 stream slot, given back when dropped.
-    Http2 { _slot: StreamSlot },
-    /// An HTTP/1.1 connection, returned to the idle list when its response was read whole.
-    Http1 {
-        /// The pool the connection goes back to.
-        pool: Arc<PoolInner>,
-        /// The backend it is idle for.
-        authority: Authority,
-        /// The connection itself.
-        send: http1::SendRequest<Body>,
-        /// The client certificate it was opened with: after a rotation the pool drops
-        /// it instead of reusing it.
-        cert_generation: u64,
-    },
+/// An HTTP/1.1 connection a response holds, returned to the idle list when the response
+/// was read whole.
+pub(super) struct Release {
+    /// The pool the connection goes back to.
+    pub(super) pool: Arc<PoolInner>,
+    /// The backend it is idle for.
+    pub(super) authority: Authority,
+    /// The connection itself.
+    pub(super) send: http1::SendRequest<Body>,
+    /// The client certificate it was opened with: after a rotation the pool drops it
+    /// instead of reusing it.
+    pub(super) cert_generation: u64,
 }
 
 pin_project_lite::pin_project! {
-    /// A response body that hands its connection back when it ends: an HTTP/2 stream slot,
-    /// or an HTTP/1.1 connection that read its response to the end.
+    /// An HTTP/1.1 response body that hands its connection back when it has been read to
+    /// its end.
     pub(super) struct PooledBody {
         #[pin]
         pub(super) inner: Incoming,
         // Taken when the body ends and given back; a body dropped before its end drops
-        // it instead: the HTTP/1.1 connection is closed, the HTTP/2 slot freed.
+        // it instead, and the connection is closed.
         pub(super) release: Option<Release>,
     }
 }
@@ -63,7 +59,7 @@ impl http_body::Body for PooledBody {
         };
         match &polled {
             _ if ended => {
-                if let Some(Release::Http1 {
+                if let Some(Release {
                     pool,
                     authority,
                     send,

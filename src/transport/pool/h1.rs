@@ -64,7 +64,7 @@ impl PoolInner {
                     self.return_http1(authority, send, generation);
                     return Ok(res.map(Body::new));
                 }
-                let release = Release::Http1 {
+                let release = Release {
                     pool: self.clone(),
                     authority: authority.clone(),
                     send,

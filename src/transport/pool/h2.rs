@@ -1,87 +1,171 @@
-//! HTTP/2 connections: the handshake, sending on a stream slot, which failures prove a
-//! request unprocessed, and the connection task that publishes the stream limit.
+//! HTTP/2 connections, driven with the `h2` crate directly: the handshake, sending on a
+//! stream slot, the response body that gives the slot back, the request body's pipe,
+//! which failures prove a request unprocessed, and the connection task that publishes the
+//! stream limit and checks the connection with PINGs.
+//!
+//! hyper's HTTP/2 client puts a channel, a oneshot and a spawned task between a request
+//! and its stream; here the request's own task opens the stream and awaits the response,
+//! and a task is spawned only to send a request body that is not empty. What hyper's
+//! client does besides is kept: its flow-control windows and frame sizes, the
+//! connection-specific headers HTTP/2 forbids taken out, `Content-Length` from an exact
+//! body size, the received data's window given back as it is read, a stream reset with
+//! `NO_ERROR` or `CANCEL` ending a body cleanly, and keep-alive PINGs.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
-use http::{Request, Response};
-use hyper::client::conn::http2;
+use bytes::Bytes;
+use h2::client::Connection;
+use h2::{PingPong, Reason, RecvStream, SendStream};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Request, Response};
+use http_body::{Body as _, Frame, SizeHint};
 
-use super::body::{PooledBody, Release, StreamSlot};
-use super::connect::Io;
+use super::body::StreamSlot;
+use super::connect::{Gathered, Io};
 use super::retry::{AttemptError, Retry};
 use super::{H2Conn, PoolInner};
 use crate::body::Body;
-use crate::rt::Executor;
+use crate::rt::Timer;
+
+/// The TLS stream an HTTP/2 connection runs on.
+type H2Io = Gathered<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
+
+// hyper's HTTP/2 client defaults, kept so that backends see the same connection: windows
+// well above the protocol's 64 KiB, 16 KiB frames, 100 streams until the backend's
+// SETTINGS say otherwise.
+const CONNECTION_WINDOW: u32 = 5 * 1024 * 1024;
+const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
+const MAX_FRAME_SIZE: u32 = 16 * 1024;
+const MAX_SEND_BUFFER: usize = 1024 * 1024;
+const MAX_HEADER_LIST_SIZE: u32 = 16 * 1024;
+const INITIAL_MAX_SEND_STREAMS: usize = 100;
+const MAX_LOCAL_ERROR_RESETS: usize = 1024;
+
+/// What the connection task shares with the pool.
+pub(super) struct ConnWatch {
+    /// The backend's `SETTINGS_MAX_CONCURRENT_STREAMS`, as the connection task last saw it.
+    pub(super) max_streams: AtomicUsize,
+    /// The connection task has ended: no stream can be opened here any more.
+    pub(super) closed: AtomicBool,
+}
 
 impl PoolInner {
-    /// The HTTP/2 handshake on a TLS stream whose ALPN chose `h2`: keep-alive PINGs every
-    /// [`PoolConfig::keep_alive_interval`](super::PoolConfig::keep_alive_interval) of
-    /// silence (idle or not), the connection closed when one goes unanswered for
+    /// The HTTP/2 handshake on a TLS stream whose ALPN chose `h2`. The connection task is
+    /// spawned on the executor: it drives the connection, publishes the backend's stream
+    /// limit, and sends a PING every
+    /// [`PoolConfig::keep_alive_interval`](super::PoolConfig::keep_alive_interval),
+    /// closing the connection (its requests fail at once) when one goes unanswered for
     /// [`PoolConfig::keep_alive_timeout`](super::PoolConfig::keep_alive_timeout). The
-    /// connection task is spawned on the executor; the returned record starts with no
-    /// stream counted and remembers the certificate `generation` it was dialled with.
-    /// A failed handshake is never retried: the request may have been written.
+    /// returned record starts with no stream counted and remembers the certificate
+    /// `generation` it was dialled with. A failed handshake is never retried.
     pub(super) async fn handshake_h2(
         &self,
         io: Io,
         generation: u64,
     ) -> Result<Arc<H2Conn>, AttemptError> {
-        let mut builder = http2::Builder::new(self.executor.clone());
-        builder
-            .timer(self.timer.clone())
-            .keep_alive_interval(self.config.keep_alive_interval)
-            .keep_alive_timeout(self.config.keep_alive_timeout)
-            .keep_alive_while_idle(true);
-        let (send, conn) = builder.handshake(io).await.map_err(|e| AttemptError {
-            error: Box::new(e),
-            retry: Retry::No,
-        })?;
-        let max_streams = Arc::new(AtomicUsize::new(conn.current_max_send_streams()));
-        self.executor.spawn(WatchedH2 {
+        let (send, mut conn) = h2::client::Builder::new()
+            .initial_max_send_streams(INITIAL_MAX_SEND_STREAMS)
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .max_frame_size(MAX_FRAME_SIZE)
+            .max_header_list_size(MAX_HEADER_LIST_SIZE)
+            .max_send_buffer_size(MAX_SEND_BUFFER)
+            .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESETS))
+            .enable_push(false)
+            .handshake::<H2Io, Bytes>(io.into_inner())
+            .await
+            .map_err(|e| AttemptError {
+                error: Box::new(e),
+                retry: Retry::No,
+            })?;
+        let watch = Arc::new(ConnWatch {
+            max_streams: AtomicUsize::new(conn.max_concurrent_send_streams()),
+            closed: AtomicBool::new(false),
+        });
+        let keep_alive = KeepAlive {
+            ping: conn.ping_pong(),
+            interval: self.config.keep_alive_interval,
+            timeout: self.config.keep_alive_timeout,
+            awaiting_pong: false,
+            sleep: self.timer.sleep(self.config.keep_alive_interval),
+            timer: self.timer.clone(),
+        };
+        self.executor.spawn(ConnTask {
             conn,
-            max_streams: max_streams.clone(),
+            watch: watch.clone(),
+            keep_alive,
         });
         Ok(Arc::new(H2Conn {
             send,
             in_flight: AtomicUsize::new(0),
-            max_streams,
+            watch,
             cert_generation: generation,
-            draining: std::sync::atomic::AtomicBool::new(false),
+            draining: AtomicBool::new(false),
         }))
     }
 
     /// Sends `req` on `conn`, whose stream slot the caller has already counted. The slot
     /// is given back when the response body ends or is dropped (the [`StreamSlot`] rides
-    /// in the [`PooledBody`]), or at once when sending fails. A failure that shows the
+    /// in the [`H2Body`]), or at once when sending fails. A failure that shows the
     /// connection going away marks it draining, so no later pick chooses it.
     pub(super) async fn send_h2(
         &self,
         conn: Arc<H2Conn>,
         req: Request<Body>,
     ) -> Result<Response<Body>, AttemptError> {
-        let mut send = conn.send.clone();
-        let release = Release::Http2 {
-            _slot: StreamSlot(conn),
+        let slot = StreamSlot(conn);
+        let (mut parts, body) = req.into_parts();
+        let end_of_stream = body.is_end_stream();
+        prepare_headers(&mut parts.headers, &parts.method, &body);
+        let mut send = slot.0.send.clone();
+        let opened = match std::future::poll_fn(|cx| send.poll_ready(cx)).await {
+            Ok(()) => send.send_request(Request::from_parts(parts, ()), end_of_stream),
+            Err(e) => Err(e),
         };
-        match send.send_request(req).await {
-            Ok(res) => Ok(res.map(|body| {
-                Body::new(PooledBody {
-                    inner: body,
-                    release: Some(release),
-                })
-            })),
+        let (response, body_tx) = match opened {
+            Ok(opened) => opened,
+            Err(e) => {
+                // No stream was opened, so nothing was sent. A connection error (a GOAWAY,
+                // the connection gone) sends the request to a new connection; a request
+                // h2 refuses to encode would be refused there too.
+                let retry = if e.is_go_away() || e.is_io() || e.reason().is_some() {
+                    slot.0.draining.store(true, Ordering::Release);
+                    Retry::Fresh
+                } else {
+                    Retry::No
+                };
+                return Err(AttemptError {
+                    error: Box::new(e),
+                    retry,
+                });
+            }
+        };
+        drop(send);
+        if !end_of_stream {
+            self.executor.spawn(PipeBody { body, tx: body_tx });
+        }
+        match response.await {
+            Ok(res) => {
+                let remaining = content_length(res.headers());
+                Ok(res.map(|recv| {
+                    Body::new(H2Body {
+                        recv,
+                        data_done: false,
+                        remaining,
+                        _slot: slot,
+                    })
+                }))
+            }
             Err(e) => {
                 let retry = h2_retry(&e);
                 if retry == Retry::Fresh {
-                    if let Release::Http2 { _slot } = &release {
-                        _slot.0.draining.store(true, Ordering::Release);
-                    }
+                    slot.0.draining.store(true, Ordering::Release);
                 }
-                drop(release);
                 Err(AttemptError {
                     error: Box::new(e),
                     retry,
@@ -91,65 +175,356 @@ impl PoolInner {
     }
 }
 
-/// The `h2` error somewhere in `e`'s source chain (hyper keeps it there), to read its
-/// reason and whether the peer sent it.
-fn h2_error(e: &hyper::Error) -> Option<&h2::Error> {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(h2) = err.downcast_ref::<h2::Error>() {
-            return Some(h2);
+/// Headers HTTP/2 forbids (RFC 9113 §8.2.2); h2 refuses to send a request carrying one.
+/// `TE` is allowed with the value `trailers` only.
+const CONNECTION_SPECIFIC: [HeaderName; 5] = [
+    header::CONNECTION,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+];
+
+/// Readies a request's headers for HTTP/2, as hyper's client does: connection-specific
+/// headers out (the proxy's rewrite has already removed them; other callers may not
+/// have), and `Content-Length` from a body of exact size when the method defines a
+/// payload or the body is not empty.
+fn prepare_headers(headers: &mut HeaderMap, method: &Method, body: &Body) {
+    // One pass over the few names present; most requests carry none of these.
+    if headers
+        .keys()
+        .any(|name| name == header::TE || CONNECTION_SPECIFIC.contains(name))
+    {
+        for name in &CONNECTION_SPECIFIC {
+            headers.remove(name);
         }
-        cur = err.source();
+        let trailers_only = headers
+            .get_all(header::TE)
+            .iter()
+            .all(|v| v.as_bytes().eq_ignore_ascii_case(b"trailers"));
+        if !trailers_only {
+            headers.remove(header::TE);
+        }
     }
-    None
+    if let Some(len) = body.size_hint().exact() {
+        let defines_payload = !matches!(
+            *method,
+            Method::GET | Method::HEAD | Method::DELETE | Method::CONNECT
+        );
+        if (len != 0 || defines_payload) && !headers.contains_key(header::CONTENT_LENGTH) {
+            headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+        }
+    }
 }
 
-/// Whether an HTTP/2 request failed in a way that proves the backend did not process it:
-/// a `REFUSED_STREAM` reset (the stream limit; any connection will do), or a GOAWAY from
-/// the backend (h2 fails exactly the streams above its last stream id when one arrives)
-/// or a connection already closed when the request was to be sent (a new connection).
-fn h2_retry(e: &hyper::Error) -> Retry {
-    if e.is_canceled() || e.is_closed() {
-        return Retry::Fresh;
+/// The response's `Content-Length`, when it has exactly one that is a number.
+fn content_length(headers: &HeaderMap) -> Option<u64> {
+    let mut values = headers.get_all(header::CONTENT_LENGTH).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
     }
-    match h2_error(e) {
-        Some(h2) if h2.is_remote() && h2.is_go_away() => Retry::Fresh,
-        Some(h2) if h2.is_remote() && h2.reason() == Some(h2::Reason::REFUSED_STREAM) => {
-            Retry::Elsewhere
+    std::str::from_utf8(value.as_bytes()).ok()?.parse().ok()
+}
+
+/// Whether an HTTP/2 request whose stream was opened failed in a way that proves the
+/// backend did not process it: a `REFUSED_STREAM` reset (the stream limit; any connection
+/// will do), or a GOAWAY from the backend (h2 fails exactly the streams above its last
+/// stream id when one arrives: a new connection).
+fn h2_retry(e: &h2::Error) -> Retry {
+    if !e.is_remote() {
+        return Retry::No;
+    }
+    if e.is_go_away() {
+        Retry::Fresh
+    } else if e.is_reset() && e.reason() == Some(Reason::REFUSED_STREAM) {
+        Retry::Elsewhere
+    } else {
+        Retry::No
+    }
+}
+
+/// A backend's HTTP/2 response body. The stream's receive window is given back as data
+/// is read, so the backend may send more; the stream slot is given back when the body is
+/// dropped (h2 resets a stream dropped before its end with `CANCEL`).
+pub(super) struct H2Body {
+    recv: RecvStream,
+    data_done: bool,
+    /// What `Content-Length` says is still to come.
+    remaining: Option<u64>,
+    _slot: StreamSlot,
+}
+
+impl http_body::Body for H2Body {
+    type Data = Bytes;
+    type Error = h2::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
+        let this = &mut *self;
+        if !this.data_done {
+            match ready!(this.recv.poll_data(cx)) {
+                Some(Ok(data)) => {
+                    let _ = this.recv.flow_control().release_capacity(data.len());
+                    if let Some(left) = &mut this.remaining {
+                        *left = left.saturating_sub(data.len() as u64);
+                    }
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                // A backend that resets with these has finished what it meant to send.
+                Some(Err(e)) if matches!(e.reason(), Some(Reason::NO_ERROR | Reason::CANCEL)) => {
+                    return Poll::Ready(None);
+                }
+                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                None => this.data_done = true,
+            }
         }
-        _ => Retry::No,
+        match ready!(this.recv.poll_trailers(cx)) {
+            Ok(Some(trailers)) => Poll::Ready(Some(Ok(Frame::trailers(trailers)))),
+            Ok(None) => Poll::Ready(None),
+            Err(e) => Poll::Ready(Some(Err(e))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.recv.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.remaining {
+            Some(left) => SizeHint::with_exact(left),
+            None if self.recv.is_end_stream() => SizeHint::with_exact(0),
+            None => SizeHint::default(),
+        }
+    }
+}
+
+/// Sends a request body on its stream as the backend's flow-control window allows, then
+/// ends the stream (with trailers, when the body has them). A body that fails resets the
+/// stream with `INTERNAL_ERROR`; a stream the backend resets stops the pipe. Mirrors
+/// hyper's `PipeToSendStream`.
+struct PipeBody {
+    body: Body,
+    tx: SendStream<Bytes>,
+}
+
+impl Future for PipeBody {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        loop {
+            // Room for at least a byte before the next frame is pulled from the body; h2
+            // buffers a larger frame and sends it as the window opens.
+            this.tx.reserve_capacity(1);
+            if this.tx.capacity() == 0 {
+                loop {
+                    match ready!(this.tx.poll_capacity(cx)) {
+                        Some(Ok(0)) => {}
+                        Some(Ok(_)) => break,
+                        Some(Err(e)) => {
+                            tracing::debug!(error = %e, "backend HTTP/2 request body not sent");
+                            return Poll::Ready(());
+                        }
+                        None => return Poll::Ready(()),
+                    }
+                }
+            } else if let Poll::Ready(reset) = this.tx.poll_reset(cx) {
+                tracing::debug!(?reset, "backend reset the stream of a request body");
+                return Poll::Ready(());
+            }
+            match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => {
+                        let end = this.body.is_end_stream();
+                        if this.tx.send_data(data, end).is_err() || end {
+                            return Poll::Ready(());
+                        }
+                    }
+                    Err(frame) => {
+                        if let Ok(trailers) = frame.into_trailers() {
+                            this.tx.reserve_capacity(0);
+                            let _ = this.tx.send_trailers(trailers);
+                            return Poll::Ready(());
+                        }
+                    }
+                },
+                Some(Err(e)) => {
+                    tracing::debug!(error = %e, "client request body failed; resetting the backend stream");
+                    this.tx.send_reset(Reason::INTERNAL_ERROR);
+                    return Poll::Ready(());
+                }
+                None => {
+                    this.tx.reserve_capacity(0);
+                    let _ = this.tx.send_data(Bytes::new(), true);
+                    return Poll::Ready(());
+                }
+            }
+        }
+    }
+}
+
+/// Keep-alive PINGs on one connection: one every `interval`, and the connection given up
+/// when its answer has not come `timeout` after it was sent.
+struct KeepAlive {
+    ping: Option<PingPong>,
+    interval: Duration,
+    timeout: Duration,
+    awaiting_pong: bool,
+    /// Until the next PING, or until the awaited answer is late.
+    sleep: Pin<Box<dyn hyper::rt::Sleep>>,
+    timer: Timer,
+}
+
+impl KeepAlive {
+    /// `Ready` when the connection is to be closed: its PING went unanswered.
+    fn poll_dead(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(ping) = &mut self.ping else {
+            return Poll::Pending;
+        };
+        loop {
+            if self.awaiting_pong {
+                match ping.poll_pong(cx) {
+                    Poll::Ready(Ok(_)) => {
+                        self.awaiting_pong = false;
+                        self.sleep = self.timer.sleep(self.interval);
+                    }
+                    // The connection is closing; its own poll reports why.
+                    Poll::Ready(Err(_)) => {
+                        self.ping = None;
+                        return Poll::Pending;
+                    }
+                    Poll::Pending => {}
+                }
+            }
+            if self.sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            if self.awaiting_pong {
+                return Poll::Ready(());
+            }
+            if ping.send_ping(h2::Ping::opaque()).is_err() {
+                self.ping = None;
+                return Poll::Pending;
+            }
+            self.awaiting_pong = true;
+            self.sleep = self.timer.sleep(self.timeout);
+        }
     }
 }
 
 pin_project_lite::pin_project! {
-    /// An HTTP/2 connection task that publishes the backend's stream limit as it changes.
-    ///
-    /// The limit (`SETTINGS_MAX_CONCURRENT_STREAMS`) can only change while the connection
-    /// is polled, so it is read after every poll and stored where `pick` reads it
-    /// without a lock. The task ends with the connection; an error ending it is logged at
-    /// debug and otherwise seen by the requests on it.
-    struct WatchedH2 {
+    /// A backend HTTP/2 connection's task: drives the connection, publishes the backend's
+    /// stream limit as it changes (it can only change while the connection is polled, so
+    /// it is read after every poll and stored where `pick` reads it without a lock), and
+    /// closes the connection when a keep-alive PING goes unanswered. Dropping the
+    /// connection fails its open streams at once. The task ends with the connection; an
+    /// error ending it is logged at debug and otherwise seen by the requests on it.
+    struct ConnTask {
         #[pin]
-        conn: http2::Connection<Io, Body, Executor>,
-        max_streams: Arc<AtomicUsize>,
+        conn: Connection<H2Io, Bytes>,
+        watch: Arc<ConnWatch>,
+        keep_alive: KeepAlive,
+    }
+
+    impl PinnedDrop for ConnTask {
+        fn drop(this: Pin<&mut Self>) {
+            this.watch.closed.store(true, Ordering::Release);
+        }
     }
 }
 
-impl Future for WatchedH2 {
+impl Future for ConnTask {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let mut this = self.project();
         let polled = this.conn.as_mut().poll(cx);
-        this.max_streams
-            .store(this.conn.current_max_send_streams(), Ordering::Release);
+        this.watch
+            .max_streams
+            .store(this.conn.max_concurrent_send_streams(), Ordering::Release);
         match polled {
-            Poll::Ready(Ok(())) => Poll::Ready(()),
+            Poll::Ready(Ok(())) => return Poll::Ready(()),
             Poll::Ready(Err(e)) => {
                 tracing::debug!(error = %e, "backend HTTP/2 connection ended with an error");
-                Poll::Ready(())
+                return Poll::Ready(());
             }
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {}
         }
+        if this.keep_alive.poll_dead(cx).is_ready() {
+            tracing::debug!(
+                timeout = ?this.keep_alive.timeout,
+                "backend HTTP/2 connection did not answer a PING; closing it"
+            );
+            return Poll::Ready(());
+        }
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(n, v)| (HeaderName::from_static(n), HeaderValue::from_static(v)))
+            .collect()
+    }
+
+    #[test]
+    fn connection_specific_headers_are_taken_out_and_te_trailers_kept() {
+        let mut h = headers(&[
+            ("connection", "keep-alive"),
+            ("keep-alive", "timeout=5"),
+            ("proxy-connection", "keep-alive"),
+            ("transfer-encoding", "chunked"),
+            ("upgrade", "h2c"),
+            ("te", "trailers"),
+            ("accept", "application/json"),
+        ]);
+        prepare_headers(&mut h, &Method::GET, &Body::empty());
+        let mut names: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["accept", "te"]);
+
+        let mut h = headers(&[("te", "gzip"), ("accept", "*/*")]);
+        prepare_headers(&mut h, &Method::GET, &Body::empty());
+        assert!(!h.contains_key(header::TE));
+        assert_eq!(h.len(), 1);
+    }
+
+    #[test]
+    fn content_length_comes_from_an_exact_body_size_as_hyper_sets_it() {
+        let mut h = HeaderMap::new();
+        prepare_headers(&mut h, &Method::POST, &Body::full("12345"));
+        assert_eq!(h[header::CONTENT_LENGTH], "5");
+        // A POST defines a payload: an empty one is declared too.
+        let mut h = HeaderMap::new();
+        prepare_headers(&mut h, &Method::POST, &Body::empty());
+        assert_eq!(h[header::CONTENT_LENGTH], "0");
+        // A GET without a body gets none; the client's own value is never replaced.
+        let mut h = HeaderMap::new();
+        prepare_headers(&mut h, &Method::GET, &Body::empty());
+        assert!(h.is_empty());
+        let mut h = headers(&[("content-length", "5")]);
+        prepare_headers(&mut h, &Method::PUT, &Body::full("12345"));
+        assert_eq!(h.get_all(header::CONTENT_LENGTH).iter().count(), 1);
+    }
+
+    #[test]
+    fn a_response_content_length_is_read_only_when_single_and_numeric() {
+        assert_eq!(
+            content_length(&headers(&[("content-length", "645")])),
+            Some(645)
+        );
+        assert_eq!(content_length(&HeaderMap::new()), None);
+        assert_eq!(content_length(&headers(&[("content-length", "x")])), None);
+        let mut two = headers(&[("content-length", "1")]);
+        two.append(header::CONTENT_LENGTH, HeaderValue::from_static("1"));
+        assert_eq!(content_length(&two), None);
     }
 }

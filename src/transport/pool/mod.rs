@@ -1,4 +1,4 @@
-//! The connections of one APIService's client: HTTP/2 connections held as hyper
+//! The connections of one APIService's client: HTTP/2 connections held as h2
 //! `SendRequest` handles, several per backend address once the backend's
 //! `SETTINGS_MAX_CONCURRENT_STREAMS` is reached, kept alive and checked with PINGs; or,
 //! for backends without h2, a pool of idle HTTP/1.1 keep-alive connections.
@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use http::uri::Authority;
 use http::{Request, Response};
-use hyper::client::conn::{http1, http2};
+use hyper::client::conn::http1;
 use tower::Service;
 
 use super::ClientCertificate;
@@ -59,8 +59,8 @@ pub struct PoolConfig {
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` fills up. Past it, requests share the least
     /// loaded connection (h2 queues them for a stream). Default 8.
     pub max_http2_connections: usize,
-    /// A PING is sent on an HTTP/2 connection that has received nothing for this long.
-    /// Default 5 s.
+    /// Each HTTP/2 connection sends a PING this long after the answer to its last one
+    /// (after its handshake, for the first), busy or idle. Default 5 s.
     pub keep_alive_interval: Duration,
     /// An HTTP/2 connection whose PING is not answered within this is closed, and its
     /// requests fail at once. Default 5 s.
@@ -138,10 +138,10 @@ struct Host {
 }
 
 struct H2Conn {
-    send: http2::SendRequest<Body>,
+    send: ::h2::client::SendRequest<bytes::Bytes>,
     in_flight: AtomicUsize,
-    /// The backend's `SETTINGS_MAX_CONCURRENT_STREAMS`, as the connection task last saw it.
-    max_streams: Arc<AtomicUsize>,
+    /// The stream limit and whether the connection task has ended.
+    watch: Arc<h2::ConnWatch>,
     /// The proxy client certificate's generation at dial time.
     cert_generation: u64,
     /// The backend sent GOAWAY: no new streams here.
@@ -238,7 +238,7 @@ impl PoolInner {
         // Closed, draining after a GOAWAY, or made with an older client certificate:
         // not for new requests (those in flight finish).
         host.http2.retain(|c| {
-            !c.send.is_closed()
+            !c.watch.closed.load(Ordering::Acquire)
                 && !c.draining.load(Ordering::Acquire)
                 && c.cert_generation == generation
         });
@@ -264,7 +264,9 @@ impl PoolInner {
             .min_by_key(|c| c.in_flight.load(Ordering::Acquire))
             .cloned();
         if let Some(conn) = &best {
-            if conn.in_flight.load(Ordering::Acquire) < conn.max_streams.load(Ordering::Acquire) {
+            if conn.in_flight.load(Ordering::Acquire)
+                < conn.watch.max_streams.load(Ordering::Acquire)
+            {
                 conn.in_flight.fetch_add(1, Ordering::AcqRel);
                 return Pick::Http2(conn.clone());
             }
