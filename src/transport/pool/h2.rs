@@ -5,7 +5,7 @@
 //!
 //! hyper's HTTP/2 client puts a channel, a oneshot and a spawned task between a request
 //! and its stream; here the request's own task opens the stream and awaits the response,
-//! and a task is spawned only to send a request body that is not empty. What hyper's
+//! and a task is spawned only to send a request body that has not all arrived yet. What hyper's
 //! client does besides is kept: its flow-control windows and frame sizes, the
 //! connection-specific headers HTTP/2 forbids taken out, `Content-Length` from an exact
 //! body size, the received data's window given back as it is read, a stream reset with
@@ -147,7 +147,12 @@ impl PoolInner {
         };
         drop(send);
         if !end_of_stream {
-            self.executor.spawn(PipeBody { body, tx: body_tx });
+            // A body that is all there (most request bodies: a JSON object read whole)
+            // goes out now; only one still arriving gets a task of its own.
+            let mut pipe = PipeBody { body, tx: body_tx };
+            if crate::rt::poll_now(&mut pipe).is_pending() {
+                self.executor.spawn(pipe);
+            }
         }
         match response.await {
             Ok(res) => {
