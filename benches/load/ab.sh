@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Two builds of the gateway example against each other, in interleaved rounds: A, B, A,
+# B, ... with the same backend, webhook, certificates and flags, each build measured for
+# DURATION seconds per round, so that the machine's drift over a run falls on both
+# alike. Prints each round's proxy CPU per request (utime+stime from /proc over the
+# requests answered 200) and the medians, with B/A.
+#
+#   A=<gateway binary> B=<gateway binary> bash benches/load/ab.sh   # about 2.5 minutes
+#
+# Typically B is this checkout's `target/load/examples/gateway` and A a build of an
+# earlier commit (see README.md for building one in a worktree). Knobs: MODE h1 (32
+# HTTP/1.1 connections) or h2 (4 connections x 8 streams), ROUNDS (6), DURATION seconds
+# (5), WARMUP seconds per build (3), LOADGEN_CPU (0) for oha, SERVER_CPU (1) for both
+# gateways, BACKEND_CPU (LOADGEN_CPU) for the backend and the webhook. Unlike run.sh, the
+# backend does not share the gateways' CPU by default: what is measured is the gateway's
+# own CPU, and a backend beside it on one CPU made rounds of the same build differ by
+# 10% and more on the development machine.
+set -euo pipefail
+
+NAME=ab
+# shellcheck source=benches/load/lib.sh
+source "$(dirname "$0")/lib.sh"
+A=${A:-}
+B=${B:-}
+MODE=${MODE:-h1}
+ROUNDS=${ROUNDS:-6}
+DURATION=${DURATION:-5}
+WARMUP=${WARMUP:-3}
+LOADGEN_CPU=${LOADGEN_CPU:-0}
+SERVER_CPU=${SERVER_CPU:-1}
+BACKEND_CPU=${BACKEND_CPU:-$LOADGEN_CPU}
+require_integers ROUNDS DURATION WARMUP LOADGEN_CPU SERVER_CPU BACKEND_CPU
+[[ -x $A && -x $B ]] || die "A and B must name gateway binaries (A='$A', B='$B')"
+case $MODE in
+  h1) OHA_MODE=(-c 32 --http-version 1.1) ;;
+  h2) OHA_MODE=(-c 4 -p 8 --http2) ;;
+  *) die "MODE must be h1 or h2, got '$MODE'" ;;
+esac
+((ROUNDS >= 1 && DURATION >= 1)) || die "ROUNDS and DURATION must be at least 1"
+[[ $LOADGEN_CPU != "$SERVER_CPU" ]] || die "LOADGEN_CPU and SERVER_CPU must differ"
+
+need taskset util-linux
+need python3
+need curl
+need_oha
+build_examples load metrics_server load_pki
+
+make_work ab
+free_ports BACKEND_PORT POLICY_PORT PORT_A PORT_B
+D=$WORK/pki
+"$BIN/load_pki" write "$D" --backend-port "$BACKEND_PORT" --policy-port "$POLICY_PORT"
+export RUST_LOG=${RUST_LOG:-warn}
+
+backend_args
+taskset -c "$BACKEND_CPU" "$BIN/metrics_server" "${BACKEND_ARGS[@]}" 2>"$WORK/backend.log" &
+PIDS+=($!)
+taskset -c "$BACKEND_CPU" "$BIN/load_pki" serve-policy "$D" --policy-port "$POLICY_PORT" \
+  2>"$WORK/policy.log" &
+PIDS+=($!)
+declare -A PID_OF PORT_OF=([A]=$PORT_A [B]=$PORT_B) BINARY_OF=([A]=$A [B]=$B)
+for x in A B; do
+  GATEWAY_PORT=${PORT_OF[$x]} gateway_args
+  taskset -c "$SERVER_CPU" "${BINARY_OF[$x]}" "${GATEWAY_ARGS[@]}" 2>"$WORK/gateway-$x.log" &
+  PID_OF[$x]=$!
+  PIDS+=($!)
+done
+
+TLS=(--cert "$D/admin.crt" --key "$D/admin.key" --cacert "$D/ca.crt")
+url() { echo "https://127.0.0.1:$1/apis/metrics.k8s.io/v1beta1/nodes"; }
+for x in A B; do
+  deadline=$((SECONDS + 60))
+  until [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${TLS[@]}" "$(url "${PORT_OF[$x]}")") == 200 ]]; do
+    ((SECONDS < deadline)) || die "gateway $x did not answer 200; logs in $WORK"
+    sleep 1
+  done
+  taskset -c "$LOADGEN_CPU" oha --no-tui -z "${WARMUP}s" "${OHA_MODE[@]}" "${TLS[@]}" \
+    "$(url "${PORT_OF[$x]}")" >/dev/null
+done
+
+CLK_TCK=$(getconf CLK_TCK)
+# utime + stime of a process, in clock ticks.
+ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+: >"$WORK/rounds"
+for round in $(seq 1 "$ROUNDS"); do
+  for x in A B; do
+    before=$(ticks "${PID_OF[$x]}")
+    taskset -c "$LOADGEN_CPU" oha --no-tui -z "${DURATION}s" "${OHA_MODE[@]}" "${TLS[@]}" \
+      "$(url "${PORT_OF[$x]}")" --output-format json >"$WORK/oha.json"
+    after=$(ticks "${PID_OF[$x]}")
+    ok=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["statusCodeDistribution"].get("200", 0))' "$WORK/oha.json")
+    ((ok > 0)) || die "gateway $x answered no 200 in round $round; logs in $WORK"
+    echo "$round $x $ok $((after - before))" >>"$WORK/rounds"
+  done
+done
+
+python3 - "$WORK/rounds" "$CLK_TCK" "$MODE" "$DURATION" <<'PY'
+import statistics, sys
+path, tck, mode, duration = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+rows = [line.split() for line in open(path)]
+us = {"A": [], "B": []}
+rps = {"A": [], "B": []}
+print(f"{mode}, {duration} s per build per round; proxy CPU in µs per request\n")
+print("| round | A µs/req | B µs/req | B/A | A req/s | B req/s |")
+print("|---:|---:|---:|---:|---:|---:|")
+by_round = {}
+for r, x, ok, ticks in rows:
+    cpu = int(ticks) / tck * 1e6 / int(ok)
+    us[x].append(cpu)
+    rps[x].append(int(ok) / float(duration))
+    by_round.setdefault(int(r), {})[x] = (cpu, int(ok) / float(duration))
+for r in sorted(by_round):
+    (a, ar), (b, br) = by_round[r]["A"], by_round[r]["B"]
+    print(f"| {r} | {a:.1f} | {b:.1f} | {b / a:.3f} | {ar:.0f} | {br:.0f} |")
+ma, mb = statistics.median(us["A"]), statistics.median(us["B"])
+ratios = [by_round[r]["B"][0] / by_round[r]["A"][0] for r in by_round]
+print(f"| median | {ma:.1f} | {mb:.1f} | {statistics.median(ratios):.3f} | "
+      f"{statistics.median(rps['A']):.0f} | {statistics.median(rps['B']):.0f} |")
+wins = sum(1 for q in ratios if q < 1)
+print(f"\nB used less CPU per request than A in {wins} of {len(ratios)} rounds.")
+PY
