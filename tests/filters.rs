@@ -331,6 +331,74 @@ async fn impersonation_is_checked_with_the_webhook_and_never_reaches_the_backend
     );
 }
 
+/// A request whose body is still arriving when its deadline passes: the client gets the
+/// 504, and the backend's HTTP/2 stream is reset, not left open with the body's pipe
+/// still waiting on the client (which would hold the backend's work and the connection's
+/// window for as long as the client keeps its upload open).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_cut_by_its_deadline_resets_the_backend_stream() {
+    let pki = Pki::new();
+    let webhook = Webhook::start().await;
+    let admin = pki.client_ca.client("admin", &[]);
+    let (backend, _arrivals) = backend(&pki, &[b"h2"]).await;
+    let addr = gateway(
+        &pki,
+        backend.addr,
+        &webhook,
+        Duration::from_secs(60),
+        DEFAULT_LIMITS,
+    )
+    .await
+    .0;
+    let path = format!("{WIDGETS}/namespaces/a/widgets/w/hang?timeout=300ms");
+    for protocol in [Protocol::Http1, Protocol::Http2] {
+        let client = Client::new(&pki, addr, Some(&admin), protocol);
+        let cancelled = backend.cancelled.load(Ordering::SeqCst);
+        // One chunk now; the sender is kept, so the body never ends.
+        let (chunks, body) = mpsc::unbounded_channel();
+        chunks
+            .send(Bytes::from_static(b"{\"kind\":"))
+            .expect("the body channel is open");
+        let mut req = Request::post(match protocol {
+            Protocol::Http1 => path.clone(),
+            Protocol::Http2 => format!("https://localhost:{}{path}", addr.port()),
+        })
+        .header("content-type", "application/json");
+        if protocol == Protocol::Http1 {
+            req = req.header("host", format!("localhost:{}", addr.port()));
+        }
+        let req = req.body(ChannelBody(body)).expect("valid request");
+        let io = TokioIo::new(client.connect().await);
+        let status = match protocol {
+            Protocol::Http1 => {
+                let (mut send, conn) = hyper::client::conn::http1::handshake(io)
+                    .await
+                    .expect("HTTP/1.1 handshake");
+                tokio::spawn(conn);
+                send.send_request(req).await.expect("an answer").status()
+            }
+            Protocol::Http2 => {
+                let (mut send, conn) =
+                    hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+                        .await
+                        .expect("HTTP/2 handshake");
+                tokio::spawn(conn);
+                send.send_request(req).await.expect("an answer").status()
+            }
+        };
+        assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{protocol:?}");
+        let deadline = Instant::now() + WAIT;
+        while backend.cancelled.load(Ordering::SeqCst) == cancelled {
+            assert!(
+                Instant::now() < deadline,
+                "{protocol:?}: the backend stream of the cut upload was never reset"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        drop(chunks);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_backend_gets_the_504_and_its_stream_is_released_while_a_watch_outlives_it() {
     let pki = Pki::new();

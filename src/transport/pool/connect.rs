@@ -1,6 +1,8 @@
 //! Dialling one backend: TCP, then TLS with the APIService's server name and ALPN.
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -31,15 +33,25 @@ pin_project_lite::pin_project! {
     /// is done; hyper's HTTP/1.1 likewise copies a body into the header's buffer.
     /// rustls copies every byte into its records anyway, so the copy costs next to
     /// nothing, while the writes saved are system calls.
+    ///
+    /// A backend's HTTP/2 connection also counts its reads that brought bytes
+    /// ([`Gathered::count_reads`]), so that its keep-alive PINGs go out only after a
+    /// silence.
     pub(crate) struct Gathered<T> {
         #[pin]
         inner: T,
+        reads: Option<Arc<AtomicU64>>,
     }
 }
 
 impl<T> Gathered<T> {
     pub(crate) fn new(inner: T) -> Gathered<T> {
-        Gathered { inner }
+        Gathered { inner, reads: None }
+    }
+
+    /// From now on, every read that brings bytes adds one to `reads`.
+    pub(crate) fn count_reads(&mut self, reads: Arc<AtomicU64>) {
+        self.reads = Some(reads);
     }
 }
 
@@ -49,7 +61,16 @@ impl<T: AsyncRead> AsyncRead for Gathered<T> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        self.project().inner.poll_read(cx, buf)
+        let this = self.project();
+        let Some(reads) = this.reads else {
+            return this.inner.poll_read(cx, buf);
+        };
+        let before = buf.filled().len();
+        let polled = this.inner.poll_read(cx, buf);
+        if buf.filled().len() > before {
+            reads.fetch_add(1, Ordering::Relaxed);
+        }
+        polled
     }
 }
 

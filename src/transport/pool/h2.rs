@@ -5,18 +5,22 @@
 //!
 //! hyper's HTTP/2 client puts a channel, a oneshot and a spawned task between a request
 //! and its stream; here the request's own task opens the stream and awaits the response,
-//! and a task is spawned only to send a request body that has not all arrived yet. What hyper's
-//! client does besides is kept: its flow-control windows and frame sizes, the
-//! connection-specific headers HTTP/2 forbids taken out, `Content-Length` from an exact
-//! body size, the received data's window given back as it is read, a stream reset with
-//! `NO_ERROR` or `CANCEL` ending a body cleanly, and keep-alive PINGs.
+//! and a task is spawned only to send a request body that has not all arrived yet. What
+//! hyper's (1.12) client does besides is kept: its flow-control windows and frame sizes,
+//! the connection-specific headers HTTP/2 forbids taken out (those `Connection` names
+//! too), `Content-Length` from an exact body size, its request-body pipe (capacity claimed
+//! only for a chunk in hand, a reset seen while waiting, the stream reset with `CANCEL`
+//! when the caller gives up before the response), the received data's window given back
+//! as it is read, a stream reset with `NO_ERROR` or `CANCEL` ending a body cleanly, and
+//! keep-alive PINGs after a silence. Not kept: extended CONNECT, which upgrades do not
+//! need (they go over HTTP/1.1).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use h2::client::Connection;
@@ -57,7 +61,7 @@ pub(super) struct ConnWatch {
 impl PoolInner {
     /// The HTTP/2 handshake on a TLS stream whose ALPN chose `h2`. The connection task is
     /// spawned on the executor: it drives the connection, publishes the backend's stream
-    /// limit, and sends a PING every
+    /// limit, and sends a PING when nothing has been received for
     /// [`PoolConfig::keep_alive_interval`](super::PoolConfig::keep_alive_interval),
     /// closing the connection (its requests fail at once) when one goes unanswered for
     /// [`PoolConfig::keep_alive_timeout`](super::PoolConfig::keep_alive_timeout). The
@@ -68,6 +72,9 @@ impl PoolInner {
         io: Io,
         generation: u64,
     ) -> Result<Arc<H2Conn>, AttemptError> {
+        let reads = Arc::new(AtomicU64::new(0));
+        let mut io = io.into_inner();
+        io.count_reads(reads.clone());
         let (send, mut conn) = h2::client::Builder::new()
             .initial_max_send_streams(INITIAL_MAX_SEND_STREAMS)
             .initial_window_size(STREAM_WINDOW)
@@ -77,7 +84,7 @@ impl PoolInner {
             .max_send_buffer_size(MAX_SEND_BUFFER)
             .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESETS))
             .enable_push(false)
-            .handshake::<H2Io, Bytes>(io.into_inner())
+            .handshake::<H2Io, Bytes>(io)
             .await
             .map_err(|e| AttemptError {
                 error: Box::new(e),
@@ -93,6 +100,9 @@ impl PoolInner {
             timeout: self.config.keep_alive_timeout,
             awaiting_pong: false,
             sleep: self.timer.sleep(self.config.keep_alive_interval),
+            reads,
+            reads_seen: 0,
+            last_read: self.timer.now(),
             timer: self.timer.clone(),
         };
         self.executor.spawn(ConnTask {
@@ -146,15 +156,26 @@ impl PoolInner {
             }
         };
         drop(send);
+        // Resets the body's stream if this future is dropped before the response came.
+        let mut cancel = CancelOnDrop(None);
         if !end_of_stream {
             // A body that is all there (most request bodies: a JSON object read whole)
             // goes out now; only one still arriving gets a task of its own.
-            let mut pipe = PipeBody { body, tx: body_tx };
+            let (cancel_tx, cancel_rx) = tokio::sync::oneshot::channel();
+            let mut pipe = PipeBody {
+                body,
+                tx: body_tx,
+                buffered: None,
+                cancel: Some(cancel_rx),
+            };
             if crate::rt::poll_now(&mut pipe).is_pending() {
                 self.executor.spawn(pipe);
+                cancel.0 = Some(cancel_tx);
             }
         }
-        match response.await {
+        let answered = response.await;
+        cancel.disarm();
+        match answered {
             Ok(res) => {
                 let remaining = content_length(res.headers());
                 Ok(res.map(|recv| {
@@ -191,8 +212,8 @@ const CONNECTION_SPECIFIC: [HeaderName; 5] = [
 ];
 
 /// Readies a request's headers for HTTP/2, as hyper's client does: connection-specific
-/// headers out (the proxy's rewrite has already removed them; other callers may not
-/// have), and `Content-Length` from a body of exact size when the method defines a
+/// headers out, and the headers `Connection` names (the proxy's rewrite has already
+/// removed them; other callers may not have), and `Content-Length` from a body of exact size when the method defines a
 /// payload or the body is not empty.
 fn prepare_headers(headers: &mut HeaderMap, method: &Method, body: &Body) {
     // One pass over the few names present; most requests carry none of these.
@@ -200,7 +221,14 @@ fn prepare_headers(headers: &mut HeaderMap, method: &Method, body: &Body) {
         .keys()
         .any(|name| name == header::TE || CONNECTION_SPECIFIC.contains(name))
     {
-        for name in &CONNECTION_SPECIFIC {
+        let listed: Vec<HeaderName> = headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+            .collect();
+        for name in listed.iter().chain(&CONNECTION_SPECIFIC) {
             headers.remove(name);
         }
         let trailers_only = headers
@@ -307,12 +335,22 @@ impl http_body::Body for H2Body {
 }
 
 /// Sends a request body on its stream as the backend's flow-control window allows, then
-/// ends the stream (with trailers, when the body has them). A body that fails resets the
-/// stream with `INTERNAL_ERROR`; a stream the backend resets stops the pipe. Mirrors
-/// hyper's `PipeToSendStream`.
+/// ends the stream (with trailers, when the body has them). Mirrors hyper 1.12's
+/// `PipeToSendStream`: send capacity is claimed only for a chunk in hand (claiming it
+/// ahead of the body can deadlock a second stream with backends that send WINDOW_UPDATE
+/// only once their window is used up, hyper#4003), a reset from the backend is watched
+/// for while waiting on the body or the window, and a body that fails resets the stream
+/// with the HTTP/2 reason in its error (`INTERNAL_ERROR` when none). When the request's
+/// caller gives up before the response (`cancel` fires), the stream is reset with
+/// `CANCEL`, so the backend stops and the connection's window is freed.
 struct PipeBody {
     body: Body,
     tx: SendStream<Bytes>,
+    /// A chunk taken from the body that waits for send capacity, and whether it ends it.
+    buffered: Option<(Bytes, bool)>,
+    /// Fires when the caller dropped the request before its response; closed (and then
+    /// dropped here) once the response came.
+    cancel: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 impl Future for PipeBody {
@@ -320,33 +358,61 @@ impl Future for PipeBody {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
-        loop {
-            // Room for at least a byte before the next frame is pulled from the body; h2
-            // buffers a larger frame and sends it as the window opens.
-            this.tx.reserve_capacity(1);
-            if this.tx.capacity() == 0 {
-                loop {
-                    match ready!(this.tx.poll_capacity(cx)) {
-                        Some(Ok(0)) => {}
-                        Some(Ok(_)) => break,
-                        Some(Err(e)) => {
-                            tracing::debug!(error = %e, "backend HTTP/2 request body not sent");
-                            return Poll::Ready(());
-                        }
-                        None => return Poll::Ready(()),
-                    }
+        if let Some(cancel) = &mut this.cancel {
+            match Pin::new(cancel).poll(cx) {
+                Poll::Ready(Ok(())) => {
+                    tracing::debug!(
+                        "request dropped before its response; resetting the backend stream"
+                    );
+                    this.tx.send_reset(Reason::CANCEL);
+                    return Poll::Ready(());
                 }
-            } else if let Poll::Ready(reset) = this.tx.poll_reset(cx) {
+                Poll::Ready(Err(_)) => this.cancel = None,
+                Poll::Pending => {}
+            }
+        }
+        loop {
+            if let Poll::Ready(reset) = this.tx.poll_reset(cx) {
                 tracing::debug!(?reset, "backend reset the stream of a request body");
                 return Poll::Ready(());
+            }
+            if let Some((data, end)) = this.buffered.take() {
+                if this.tx.capacity() == 0 {
+                    loop {
+                        match this.tx.poll_capacity(cx) {
+                            Poll::Ready(Some(Ok(0))) => {}
+                            Poll::Ready(Some(Ok(_))) => break,
+                            Poll::Ready(Some(Err(e))) => {
+                                tracing::debug!(error = %e, "backend HTTP/2 request body not sent");
+                                return Poll::Ready(());
+                            }
+                            Poll::Ready(None) => return Poll::Ready(()),
+                            Poll::Pending => {
+                                this.buffered = Some((data, end));
+                                return Poll::Pending;
+                            }
+                        }
+                    }
+                }
+                if this.tx.send_data(data, end).is_err() || end {
+                    return Poll::Ready(());
+                }
+                continue;
             }
             match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) => {
                         let end = this.body.is_end_stream();
-                        if this.tx.send_data(data, end).is_err() || end {
-                            return Poll::Ready(());
+                        if data.is_empty() {
+                            // Needs no capacity: an explicit end goes straight out.
+                            if this.tx.send_data(data, end).is_err() || end {
+                                return Poll::Ready(());
+                            }
+                            continue;
                         }
+                        // A small claim; h2 raises it to the chunk's length as it sends.
+                        this.tx.reserve_capacity(1);
+                        this.buffered = Some((data, end));
                     }
                     Err(frame) => {
                         if let Ok(trailers) = frame.into_trailers() {
@@ -357,8 +423,9 @@ impl Future for PipeBody {
                     }
                 },
                 Some(Err(e)) => {
-                    tracing::debug!(error = %e, "client request body failed; resetting the backend stream");
-                    this.tx.send_reset(Reason::INTERNAL_ERROR);
+                    let reason = h2_reason(&*e);
+                    tracing::debug!(error = %e, ?reason, "client request body failed; resetting the backend stream");
+                    this.tx.send_reset(reason);
                     return Poll::Ready(());
                 }
                 None => {
@@ -371,15 +438,54 @@ impl Future for PipeBody {
     }
 }
 
-/// Keep-alive PINGs on one connection: one every `interval`, and the connection given up
-/// when its answer has not come `timeout` after it was sent.
+/// The HTTP/2 reason of the first `h2` error in `e`'s source chain (a client stream
+/// reset with `CANCEL`, say), else `INTERNAL_ERROR`: what a failed body resets with.
+fn h2_reason(e: &(dyn std::error::Error + 'static)) -> Reason {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(reason) = err.downcast_ref::<h2::Error>().and_then(h2::Error::reason) {
+            return reason;
+        }
+        cur = err.source();
+    }
+    Reason::INTERNAL_ERROR
+}
+
+/// Held by a request waiting for its response while its body's pipe runs in a task of
+/// its own: dropped unanswered (the caller gave up), it tells the pipe to reset the
+/// stream.
+struct CancelOnDrop(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl CancelOnDrop {
+    /// The response came: the pipe goes on sending the body.
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// Keep-alive PINGs on one connection: one when nothing has been received for
+/// `interval` (busy or idle, as hyper's client with `keep_alive_while_idle`), and the
+/// connection given up when its answer has not come `timeout` after it was sent.
 struct KeepAlive {
     ping: Option<PingPong>,
     interval: Duration,
     timeout: Duration,
     awaiting_pong: bool,
-    /// Until the next PING, or until the awaited answer is late.
+    /// Until the silence is long enough for a PING, or until the awaited answer is late.
     sleep: Pin<Box<dyn hyper::rt::Sleep>>,
+    /// Reads that brought bytes on the connection's stream, counted by it.
+    reads: Arc<AtomicU64>,
+    reads_seen: u64,
+    /// When the count was last seen to move.
+    last_read: Instant,
     timer: Timer,
 }
 
@@ -389,11 +495,17 @@ impl KeepAlive {
         let Some(ping) = &mut self.ping else {
             return Poll::Pending;
         };
+        let reads = self.reads.load(Ordering::Relaxed);
+        if reads != self.reads_seen {
+            self.reads_seen = reads;
+            self.last_read = self.timer.now();
+        }
         loop {
             if self.awaiting_pong {
                 match ping.poll_pong(cx) {
                     Poll::Ready(Ok(_)) => {
                         self.awaiting_pong = false;
+                        self.last_read = self.timer.now();
                         self.sleep = self.timer.sleep(self.interval);
                     }
                     // The connection is closing; its own poll reports why.
@@ -409,6 +521,12 @@ impl KeepAlive {
             }
             if self.awaiting_pong {
                 return Poll::Ready(());
+            }
+            let quiet = self.timer.now().saturating_duration_since(self.last_read);
+            if quiet < self.interval {
+                // Something came meanwhile: wait out the rest of a silence.
+                self.sleep = self.timer.sleep(self.interval - quiet);
+                continue;
             }
             if ping.send_ping(h2::Ping::opaque()).is_err() {
                 self.ping = None;
@@ -451,21 +569,23 @@ impl Future for ConnTask {
             .max_streams
             .store(this.conn.max_concurrent_send_streams(), Ordering::Release);
         match polled {
-            Poll::Ready(Ok(())) => return Poll::Ready(()),
+            Poll::Ready(Ok(())) => {}
             Poll::Ready(Err(e)) => {
                 tracing::debug!(error = %e, "backend HTTP/2 connection ended with an error");
-                return Poll::Ready(());
             }
-            Poll::Pending => {}
+            Poll::Pending => {
+                if this.keep_alive.poll_dead(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                tracing::debug!(
+                    timeout = ?this.keep_alive.timeout,
+                    "backend HTTP/2 connection did not answer a PING; closing it"
+                );
+            }
         }
-        if this.keep_alive.poll_dead(cx).is_ready() {
-            tracing::debug!(
-                timeout = ?this.keep_alive.timeout,
-                "backend HTTP/2 connection did not answer a PING; closing it"
-            );
-            return Poll::Ready(());
-        }
-        Poll::Pending
+        // Not for new streams from now on, whenever the executor drops the task.
+        this.watch.closed.store(true, Ordering::Release);
+        Poll::Ready(())
     }
 }
 
@@ -483,7 +603,8 @@ mod tests {
     #[test]
     fn connection_specific_headers_are_taken_out_and_te_trailers_kept() {
         let mut h = headers(&[
-            ("connection", "keep-alive"),
+            ("connection", "keep-alive, x-hop"),
+            ("x-hop", "named by Connection"),
             ("keep-alive", "timeout=5"),
             ("proxy-connection", "keep-alive"),
             ("transfer-encoding", "chunked"),
@@ -500,6 +621,21 @@ mod tests {
         prepare_headers(&mut h, &Method::GET, &Body::empty());
         assert!(!h.contains_key(header::TE));
         assert_eq!(h.len(), 1);
+    }
+
+    #[test]
+    fn a_failed_body_resets_with_the_h2_reason_in_its_error() {
+        let cancel = h2::Error::from(Reason::CANCEL);
+        assert_eq!(h2_reason(&cancel), Reason::CANCEL);
+        #[derive(Debug, thiserror::Error)]
+        #[error("client body")]
+        struct Wrapped(#[source] h2::Error);
+        let wrapped = Wrapped(h2::Error::from(Reason::REFUSED_STREAM));
+        assert_eq!(h2_reason(&wrapped), Reason::REFUSED_STREAM);
+        assert_eq!(
+            h2_reason(&std::io::Error::from(std::io::ErrorKind::UnexpectedEof)),
+            Reason::INTERNAL_ERROR
+        );
     }
 
     #[test]

@@ -59,8 +59,8 @@ pub struct PoolConfig {
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` fills up. Past it, requests share the least
     /// loaded connection (h2 queues them for a stream). Default 8.
     pub max_http2_connections: usize,
-    /// Each HTTP/2 connection sends a PING this long after the answer to its last one
-    /// (after its handshake, for the first), busy or idle. Default 5 s.
+    /// A PING is sent on an HTTP/2 connection that has received nothing for this long,
+    /// busy or idle. Default 5 s.
     pub keep_alive_interval: Duration,
     /// An HTTP/2 connection whose PING is not answered within this is closed, and its
     /// requests fail at once. Default 5 s.
