@@ -414,7 +414,7 @@ async fn http2_end_to_end_and_http11_fallback() {
     ] {
         let mut f = Fixture::start(alpn, alice(), ok).await;
         let client = f.client(Protocol::Http2);
-        for _ in 0..2 {
+        for _ in 0..4 {
             let reply = client.get(&format!("{BASE}/widgets")).await;
             assert_eq!(reply.version, Version::HTTP_2);
             assert_eq!(
@@ -429,8 +429,19 @@ async fn http2_end_to_end_and_http11_fallback() {
             assert_eq!(seen.one("x-remote-user"), Some("alice"));
             assert_eq!(seen.host(), f.backend.addr.to_string());
         }
-        // The APIService's client pools its backend connection across requests.
-        assert_eq!(f.backend.connections(), 1, "{upstream:?}");
+        // The APIService's client pools its backend connection across requests. Over
+        // HTTP/2 every request shares one; over HTTP/1.1 the aggregator's own discovery
+        // fetch, when it runs just then, holds the idle connection, and a caller's request
+        // takes a second one: four requests on at most two connections is the pooling.
+        let connections = f.backend.connections();
+        if upstream == Version::HTTP_2 {
+            assert_eq!(connections, 1, "{upstream:?}");
+        } else {
+            assert!(
+                (1..=2).contains(&connections),
+                "{upstream:?}: {connections}"
+            );
+        }
     }
 }
 
