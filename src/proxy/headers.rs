@@ -27,21 +27,24 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
     if !headers.keys().any(|name| HOP_BY_HOP.contains(name)) {
         return;
     }
-    if headers.contains_key(header::CONNECTION) {
-        let listed: Vec<HeaderName> = headers
-            .get_all(header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-            .collect();
-        for name in listed {
-            headers.remove(name);
-        }
+    for name in connection_listed(headers) {
+        headers.remove(name);
     }
     for name in &HOP_BY_HOP {
         headers.remove(name);
     }
+}
+
+/// The header names a `Connection` header lists (comma-separated, case-insensitive;
+/// names that are not valid header names skipped): hop-by-hop by RFC 9110 §7.6.1.
+pub(crate) fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect()
 }
 
 /// True for an upgrade request: a `Connection` header listing `upgrade` **and** a non-empty

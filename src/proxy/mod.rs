@@ -53,6 +53,7 @@ mod upgrade;
 
 pub use crate::gocompat::url::encode_query;
 pub use crate::identity::{escape_extra_key, set_identity_headers};
+pub(crate) use headers::connection_listed;
 pub use headers::is_upgrade_request;
 #[cfg(fuzzing)]
 pub(crate) use request::escaped_path_and_query;

@@ -221,13 +221,7 @@ fn prepare_headers(headers: &mut HeaderMap, method: &Method, body: &Body) {
         .keys()
         .any(|name| name == header::TE || CONNECTION_SPECIFIC.contains(name))
     {
-        let listed: Vec<HeaderName> = headers
-            .get_all(header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-            .collect();
+        let listed = crate::proxy::connection_listed(headers);
         for name in listed.iter().chain(&CONNECTION_SPECIFIC) {
             headers.remove(name);
         }
