@@ -112,30 +112,81 @@ pub(crate) fn strip_with_impersonation(headers: &mut HeaderMap) {
 /// assert_eq!(headers.get_all("x-remote-group").iter().count(), 2);
 /// ```
 pub fn set_identity_headers(headers: &mut HeaderMap, user: &UserInfo) {
+    let mut values = SharedValues::with_capacity(identity_len(user));
+    write_identity_headers(headers, user, &mut values);
+}
+
+/// The bytes [`write_identity_headers`] cuts from its [`SharedValues`] for `user`.
+pub(crate) fn identity_len(user: &UserInfo) -> usize {
+    let extra: usize = user.extra.values().flatten().map(String::len).sum();
+    let groups: usize = user.groups.iter().map(String::len).sum();
+    user.name.len() + user.uid.len() + groups + extra
+}
+
+/// [`set_identity_headers`] with the values cut from `values`.
+pub(crate) fn write_identity_headers(
+    headers: &mut HeaderMap,
+    user: &UserInfo,
+    values: &mut SharedValues,
+) {
     strip_with_impersonation(headers);
-    let value = |s: &str| HeaderValue::from_str(s).ok();
-    if let Some(v) = value(&user.name) {
+    if let Some(v) = values.value(user.name.as_bytes()) {
         headers.insert(X_REMOTE_USER, v);
     }
     if !user.uid.is_empty() {
-        if let Some(v) = value(&user.uid) {
+        if let Some(v) = values.value(user.uid.as_bytes()) {
             headers.insert(X_REMOTE_UID, v);
         }
     }
     for g in &user.groups {
-        if let Some(v) = value(g) {
+        if let Some(v) = values.value(g.as_bytes()) {
             headers.append(X_REMOTE_GROUP, v);
         }
     }
-    for (key, values) in &user.extra {
+    for (key, extra) in &user.extra {
         let Some(name) = extra_header_name(key) else {
             continue;
         };
-        for v in values {
-            if let Some(v) = value(v) {
+        for v in extra {
+            if let Some(v) = values.value(v.as_bytes()) {
                 headers.append(name.clone(), v);
             }
         }
+    }
+}
+
+/// Header values made for one request, all cut from one buffer: one allocation for
+/// all of them where a value each would take its own, and clones that only count
+/// references (the backend pool keeps a copy of every request it may have to send
+/// again, and a value made on its own is copied into a shared allocation on its first
+/// clone).
+pub(crate) struct SharedValues {
+    buf: bytes::BytesMut,
+}
+
+impl SharedValues {
+    /// Room for `len` bytes of values; more is allocated if more are written.
+    pub(crate) fn with_capacity(len: usize) -> SharedValues {
+        SharedValues {
+            buf: bytes::BytesMut::with_capacity(len),
+        }
+    }
+
+    /// `bytes` as a header value, or `None` when they are not valid header text
+    /// (a control character other than tab); `HeaderValue::from_bytes`'s rule.
+    pub(crate) fn value(&mut self, bytes: &[u8]) -> Option<HeaderValue> {
+        self.buf.extend_from_slice(bytes);
+        self.take()
+    }
+
+    /// The bytes written to [`SharedValues::buf_mut`] since the last value, as a value.
+    pub(crate) fn take(&mut self) -> Option<HeaderValue> {
+        HeaderValue::from_maybe_shared(self.buf.split().freeze()).ok()
+    }
+
+    /// The buffer the next value is written to, for values built piece by piece.
+    pub(crate) fn buf_mut(&mut self) -> &mut bytes::BytesMut {
+        &mut self.buf
     }
 }
 
@@ -309,6 +360,36 @@ mod tests {
         assert!(!h.contains_key("x-remote-uid"));
     }
 
+    #[test]
+    fn a_value_that_is_no_header_text_is_skipped_and_the_ones_after_it_are_whole() {
+        let mut h = HeaderMap::new();
+        let mut user = UserInfo::new("alice", ["a", "bad\nvalue", "c"]);
+        user.extra
+            .insert("k".into(), vec!["x\0y".into(), "z".into()]);
+        set_identity_headers(&mut h, &user);
+        assert_eq!(h["x-remote-user"], "alice");
+        let groups: Vec<_> = h.get_all("x-remote-group").iter().collect();
+        assert_eq!(groups, ["a", "c"]);
+        let extra: Vec<_> = h.get_all("x-remote-extra-k").iter().collect();
+        assert_eq!(extra, ["z"]);
+        // A copy outlives the map it came from, values intact.
+        let copy = h.clone();
+        drop(h);
+        assert_eq!(copy["x-remote-user"], "alice");
+    }
+
+    #[test]
+    fn values_written_past_the_room_asked_for_are_whole() {
+        let mut values = SharedValues::with_capacity(2);
+        let first = values.value(b"first").unwrap();
+        let kept = first.clone();
+        let second = values.value(&[b'x'; 300]).unwrap();
+        assert_eq!(first, "first");
+        assert_eq!(kept, "first");
+        assert_eq!(second.len(), 300);
+        assert!(values.value(b"\x7f").is_none());
+        assert_eq!(values.value(b"").unwrap(), "");
+    }
     #[test]
     fn strips_credentials_and_identity_headers() {
         let mut h = http::HeaderMap::new();

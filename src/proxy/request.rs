@@ -7,7 +7,7 @@ use super::headers::remove_hop_by_hop;
 use crate::authn::UserInfo;
 use crate::body::Body;
 use crate::gocompat::url;
-use crate::identity::set_identity_headers;
+use crate::identity::{SharedValues, identity_len, write_identity_headers};
 use http::header::{self, HeaderName, HeaderValue};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Request, Uri, Version};
@@ -88,7 +88,12 @@ pub fn upstream_request(
     remote_addr: Option<SocketAddr>,
 ) -> Result<Request<Body>, http::Error> {
     let (mut parts, body) = req.into_parts();
-    let forwarded_uri = clean_path(parts.uri.path());
+    // Every value written below is cut from one buffer (see `SharedValues`).
+    let path = parts.uri.path();
+    let mut values = SharedValues::with_capacity(
+        identity_len(user) + path.len() + authority.as_str().len() + 48,
+    );
+    let forwarded_uri = forwarded_uri(path, &mut values);
     parts.uri = upstream_uri(&parts.uri, authority)?;
     // The pooled client picks HTTP/2 or HTTP/1.1 per connection by ALPN.
     parts.version = Version::HTTP_11;
@@ -98,68 +103,64 @@ pub fn upstream_request(
     // Room for the identity and X-Forwarded-* headers, so the map grows at most once.
     let extra_values: usize = user.extra.values().map(Vec::len).sum();
     h.reserve(6 + user.groups.len() + extra_values);
-    set_identity_headers(h, user);
+    write_identity_headers(h, user, &mut values);
     // The tenant header is the aggregator's to write (a tenant's client adds it behind
     // this): a client's own never reaches a backend, whether tenants are mounted or not.
     h.remove(crate::tenant::TENANT_HEADER);
     if let Some(addr) = remote_addr {
-        let value = if h.contains_key(X_FORWARDED_FOR) {
-            let prior: Vec<&str> = h
-                .get_all(X_FORWARDED_FOR)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .collect();
-            HeaderValue::from_str(&format!("{}, {}", prior.join(", "), addr.ip())).ok()
-        } else {
-            Some(ip_header_value(addr.ip()))
+        let value = match h.entry(X_FORWARDED_FOR) {
+            header::Entry::Occupied(prior) => {
+                let prior: Vec<&str> = prior.iter().filter_map(|v| v.to_str().ok()).collect();
+                HeaderValue::from_str(&format!("{}, {}", prior.join(", "), addr.ip())).ok()
+            }
+            header::Entry::Vacant(_) => {
+                write_ip(values.buf_mut(), addr.ip());
+                values.take()
+            }
         };
         if let Some(v) = value {
             h.insert(X_FORWARDED_FOR, v);
         }
     }
     h.insert(X_FORWARDED_PROTO, HeaderValue::from_static("https"));
-    if let Ok(v) = HeaderValue::from_maybe_shared(bytes::Bytes::from(forwarded_uri)) {
+    if let Some(v) = forwarded_uri {
         h.insert(X_FORWARDED_URI, v);
     }
-    if let Ok(v) = HeaderValue::from_str(authority.as_str()) {
+    if let Some(v) = values.value(authority.as_str().as_bytes()) {
         h.insert(X_FORWARDED_HOST, v);
     }
     Ok(Request::from_parts(parts, body))
 }
 
-/// An IP address as a header value; IPv4 (the common case) without the formatting
-/// machinery, which costs more than the rest of the header rewrite.
-fn ip_header_value(ip: std::net::IpAddr) -> HeaderValue {
+/// Writes an IP address as header text to `buf`; IPv4 (the common case) without the
+/// formatting machinery, which costs more than the rest of the header rewrite.
+fn write_ip(buf: &mut bytes::BytesMut, ip: std::net::IpAddr) {
     match ip {
         std::net::IpAddr::V4(v4) => {
-            let mut buf = [0u8; 15];
-            let mut len = 0;
             for (i, octet) in v4.octets().iter().enumerate() {
                 if i > 0 {
-                    buf[len] = b'.';
-                    len += 1;
+                    buf.extend_from_slice(b".");
                 }
-                let mut digits = itoa::Buffer::new();
-                let digits = digits.format(*octet).as_bytes();
-                buf[len..len + digits.len()].copy_from_slice(digits);
-                len += digits.len();
+                buf.extend_from_slice(itoa::Buffer::new().format(*octet).as_bytes());
             }
-            HeaderValue::from_bytes(&buf[..len]).unwrap_or(HeaderValue::from_static(""))
         }
-        std::net::IpAddr::V6(_) => {
-            HeaderValue::from_str(&ip.to_string()).unwrap_or(HeaderValue::from_static(""))
-        }
+        std::net::IpAddr::V6(v6) => buf.extend_from_slice(v6.to_string().as_bytes()),
     }
+}
+
+/// The value of `X-Forwarded-Uri`: [`clean_path`] of `path`, cut from `values`.
+fn forwarded_uri(path: &str, values: &mut SharedValues) -> Option<HeaderValue> {
+    values.value(clean_path(path).as_bytes())
 }
 
 /// `path.Join`-style cleaning of an escaped path, keeping a trailing `/`: empty and `.`
 /// segments dropped, `..` removing the one before (never above the root). The value of
 /// `X-Forwarded-Uri`.
-fn clean_path(path: &str) -> String {
+fn clean_path(path: &str) -> std::borrow::Cow<'_, str> {
     if is_clean(path.as_bytes()) {
-        return path.to_owned();
+        return path.into();
     }
-    clean_segments(path)
+    clean_segments(path).into()
 }
 
 /// [`clean_path`] the long way, segment by segment.
@@ -307,7 +308,9 @@ mod tests {
             "2001:db8::7",
         ] {
             let ip: std::net::IpAddr = ip.parse().unwrap();
-            assert_eq!(ip_header_value(ip), ip.to_string().as_str());
+            let mut buf = bytes::BytesMut::new();
+            write_ip(&mut buf, ip);
+            assert_eq!(&buf[..], ip.to_string().as_bytes());
         }
     }
 
@@ -338,7 +341,7 @@ mod tests {
         }
         for p in paths.iter().chain([&"a/b".to_owned(), &"/a/b/".to_owned()]) {
             let long = clean_segments(p);
-            assert_eq!(clean_path(p), long, "{p:?}");
+            assert_eq!(clean_path(p), long.as_str(), "{p:?}");
             if is_clean(p.as_bytes()) {
                 assert_eq!(&long, p, "the shortcut kept {p:?}");
             }
