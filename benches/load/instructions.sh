@@ -9,6 +9,9 @@
 # Both proxies run on one CPU (SERVER_CPU, 1), as in run.sh: the gateway example then
 # uses tokio's single-threaded scheduler, as it does there, and HAProxy has one thread.
 #
+# After the totals, a table splits each proxy's instructions by component (TLS, HTTP/2,
+# header maps, the proxy's own logic, allocator, ...; cg_split.py).
+#
 # Knobs: REQUESTS per measured run (3000), TOP (25) rows of the gateway's inclusive
 # profile to print, SERVER_CPU (1), KEEP=1 keeps the work directory (callgrind files
 # included).
@@ -96,6 +99,10 @@ for proxy in gateway haproxy; do
   done
 done
 cat "$WORK/table.md"
+printf '\nInstructions per request by component (each function'"'"'s own, cg_split.py):\n\n'
+python3 "$(dirname "$0")/cg_split.py" "$REQUESTS" \
+  "gateway HTTP/1.1=$WORK/gateway-h1.cg" "HAProxy HTTP/1.1=$WORK/haproxy-h1.cg" \
+  "gateway HTTP/2=$WORK/gateway-h2.cg" "HAProxy HTTP/2=$WORK/haproxy-h2.cg" || true
 printf '\nThe gateway over HTTP/2, inclusive instructions per request of its hottest frames:\n\n'
 callgrind_annotate --inclusive=yes --threshold=100 "$WORK/gateway-h2.cg" 2>/dev/null |
   grep -E '^ *[0-9,]+ \(' | grep -v 'PROGRAM TOTALS' |
