@@ -158,17 +158,29 @@ pub(crate) fn write_identity_headers(
 /// Header values made for one request, all cut from one buffer: one allocation for
 /// all of them where a value each would take its own, and clones that only count
 /// references (the backend pool keeps a copy of every request it may have to send
-/// again, and a value made on its own is copied into a shared allocation on its first
-/// clone).
+/// again; a value made on its own allocates a reference count on its first clone).
+///
+/// A value keeps its whole buffer alive, and an HTTP/2 connection's HPACK table keeps
+/// the values it indexed: so a buffer is only shared up to [`SharedValues::SHARED_MAX`]
+/// bytes, and values of a request with more get an allocation each, which bounds what
+/// one indexed value can hold on to.
 pub(crate) struct SharedValues {
     buf: bytes::BytesMut,
+    shared: bool,
 }
 
 impl SharedValues {
-    /// Room for `len` bytes of values; more is allocated if more are written.
+    /// The most bytes of values that share one buffer (a request's identity and
+    /// forwarding headers are usually under 300).
+    pub(crate) const SHARED_MAX: usize = 512;
+
+    /// Room for `len` bytes of values, shared when `len` is at most
+    /// [`SharedValues::SHARED_MAX`]; more is allocated if more are written.
     pub(crate) fn with_capacity(len: usize) -> SharedValues {
+        let shared = len <= Self::SHARED_MAX;
         SharedValues {
-            buf: bytes::BytesMut::with_capacity(len),
+            buf: bytes::BytesMut::with_capacity(if shared { len } else { 0 }),
+            shared,
         }
     }
 
@@ -181,7 +193,13 @@ impl SharedValues {
 
     /// The bytes written to [`SharedValues::buf_mut`] since the last value, as a value.
     pub(crate) fn take(&mut self) -> Option<HeaderValue> {
-        HeaderValue::from_maybe_shared(self.buf.split().freeze()).ok()
+        if self.shared {
+            HeaderValue::from_maybe_shared(self.buf.split().freeze()).ok()
+        } else {
+            let value = HeaderValue::from_bytes(&self.buf).ok();
+            self.buf.clear();
+            value
+        }
     }
 
     /// The buffer the next value is written to, for values built piece by piece.
@@ -390,6 +408,29 @@ mod tests {
         assert!(values.value(b"\x7f").is_none());
         assert_eq!(values.value(b"").unwrap(), "");
     }
+
+    #[test]
+    fn values_share_a_buffer_only_up_to_the_bound() {
+        let mut small = SharedValues::with_capacity(5);
+        let a = small.value(b"abc").unwrap();
+        let b = small.value(b"de").unwrap();
+        assert_eq!(a.as_bytes().as_ptr().wrapping_add(3), b.as_bytes().as_ptr());
+        let mut large = SharedValues::with_capacity(SharedValues::SHARED_MAX + 1);
+        assert!(
+            !large.shared,
+            "a request with more gets a value per allocation"
+        );
+        let a = large.value(b"abc").unwrap();
+        large.buf_mut().extend_from_slice(b"1.2.3.4");
+        let ip = large.take().unwrap();
+        assert!(large.value(b"bad\n").is_none());
+        let b = large.value(b"de").unwrap();
+        assert_eq!(
+            [a, ip, b],
+            ["abc", "1.2.3.4", "de"].map(HeaderValue::from_static)
+        );
+    }
+
     #[test]
     fn strips_credentials_and_identity_headers() {
         let mut h = http::HeaderMap::new();
