@@ -187,12 +187,16 @@ impl SharedValues {
     /// `bytes` as a header value, or `None` when they are not valid header text
     /// (a control character other than tab); `HeaderValue::from_bytes`'s rule.
     pub(crate) fn value(&mut self, bytes: &[u8]) -> Option<HeaderValue> {
-        self.buf.extend_from_slice(bytes);
-        self.take()
+        self.value_with(|buf| buf.extend_from_slice(bytes))
     }
 
-    /// The bytes written to [`SharedValues::buf_mut`] since the last value, as a value.
-    pub(crate) fn take(&mut self) -> Option<HeaderValue> {
+    /// The bytes `write` appends to the buffer as a value, for values built piece by
+    /// piece; `None` as for [`SharedValues::value`].
+    pub(crate) fn value_with(
+        &mut self,
+        write: impl FnOnce(&mut bytes::BytesMut),
+    ) -> Option<HeaderValue> {
+        write(&mut self.buf);
         if self.shared {
             HeaderValue::from_maybe_shared(self.buf.split().freeze()).ok()
         } else {
@@ -200,11 +204,6 @@ impl SharedValues {
             self.buf.clear();
             value
         }
-    }
-
-    /// The buffer the next value is written to, for values built piece by piece.
-    pub(crate) fn buf_mut(&mut self) -> &mut bytes::BytesMut {
-        &mut self.buf
     }
 }
 
@@ -421,8 +420,9 @@ mod tests {
             "a request with more gets a value per allocation"
         );
         let a = large.value(b"abc").unwrap();
-        large.buf_mut().extend_from_slice(b"1.2.3.4");
-        let ip = large.take().unwrap();
+        let ip = large
+            .value_with(|buf| buf.extend_from_slice(b"1.2.3.4"))
+            .unwrap();
         assert!(large.value(b"bad\n").is_none());
         let b = large.value(b"de").unwrap();
         assert_eq!(

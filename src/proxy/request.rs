@@ -113,10 +113,7 @@ pub fn upstream_request(
                 let prior: Vec<&str> = prior.iter().filter_map(|v| v.to_str().ok()).collect();
                 HeaderValue::from_str(&format!("{}, {}", prior.join(", "), addr.ip())).ok()
             }
-            header::Entry::Vacant(_) => {
-                write_ip(values.buf_mut(), addr.ip());
-                values.take()
-            }
+            header::Entry::Vacant(_) => values.value_with(|buf| write_ip(buf, addr.ip())),
         };
         if let Some(v) = value {
             h.insert(X_FORWARDED_FOR, v);
