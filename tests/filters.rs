@@ -21,7 +21,7 @@ use bytes::Bytes;
 use common::{
     AsyncBackend, AsyncHandler, ChannelBody, Client, H2_AND_HTTP11, HTTP11_ONLY, Pki, Protocol, pki,
 };
-use http::{HeaderMap, Request, Response, StatusCode};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use kube_aggregator::Body;
@@ -359,33 +359,11 @@ async fn an_upload_cut_by_its_deadline_resets_the_backend_stream() {
         chunks
             .send(Bytes::from_static(b"{\"kind\":"))
             .expect("the body channel is open");
-        let mut req = Request::post(match protocol {
-            Protocol::Http1 => path.clone(),
-            Protocol::Http2 => format!("https://localhost:{}{path}", addr.port()),
-        })
-        .header("content-type", "application/json");
-        if protocol == Protocol::Http1 {
-            req = req.header("host", format!("localhost:{}", addr.port()));
-        }
-        let req = req.body(ChannelBody(body)).expect("valid request");
-        let io = TokioIo::new(client.connect().await);
-        let status = match protocol {
-            Protocol::Http1 => {
-                let (mut send, conn) = hyper::client::conn::http1::handshake(io)
-                    .await
-                    .expect("HTTP/1.1 handshake");
-                tokio::spawn(conn);
-                send.send_request(req).await.expect("an answer").status()
-            }
-            Protocol::Http2 => {
-                let (mut send, conn) =
-                    hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
-                        .await
-                        .expect("HTTP/2 handshake");
-                tokio::spawn(conn);
-                send.send_request(req).await.expect("an answer").status()
-            }
-        };
+        let status = client
+            .send_body(Method::POST, &path, ChannelBody(body))
+            .await
+            .expect("an answer")
+            .status();
         assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{protocol:?}");
         let deadline = Instant::now() + WAIT;
         while backend.cancelled.load(Ordering::SeqCst) == cancelled {

@@ -963,12 +963,18 @@ impl Client {
         }
     }
 
-    pub(crate) async fn get(&self, path_and_query: &str) -> Reply {
-        self.get_with(path_and_query, &[]).await
-    }
-
-    /// Sends `method path_and_query` with `body` (as JSON) on a new connection.
-    pub(crate) async fn send(&self, method: Method, path_and_query: &str, body: Bytes) -> Reply {
+    /// Sends `method path_and_query` with `body` (as JSON, possibly still streaming) on a
+    /// new connection and returns the response head as it arrives (within [`WAIT`]).
+    pub(crate) async fn send_body<B>(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: B,
+    ) -> hyper::Result<Response<Incoming>>
+    where
+        B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let host = format!("localhost:{}", self.addr.port());
         let mut req = Request::builder().method(method).uri(match self.protocol {
             Protocol::Http1 => path_and_query.to_owned(),
@@ -979,10 +985,10 @@ impl Client {
         }
         let req = req
             .header(header::CONTENT_TYPE, "application/json")
-            .body(http_body_util::Full::new(body))
+            .body(body)
             .expect("valid request");
         let io = TokioIo::new(self.connect().await);
-        let res = match self.protocol {
+        match self.protocol {
             Protocol::Http1 => {
                 let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
                     .await
@@ -999,7 +1005,18 @@ impl Client {
                 within("response head", sender.send_request(req)).await
             }
         }
-        .expect("the gateway answers");
+    }
+
+    pub(crate) async fn get(&self, path_and_query: &str) -> Reply {
+        self.get_with(path_and_query, &[]).await
+    }
+
+    /// Sends `method path_and_query` with `body` (as JSON) on a new connection.
+    pub(crate) async fn send(&self, method: Method, path_and_query: &str, body: Bytes) -> Reply {
+        let res = self
+            .send_body(method, path_and_query, http_body_util::Full::new(body))
+            .await
+            .expect("the gateway answers");
         let (parts, body) = res.into_parts();
         let body = within("response body", body.collect())
             .await
