@@ -14,7 +14,10 @@
 #
 # Knobs: REQUESTS per measured run (3000), TOP (25) rows of the gateway's inclusive
 # profile to print, SERVER_CPU (1), KEEP=1 keeps the work directory (callgrind files
-# included).
+# included), GATEWAY=<gateway binary> counts that build instead of this checkout's
+# `profiling` one (say, pgo.sh's), CACHE_SIM=1 also simulates the caches and prints
+# instruction- and data-cache misses per request (valgrind's model of this machine's
+# caches: a locality measure, not a timing).
 set -euo pipefail
 
 NAME=instructions
@@ -24,7 +27,10 @@ REQUESTS=${REQUESTS:-3000}
 TOP=${TOP:-25}
 KEEP=${KEEP:-0}
 SERVER_CPU=${SERVER_CPU:-1}
-require_integers REQUESTS TOP SERVER_CPU
+GATEWAY=${GATEWAY:-}
+CACHE_SIM=${CACHE_SIM:-0}
+require_integers REQUESTS TOP SERVER_CPU CACHE_SIM
+[[ -z $GATEWAY || -x $GATEWAY ]] || die "GATEWAY ($GATEWAY) is not an executable file"
 ncpu=$(nproc --all)
 ((SERVER_CPU < ncpu)) || die "CPU $SERVER_CPU is needed (SERVER_CPU); this machine has $ncpu"
 
@@ -49,14 +55,16 @@ PIDS+=($!)
 "$BIN/load_pki" serve-policy "$D" --policy-port "$POLICY_PORT" 2>"$WORK/policy.log" &
 PIDS+=($!)
 
-taskset -c "$SERVER_CPU" valgrind --tool=callgrind --callgrind-out-file="$WORK/gateway.cg" "$BIN/gateway" \
+CALLGRIND=(valgrind --tool=callgrind)
+((CACHE_SIM == 0)) || CALLGRIND+=(--cache-sim=yes)
+taskset -c "$SERVER_CPU" "${CALLGRIND[@]}" --callgrind-out-file="$WORK/gateway.cg" "${GATEWAY:-$BIN/gateway}" \
   "${GATEWAY_ARGS[@]}" 2>"$WORK/gateway.log" &
 GATEWAY_PID=$!
 PIDS+=("$GATEWAY_PID")
 
 # HAProxy configured as in run.sh (lib.sh).
 write_haproxy_cfg "$WORK/haproxy.cfg" "$HAPROXY_PORT"
-taskset -c "$SERVER_CPU" valgrind --tool=callgrind --callgrind-out-file="$WORK/haproxy.cg" haproxy -db -f "$WORK/haproxy.cfg" \
+taskset -c "$SERVER_CPU" "${CALLGRIND[@]}" --callgrind-out-file="$WORK/haproxy.cg" haproxy -db -f "$WORK/haproxy.cfg" \
   2>"$WORK/haproxy.log" &
 HAPROXY_PID=$!
 PIDS+=("$HAPROXY_PID")
@@ -74,20 +82,23 @@ done
 
 declare -A PID_OF=([gateway]=$GATEWAY_PID [haproxy]=$HAPROXY_PID)
 declare -A PORT_OF=([gateway]=$GATEWAY_PORT [haproxy]=$HAPROXY_PORT)
-MODE_h1="-c 4 --http-version 1.1"
-MODE_h2="-c 2 -p 4 --http2"
+# oha's flags for each protocol.
+mode_args() {
+  case $1 in
+    h1) echo "-c 4 --http-version 1.1" ;;
+    h2) echo "-c 2 -p 4 --http2" ;;
+  esac
+}
 # totals of the last dump of a callgrind run
 total_of() { awk '/^(summary|totals):/ { t = $2 } END { print t }' "$(ls -t "$1".* | head -1)"; }
 
 printf '| proxy | protocol | requests | instructions per request |\n|---|---|---:|---:|\n' >"$WORK/table.md"
 for proxy in gateway haproxy; do
   for mode in h1 h2; do
-    eval "args=\$MODE_$mode"
-    # shellcheck disable=SC2086
-    oha --no-tui -n 300 $args "${TLS[@]}" "$(url "${PORT_OF[$proxy]}")" >/dev/null
+    read -ra args <<<"$(mode_args "$mode")"
+    oha --no-tui -n 300 "${args[@]}" "${TLS[@]}" "$(url "${PORT_OF[$proxy]}")" >/dev/null
     callgrind_control -z "${PID_OF[$proxy]}" >/dev/null
-    # shellcheck disable=SC2086
-    oha --no-tui -n "$REQUESTS" $args "${TLS[@]}" "$(url "${PORT_OF[$proxy]}")" \
+    oha --no-tui -n "$REQUESTS" "${args[@]}" "${TLS[@]}" "$(url "${PORT_OF[$proxy]}")" \
       --output-format json >"$WORK/oha-$proxy-$mode.json"
     callgrind_control --dump="$proxy-$mode" "${PID_OF[$proxy]}" >/dev/null
     sleep 2
@@ -99,6 +110,29 @@ for proxy in gateway haproxy; do
   done
 done
 cat "$WORK/table.md"
+if ((CACHE_SIM)); then
+  printf '\nCache misses per request (valgrind'"'"'s cache model):\n\n'
+  python3 - "$WORK" <<'PY'
+import json, sys
+work = sys.argv[1]
+print("| proxy | protocol | L1 instruction misses | L1 data misses | last-level misses |")
+print("|---|---|---:|---:|---:|")
+for proxy in ("gateway", "haproxy"):
+    for mode in ("h1", "h2"):
+        events, totals = [], []
+        for line in open(f"{work}/{proxy}-{mode}.cg"):
+            if line.startswith("events:"):
+                events = line.split()[1:]
+            elif line.startswith(("summary:", "totals:")):
+                totals = [int(x) for x in line.split()[1:]]
+        v = dict(zip(events, totals + [0] * (len(events) - len(totals))))
+        oha = json.load(open(f"{work}/oha-{proxy}-{mode}.json"))
+        ok = oha["statusCodeDistribution"].get("200", 0) or 1
+        d1 = v.get("D1mr", 0) + v.get("D1mw", 0)
+        ll = v.get("ILmr", 0) + v.get("DLmr", 0) + v.get("DLmw", 0)
+        print(f"| {proxy} | {mode} | {v.get('I1mr', 0) // ok:,} | {d1 // ok:,} | {ll // ok:,} |")
+PY
+fi
 printf '\nInstructions per request by component (each function'"'"'s own, cg_split.py):\n\n'
 python3 "$(dirname "$0")/cg_split.py" "$REQUESTS" \
   "gateway HTTP/1.1=$WORK/gateway-h1.cg" "HAProxy HTTP/1.1=$WORK/haproxy-h1.cg" \

@@ -15,7 +15,9 @@
 # then uses the `profiling` profile: release with line tables), BASELINE=<gateway binary>
 # adds an earlier build of the gateway example (say, of the commit before a change) as
 # the path `baseline`, with the same flags, measured in the same rounds: a before/after
-# comparison that the machine's drift between runs cannot blur. SYSCALLS=1 also counts the
+# comparison that the machine's drift between runs cannot blur. GATEWAY=<gateway binary>
+# measures that build as the path `gateway` instead of this checkout's (say, the
+# profile-guided build of pgo.sh, with BASELINE set to the plain one). SYSCALLS=1 also counts the
 # system calls of the backend and of the proxy during each measured run (`perf stat` on
 # the raw_syscalls:sys_enter tracepoint) and adds a column per request for each; the
 # counting costs each call a little, so the CPU figures of such a run are not the ones to
@@ -35,10 +37,12 @@ KEEP=${KEEP:-0}
 OUT=${OUT:-}
 PROFILE=${PROFILE:-}
 BASELINE=${BASELINE:-}
+GATEWAY=${GATEWAY:-}
 SYSCALLS=${SYSCALLS:-0}
 
 require_integers RUNS DURATION WARMUP RATE LOADGEN_CPU SERVER_CPU
 [[ -z $BASELINE || -x $BASELINE ]] || die "BASELINE ($BASELINE) is not an executable file"
+[[ -z $GATEWAY || -x $GATEWAY ]] || die "GATEWAY ($GATEWAY) is not an executable file"
 ((RUNS >= 1 && DURATION >= 1)) || die "RUNS and DURATION must be at least 1"
 [[ $LOADGEN_CPU != "$SERVER_CPU" ]] || die "LOADGEN_CPU and SERVER_CPU must differ"
 ncpu=$(nproc --all)
@@ -94,7 +98,7 @@ taskset -c "$SERVER_CPU" "$BIN/load_pki" serve-policy "$D" --policy-port "$POLIC
 POLICY_PID=$!
 PIDS+=("$POLICY_PID")
 
-taskset -c "$SERVER_CPU" "$BIN/gateway" "${GATEWAY_ARGS[@]}" 2>"$WORK/gateway.log" &
+taskset -c "$SERVER_CPU" "${GATEWAY:-$BIN/gateway}" "${GATEWAY_ARGS[@]}" 2>"$WORK/gateway.log" &
 GATEWAY_PID=$!
 PIDS+=("$GATEWAY_PID")
 
