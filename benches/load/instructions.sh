@@ -31,6 +31,8 @@ GATEWAY=${GATEWAY:-}
 CACHE_SIM=${CACHE_SIM:-0}
 require_integers REQUESTS TOP SERVER_CPU CACHE_SIM
 [[ -z $GATEWAY || -x $GATEWAY ]] || die "GATEWAY ($GATEWAY) is not an executable file"
+# A path, not a name for taskset or valgrind to look up in PATH.
+[[ -z $GATEWAY ]] || GATEWAY=$(realpath "$GATEWAY")
 ncpu=$(nproc --all)
 ((SERVER_CPU < ncpu)) || die "CPU $SERVER_CPU is needed (SERVER_CPU); this machine has $ncpu"
 
@@ -40,7 +42,10 @@ need haproxy
 need curl
 need python3
 need_oha
-build_examples profiling gateway metrics_server load_pki
+# A GATEWAY= build is measured as it is: this checkout's gateway is then not built.
+EXAMPLES=(metrics_server load_pki)
+[[ -n $GATEWAY ]] || EXAMPLES=(gateway "${EXAMPLES[@]}")
+build_examples profiling "${EXAMPLES[@]}"
 
 make_work instructions
 free_ports BACKEND_PORT POLICY_PORT GATEWAY_PORT HAPROXY_PORT

@@ -1,4 +1,4 @@
-# What run.sh, instructions.sh and soak.sh share: messages, tool installs, the examples'
+# What run.sh, instructions.sh, ab.sh, pgo.sh and soak.sh share: messages, tool installs, the examples'
 # build, the work directory with its process cleanup, free ports, and the HAProxy and
 # gateway configurations every comparison uses. Sourced, never run:
 #

@@ -12,7 +12,8 @@
 # SERVER_CPU (1) for taskset, KEEP=1 keeps the work directory, OUT (a file to copy the
 # table to), PROFILE=<mode>-<path> (e.g. h2-gateway) records that path's proxy process
 # with `perf record` during its measured runs and prints the hottest symbols (the build
-# then uses the `profiling` profile: release with line tables), BASELINE=<gateway binary>
+# then uses the `profiling` profile: release with line tables; a GATEWAY= binary is
+# recorded as it was built), BASELINE=<gateway binary>
 # adds an earlier build of the gateway example (say, of the commit before a change) as
 # the path `baseline`, with the same flags, measured in the same rounds: a before/after
 # comparison that the machine's drift between runs cannot blur. GATEWAY=<gateway binary>
@@ -43,6 +44,8 @@ SYSCALLS=${SYSCALLS:-0}
 require_integers RUNS DURATION WARMUP RATE LOADGEN_CPU SERVER_CPU
 [[ -z $BASELINE || -x $BASELINE ]] || die "BASELINE ($BASELINE) is not an executable file"
 [[ -z $GATEWAY || -x $GATEWAY ]] || die "GATEWAY ($GATEWAY) is not an executable file"
+# A path, not a name for taskset or valgrind to look up in PATH.
+[[ -z $GATEWAY ]] || GATEWAY=$(realpath "$GATEWAY")
 ((RUNS >= 1 && DURATION >= 1)) || die "RUNS and DURATION must be at least 1"
 [[ $LOADGEN_CPU != "$SERVER_CPU" ]] || die "LOADGEN_CPU and SERVER_CPU must differ"
 ncpu=$(nproc --all)
@@ -71,7 +74,10 @@ if [[ -n $PROFILE ]]; then
   need perf linux-perf
   BUILD_PROFILE=profiling
 fi
-build_examples "$BUILD_PROFILE" gateway metrics_server load_pki
+# A GATEWAY= build is measured as it is: this checkout's gateway is then not built.
+EXAMPLES=(metrics_server load_pki)
+[[ -n $GATEWAY ]] || EXAMPLES=(gateway "${EXAMPLES[@]}")
+build_examples "$BUILD_PROFILE" "${EXAMPLES[@]}"
 
 # ---- processes and cleanup -------------------------------------------------------------
 
