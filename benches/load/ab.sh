@@ -47,16 +47,7 @@ build_examples load metrics_server load_pki
 
 make_work ab
 free_ports BACKEND_PORT POLICY_PORT PORT_A PORT_B
-D=$WORK/pki
-"$BIN/load_pki" write "$D" --backend-port "$BACKEND_PORT" --policy-port "$POLICY_PORT"
-export RUST_LOG=${RUST_LOG:-warn}
-
-backend_args
-taskset -c "$BACKEND_CPU" "$BIN/metrics_server" "${BACKEND_ARGS[@]}" 2>"$WORK/backend.log" &
-PIDS+=($!)
-taskset -c "$BACKEND_CPU" "$BIN/load_pki" serve-policy "$D" --policy-port "$POLICY_PORT" \
-  2>"$WORK/policy.log" &
-PIDS+=($!)
+start_backend_and_webhook "$BACKEND_CPU"
 declare -A PID_OF PORT_OF=([A]=$PORT_A [B]=$PORT_B) BINARY_OF=([A]=$A [B]=$B)
 for x in A B; do
   GATEWAY_PORT=${PORT_OF[$x]} gateway_args

@@ -49,16 +49,8 @@ build_examples profiling "${EXAMPLES[@]}"
 
 make_work instructions
 free_ports BACKEND_PORT POLICY_PORT GATEWAY_PORT HAPROXY_PORT
-D=$WORK/pki
-"$BIN/load_pki" write "$D" --backend-port "$BACKEND_PORT" --policy-port "$POLICY_PORT"
-export RUST_LOG=${RUST_LOG:-warn}
-
-backend_args
+start_backend_and_webhook ""
 gateway_args
-"$BIN/metrics_server" "${BACKEND_ARGS[@]}" 2>"$WORK/backend.log" &
-PIDS+=($!)
-"$BIN/load_pki" serve-policy "$D" --policy-port "$POLICY_PORT" 2>"$WORK/policy.log" &
-PIDS+=($!)
 
 CALLGRIND=(valgrind --tool=callgrind)
 ((CACHE_SIM == 0)) || CALLGRIND+=(--cache-sim=yes)

@@ -148,6 +148,24 @@ backend metrics_server
 EOF
 }
 
+# start_backend_and_webhook [CPU]: writes load_pki's files to D ($WORK/pki) and starts the
+# metrics backend and the SubjectAccessReview webhook (both pinned to CPU when one is
+# given), their pids added to PIDS and their logs in WORK (backend.log, policy.log).
+# Needs BIN, WORK, BACKEND_PORT and POLICY_PORT; sets D and BACKEND_ARGS, and exports
+# RUST_LOG (warn) unless it is set.
+start_backend_and_webhook() {
+  local pin=()
+  [[ -z ${1:-} ]] || pin=(taskset -c "$1")
+  D=$WORK/pki
+  "$BIN/load_pki" write "$D" --backend-port "$BACKEND_PORT" --policy-port "$POLICY_PORT"
+  export RUST_LOG=${RUST_LOG:-warn}
+  backend_args
+  "${pin[@]}" "$BIN/metrics_server" "${BACKEND_ARGS[@]}" 2>"$WORK/backend.log" &
+  PIDS+=($!)
+  "${pin[@]}" "$BIN/load_pki" serve-policy "$D" --policy-port "$POLICY_PORT" 2>"$WORK/policy.log" &
+  PIDS+=($!)
+}
+
 # The backend's flags (metrics_server, crud_server): its serving certificate, and request-header
 # authentication of the front proxy. Needs D and BACKEND_PORT.
 backend_args() {

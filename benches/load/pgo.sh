@@ -74,15 +74,8 @@ TRAIN_DIR=$CARGO_TARGET_DIR/pgo-train
   cargo build --profile load --quiet --example gateway) >&2
 
 free_ports BACKEND_PORT POLICY_PORT GATEWAY_PORT
-D=$WORK/pki
-"$BIN/load_pki" write "$D" --backend-port "$BACKEND_PORT" --policy-port "$POLICY_PORT"
-export RUST_LOG=${RUST_LOG:-warn}
-backend_args
+start_backend_and_webhook ""
 gateway_args
-"$BIN/metrics_server" "${BACKEND_ARGS[@]}" 2>"$WORK/backend.log" &
-PIDS+=($!)
-"$BIN/load_pki" serve-policy "$D" --policy-port "$POLICY_PORT" 2>"$WORK/policy.log" &
-PIDS+=($!)
 # One CPU, as in run.sh: the gateway then runs tokio's single-threaded scheduler.
 LLVM_PROFILE_FILE=$WORK/profraw/gateway-%p.profraw taskset -c "$SERVER_CPU" \
   "$TRAIN_DIR/load/examples/gateway" "${GATEWAY_ARGS[@]}" 2>"$WORK/gateway.log" &
