@@ -8,7 +8,14 @@
 #   A=<gateway binary> B=<gateway binary> bash benches/load/ab.sh   # about 2.5 minutes
 #
 # Typically B is this checkout's `target/load/examples/gateway` and A a build of an
-# earlier commit (see README.md for building one in a worktree). Knobs: MODE h1 (32
+# earlier commit (see README.md for building one in a worktree). Either side may instead
+# be the word `haproxy`: HAProxy configured as in run.sh (lib.sh's write_haproxy_cfg, so
+# HAPROXY_HEADERS applies), one thread on the same CPU, which makes this the interleaved
+# form of run.sh's gateway/HAProxy CPU ratio:
+#
+#   A=haproxy B=target/load/examples/gateway MODE=h2 bash benches/load/ab.sh
+#
+# Knobs: MODE h1 (32
 # HTTP/1.1 connections) or h2 (4 connections x 8 streams), ROUNDS (6), DURATION seconds
 # (5), WARMUP seconds per build (3), LOADGEN_CPU (0) for oha, SERVER_CPU (1) for both
 # gateways, BACKEND_CPU (LOADGEN_CPU) for the backend and the webhook. Unlike run.sh, the
@@ -30,7 +37,9 @@ LOADGEN_CPU=${LOADGEN_CPU:-0}
 SERVER_CPU=${SERVER_CPU:-1}
 BACKEND_CPU=${BACKEND_CPU:-$LOADGEN_CPU}
 require_integers ROUNDS DURATION WARMUP LOADGEN_CPU SERVER_CPU BACKEND_CPU
-[[ -x $A && -x $B ]] || die "A and B must name gateway binaries (A='$A', B='$B')"
+for x in "$A" "$B"; do
+  [[ $x == haproxy || -x $x ]] || die "A and B must name gateway binaries or be haproxy (A='$A', B='$B')"
+done
 case $MODE in
   h1) OHA_MODE=(-c 32 --http-version 1.1) ;;
   h2) OHA_MODE=(-c 4 -p 8 --http2) ;;
@@ -43,6 +52,7 @@ need taskset util-linux
 need python3
 need curl
 need_oha
+[[ $A != haproxy && $B != haproxy ]] || need haproxy
 build_examples load metrics_server load_pki
 
 make_work ab
@@ -50,8 +60,13 @@ free_ports BACKEND_PORT POLICY_PORT PORT_A PORT_B
 start_backend_and_webhook "$BACKEND_CPU"
 declare -A PID_OF PORT_OF=([A]=$PORT_A [B]=$PORT_B) BINARY_OF=([A]=$A [B]=$B)
 for x in A B; do
-  GATEWAY_PORT=${PORT_OF[$x]} gateway_args
-  taskset -c "$SERVER_CPU" "${BINARY_OF[$x]}" "${GATEWAY_ARGS[@]}" 2>"$WORK/gateway-$x.log" &
+  if [[ ${BINARY_OF[$x]} == haproxy ]]; then
+    write_haproxy_cfg "$WORK/haproxy-$x.cfg" "${PORT_OF[$x]}"
+    taskset -c "$SERVER_CPU" haproxy -db -f "$WORK/haproxy-$x.cfg" 2>"$WORK/haproxy-$x.log" &
+  else
+    GATEWAY_PORT=${PORT_OF[$x]} gateway_args
+    taskset -c "$SERVER_CPU" "${BINARY_OF[$x]}" "${GATEWAY_ARGS[@]}" 2>"$WORK/gateway-$x.log" &
+  fi
   PID_OF[$x]=$!
   PIDS+=($!)
 done
@@ -61,7 +76,7 @@ url() { echo "https://127.0.0.1:$1/apis/metrics.k8s.io/v1beta1/nodes"; }
 for x in A B; do
   deadline=$((SECONDS + 60))
   until [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${TLS[@]}" "$(url "${PORT_OF[$x]}")") == 200 ]]; do
-    ((SECONDS < deadline)) || die "gateway $x did not answer 200; logs in $WORK"
+    ((SECONDS < deadline)) || die "$x (${BINARY_OF[$x]}) did not answer 200; logs in $WORK"
     sleep 1
   done
   taskset -c "$LOADGEN_CPU" oha --no-tui -z "${WARMUP}s" "${OHA_MODE[@]}" "${TLS[@]}" \
@@ -79,14 +94,19 @@ for round in $(seq 1 "$ROUNDS"); do
       "$(url "${PORT_OF[$x]}")" --output-format json >"$WORK/oha.json"
     after=$(ticks "${PID_OF[$x]}")
     ok=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["statusCodeDistribution"].get("200", 0))' "$WORK/oha.json")
-    ((ok > 0)) || die "gateway $x answered no 200 in round $round; logs in $WORK"
+    ((ok > 0)) || die "$x (${BINARY_OF[$x]}) answered no 200 in round $round; logs in $WORK"
     echo "$round $x $ok $((after - before))" >>"$WORK/rounds"
   done
 done
 
-python3 - "$WORK/rounds" "$CLK_TCK" "$MODE" "$DURATION" <<'PY'
+python3 - "$WORK/rounds" "$CLK_TCK" "$MODE" "$DURATION" "$A" "$B" "${HAPROXY_HEADERS:-identity}" <<'PY'
 import statistics, sys
-path, tck, mode, duration = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+path, tck, mode, duration, a_name, b_name, headers = sys.argv[1:8]
+tck = int(tck)
+for side, name in (("A", a_name), ("B", b_name)):
+    extra = f" (HAPROXY_HEADERS={headers})" if name == "haproxy" else ""
+    print(f"{side}: {name}{extra}")
+print()
 rows = [line.split() for line in open(path)]
 us = {"A": [], "B": []}
 rps = {"A": [], "B": []}

@@ -17,7 +17,8 @@
 # included), GATEWAY=<gateway binary> counts that build instead of this checkout's
 # `profiling` one (say, pgo.sh's), CACHE_SIM=1 also simulates the caches and prints
 # instruction- and data-cache misses per request (valgrind's model of this machine's
-# caches: a locality measure, not a timing).
+# caches: a locality measure, not a timing), HAPROXY_HEADERS=aggregator has HAProxy write
+# the gateway's whole header set (lib.sh).
 set -euo pipefail
 
 NAME=instructions

@@ -119,9 +119,39 @@ PYEOF
 # connections shared between client connections ("http-reuse always"). One thread: it
 # gets one core, like the gateway's one runtime worker. Needs D (the load_pki directory),
 # WORK and BACKEND_PORT.
+#
+# HAPROXY_HEADERS chooses what HAProxy writes. `identity` (the default) is the
+# configuration above: the identity headers only. `aggregator` also writes every other
+# header the gateway writes, with the same values: a second X-Remote-Group
+# (system:authenticated), X-Remote-Extra-Authentication.kubernetes.io%2fcredential-id
+# (X509SHA256= and the client certificate's SHA-256, computed once per connection, as
+# the gateway does), X-Forwarded-For, -Proto, -Uri and -Host, Host set to the backend, a
+# fresh UUID as Audit-Id on the request and on the response, and Cache-Control
+# (no-cache, private) on the response. Both proxies then send the backend the same header
+# fields and the client the same ones back, which separates what kube-apiserver's headers
+# cost from what each implementation costs.
 write_haproxy_cfg() {
   cat "$D/gateway.crt" "$D/gateway.key" >"$WORK/haproxy-serving.pem"
   cat "$D/front-proxy-client.crt" "$D/front-proxy-client.key" >"$WORK/haproxy-front-proxy.pem"
+  local same_headers=""
+  case ${HAPROXY_HEADERS:-identity} in
+    identity) ;;
+    aggregator)
+      same_headers="  option forwardfor
+  http-request set-var(txn.audit_id) uuid
+  http-request set-header Audit-Id %[var(txn.audit_id)]
+  http-request add-header X-Remote-Group system:authenticated
+  http-request set-var(sess.credential_id) ssl_c_der,sha2(256),hex,lower unless { var(sess.credential_id) -m found }
+  http-request set-header X-Remote-Extra-Authentication.kubernetes.io%2fcredential-id X509SHA256=%[var(sess.credential_id)]
+  http-request set-header X-Forwarded-Proto https
+  http-request set-header X-Forwarded-Uri %[path]
+  http-request set-header X-Forwarded-Host 127.0.0.1:$BACKEND_PORT
+  http-request set-header Host 127.0.0.1:$BACKEND_PORT
+  http-response set-header Audit-Id %[var(txn.audit_id)]
+  http-response set-header Cache-Control \"no-cache, private\""
+      ;;
+    *) die "HAPROXY_HEADERS must be identity or aggregator, got '$HAPROXY_HEADERS'" ;;
+  esac
   cat >"$1" <<EOF
 global
   nbthread 1
@@ -141,6 +171,7 @@ frontend gateway
   http-request del-header X-Remote-Group
   http-request set-header X-Remote-User %[ssl_c_s_dn(CN)]
   http-request set-header X-Remote-Group %[ssl_c_s_dn(O)]
+$same_headers
   default_backend metrics_server
 backend metrics_server
   http-reuse always
