@@ -3,7 +3,8 @@
 # B, ... with the same backend, webhook, certificates and flags, each build measured for
 # DURATION seconds per round, so that the machine's drift over a run falls on both
 # alike. Prints each round's proxy CPU per request (utime+stime from /proc over the
-# requests answered 200) and the medians, with B/A.
+# requests answered 200), the backend's CPU per request during that side's rounds, and
+# the medians, with B/A.
 #
 #   A=<gateway binary> B=<gateway binary> bash benches/load/ab.sh   # about 2.5 minutes
 #
@@ -15,10 +16,10 @@
 #
 #   A=haproxy B=target/load/examples/gateway MODE=h2 bash benches/load/ab.sh
 #
-# Knobs: MODE h1 (32
-# HTTP/1.1 connections) or h2 (4 connections x 8 streams), ROUNDS (6), DURATION seconds
-# (5), WARMUP seconds per build (3), LOADGEN_CPU (0) for oha, SERVER_CPU (1) for both
-# gateways, BACKEND_CPU (LOADGEN_CPU) for the backend and the webhook. Unlike run.sh, the
+# Knobs: MODE h1 (32 HTTP/1.1 connections) or h2 (4 connections x 8 streams), ROUNDS
+# (6), DURATION seconds (5), WARMUP seconds per build (3), LOADGEN_CPU (0) for oha,
+# SERVER_CPU (1) for both sides, BACKEND_CPU (LOADGEN_CPU) for the backend and the
+# webhook. Unlike run.sh, the
 # backend does not share the gateways' CPU by default: what is measured is the gateway's
 # own CPU, and a backend beside it on one CPU made rounds of the same build differ by
 # 10% and more on the development machine.
@@ -37,6 +38,7 @@ LOADGEN_CPU=${LOADGEN_CPU:-0}
 SERVER_CPU=${SERVER_CPU:-1}
 BACKEND_CPU=${BACKEND_CPU:-$LOADGEN_CPU}
 require_integers ROUNDS DURATION WARMUP LOADGEN_CPU SERVER_CPU BACKEND_CPU
+check_haproxy_headers
 for x in "$A" "$B"; do
   [[ $x == haproxy || -x $x ]] || die "A and B must name gateway binaries or be haproxy (A='$A', B='$B')"
 done
@@ -90,12 +92,14 @@ ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 for round in $(seq 1 "$ROUNDS"); do
   for x in A B; do
     before=$(ticks "${PID_OF[$x]}")
+    backend_before=$(ticks "$BACKEND_PID")
     taskset -c "$LOADGEN_CPU" oha --no-tui -z "${DURATION}s" "${OHA_MODE[@]}" "${TLS[@]}" \
       "$(url "${PORT_OF[$x]}")" --output-format json >"$WORK/oha.json"
     after=$(ticks "${PID_OF[$x]}")
+    backend_after=$(ticks "$BACKEND_PID")
     ok=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["statusCodeDistribution"].get("200", 0))' "$WORK/oha.json")
     ((ok > 0)) || die "$x (${BINARY_OF[$x]}) answered no 200 in round $round; logs in $WORK"
-    echo "$round $x $ok $((after - before))" >>"$WORK/rounds"
+    echo "$round $x $ok $((after - before)) $((backend_after - backend_before))" >>"$WORK/rounds"
   done
 done
 
@@ -110,22 +114,27 @@ print()
 rows = [line.split() for line in open(path)]
 us = {"A": [], "B": []}
 rps = {"A": [], "B": []}
-print(f"{mode}, {duration} s per build per round; proxy CPU in µs per request\n")
-print("| round | A µs/req | B µs/req | B/A | A req/s | B req/s |")
-print("|---:|---:|---:|---:|---:|---:|")
+backend = {"A": [], "B": []}
+print(f"{mode}, {duration} s per build per round; CPU in µs per request (the backend's: "
+      "during that side's rounds)\n")
+print("| round | A µs/req | B µs/req | B/A | A req/s | B req/s | backend µs/req via A | via B |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|")
 by_round = {}
-for r, x, ok, ticks in rows:
+for r, x, ok, ticks, backend_ticks in rows:
     cpu = int(ticks) / tck * 1e6 / int(ok)
+    be = int(backend_ticks) / tck * 1e6 / int(ok)
     us[x].append(cpu)
     rps[x].append(int(ok) / float(duration))
-    by_round.setdefault(int(r), {})[x] = (cpu, int(ok) / float(duration))
+    backend[x].append(be)
+    by_round.setdefault(int(r), {})[x] = (cpu, int(ok) / float(duration), be)
 for r in sorted(by_round):
-    (a, ar), (b, br) = by_round[r]["A"], by_round[r]["B"]
-    print(f"| {r} | {a:.1f} | {b:.1f} | {b / a:.3f} | {ar:.0f} | {br:.0f} |")
+    (a, ar, abe), (b, br, bbe) = by_round[r]["A"], by_round[r]["B"]
+    print(f"| {r} | {a:.1f} | {b:.1f} | {b / a:.3f} | {ar:.0f} | {br:.0f} | {abe:.1f} | {bbe:.1f} |")
 ma, mb = statistics.median(us["A"]), statistics.median(us["B"])
 ratios = [by_round[r]["B"][0] / by_round[r]["A"][0] for r in by_round]
 print(f"| median | {ma:.1f} | {mb:.1f} | {statistics.median(ratios):.3f} | "
-      f"{statistics.median(rps['A']):.0f} | {statistics.median(rps['B']):.0f} |")
+      f"{statistics.median(rps['A']):.0f} | {statistics.median(rps['B']):.0f} | "
+      f"{statistics.median(backend['A']):.1f} | {statistics.median(backend['B']):.1f} |")
 wins = sum(1 for q in ratios if q < 1)
 print(f"\nB used less CPU per request than A in {wins} of {len(ratios)} rounds.")
 PY

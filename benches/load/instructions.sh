@@ -31,6 +31,7 @@ SERVER_CPU=${SERVER_CPU:-1}
 GATEWAY=${GATEWAY:-}
 CACHE_SIM=${CACHE_SIM:-0}
 require_integers REQUESTS TOP SERVER_CPU CACHE_SIM
+check_haproxy_headers
 [[ -z $GATEWAY || -x $GATEWAY ]] || die "GATEWAY ($GATEWAY) is not an executable file"
 # A path, not a name for taskset or valgrind to look up in PATH.
 [[ -z $GATEWAY ]] || GATEWAY=$(realpath "$GATEWAY")
@@ -90,7 +91,8 @@ mode_args() {
 # totals of the last dump of a callgrind run
 total_of() { awk '/^(summary|totals):/ { t = $2 } END { print t }' "$(ls -t "$1".* | head -1)"; }
 
-printf '| proxy | protocol | requests | instructions per request |\n|---|---|---:|---:|\n' >"$WORK/table.md"
+printf 'HAProxy configured with HAPROXY_HEADERS=%s (lib.sh).\n\n' "${HAPROXY_HEADERS:-identity}" >"$WORK/table.md"
+printf '| proxy | protocol | requests | instructions per request |\n|---|---|---:|---:|\n' >>"$WORK/table.md"
 for proxy in gateway haproxy; do
   for mode in h1 h2; do
     read -ra args <<<"$(mode_args "$mode")"

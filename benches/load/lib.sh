@@ -124,12 +124,20 @@ PYEOF
 # configuration above: the identity headers only. `aggregator` also writes every other
 # header the gateway writes, with the same values: a second X-Remote-Group
 # (system:authenticated), X-Remote-Extra-Authentication.kubernetes.io%2fcredential-id
-# (X509SHA256= and the client certificate's SHA-256, computed once per connection, as
-# the gateway does), X-Forwarded-For, -Proto, -Uri and -Host, Host set to the backend, a
+# (X509SHA256= and the client certificate's SHA-256, computed once per connection), X-Forwarded-For, -Proto, -Uri and -Host, Host set to the backend, a
 # fresh UUID as Audit-Id on the request and on the response, and Cache-Control
 # (no-cache, private) on the response. Both proxies then send the backend the same header
-# fields and the client the same ones back, which separates what kube-apiserver's headers
-# cost from what each implementation costs.
+# fields and the client the same ones back (the values are the gateway's for the measured
+# request; benches/load/README.md says where other requests differ), which separates what
+# kube-apiserver's headers cost from what each implementation costs. check_haproxy_headers
+# stops a run with any other value before anything is built or started.
+check_haproxy_headers() {
+  case ${HAPROXY_HEADERS:-identity} in
+    identity | aggregator) ;;
+    *) die "HAPROXY_HEADERS must be identity or aggregator, got '$HAPROXY_HEADERS'" ;;
+  esac
+}
+
 write_haproxy_cfg() {
   cat "$D/gateway.crt" "$D/gateway.key" >"$WORK/haproxy-serving.pem"
   cat "$D/front-proxy-client.crt" "$D/front-proxy-client.key" >"$WORK/haproxy-front-proxy.pem"
@@ -182,7 +190,7 @@ EOF
 # start_backend_and_webhook [CPU]: writes load_pki's files to D ($WORK/pki) and starts the
 # metrics backend and the SubjectAccessReview webhook (both pinned to CPU when one is
 # given), their pids added to PIDS and their logs in WORK (backend.log, policy.log).
-# Needs BIN, WORK, BACKEND_PORT and POLICY_PORT; sets D and BACKEND_ARGS, and exports
+# Needs BIN, WORK, BACKEND_PORT and POLICY_PORT; sets D, BACKEND_ARGS and BACKEND_PID, and exports
 # RUST_LOG (warn) unless it is set.
 start_backend_and_webhook() {
   local pin=()
@@ -192,6 +200,7 @@ start_backend_and_webhook() {
   export RUST_LOG=${RUST_LOG:-warn}
   backend_args
   "${pin[@]}" "$BIN/metrics_server" "${BACKEND_ARGS[@]}" 2>"$WORK/backend.log" &
+  BACKEND_PID=$!
   PIDS+=($!)
   "${pin[@]}" "$BIN/load_pki" serve-policy "$D" --policy-port "$POLICY_PORT" 2>"$WORK/policy.log" &
   PIDS+=($!)

@@ -43,6 +43,7 @@ GATEWAY=${GATEWAY:-}
 SYSCALLS=${SYSCALLS:-0}
 
 require_integers RUNS DURATION WARMUP RATE LOADGEN_CPU SERVER_CPU
+check_haproxy_headers
 [[ -z $BASELINE || -x $BASELINE ]] || die "BASELINE ($BASELINE) is not an executable file"
 [[ -z $GATEWAY || -x $GATEWAY ]] || die "GATEWAY ($GATEWAY) is not an executable file"
 # A path, not a name for taskset or valgrind to look up in PATH.
