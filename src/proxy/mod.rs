@@ -53,6 +53,8 @@ mod upgrade;
 
 pub use crate::gocompat::url::encode_query;
 pub use crate::identity::{escape_extra_key, set_identity_headers};
+// For the HTTP/2 backend client, which only the tokio feature builds.
+#[cfg(feature = "tokio")]
 pub(crate) use headers::connection_listed;
 pub use headers::is_upgrade_request;
 #[cfg(fuzzing)]
