@@ -19,10 +19,9 @@
 # Knobs: MODE h1 (32 HTTP/1.1 connections) or h2 (4 connections x 8 streams), ROUNDS
 # (6), DURATION seconds (5), WARMUP seconds per build (3), LOADGEN_CPU (0) for oha,
 # SERVER_CPU (1) for both sides, BACKEND_CPU (LOADGEN_CPU) for the backend and the
-# webhook. Unlike run.sh, the
-# backend does not share the gateways' CPU by default: what is measured is the gateway's
-# own CPU, and a backend beside it on one CPU made rounds of the same build differ by
-# 10% and more on the development machine.
+# webhook. Unlike run.sh, the backend does not share the proxies' CPU by default: what
+# is measured is each proxy's own CPU, and a backend beside it on one CPU made rounds of
+# the same build differ by 10% and more on the development machine.
 set -euo pipefail
 
 NAME=ab
