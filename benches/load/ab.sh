@@ -102,7 +102,7 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-python3 - "$WORK/rounds" "$CLK_TCK" "$MODE" "$DURATION" "$A" "$B" "${HAPROXY_HEADERS:-identity}" <<'PY'
+python3 - "$WORK/rounds" "$CLK_TCK" "$MODE" "$DURATION" "$A" "$B" "$HAPROXY_HEADERS" <<'PY'
 import statistics, sys
 path, tck, mode, duration, a_name, b_name, headers = sys.argv[1:8]
 tck = int(tck)

@@ -91,7 +91,7 @@ mode_args() {
 # totals of the last dump of a callgrind run
 total_of() { awk '/^(summary|totals):/ { t = $2 } END { print t }' "$(ls -t "$1".* | head -1)"; }
 
-printf 'HAProxy configured with HAPROXY_HEADERS=%s (lib.sh).\n\n' "${HAPROXY_HEADERS:-identity}" >"$WORK/table.md"
+printf 'HAProxy configured with HAPROXY_HEADERS=%s (lib.sh).\n\n' "$HAPROXY_HEADERS" >"$WORK/table.md"
 printf '| proxy | protocol | requests | instructions per request |\n|---|---|---:|---:|\n' >>"$WORK/table.md"
 for proxy in gateway haproxy; do
   for mode in h1 h2; do

@@ -131,9 +131,11 @@ PYEOF
 # fields and the client the same ones back (the values are the gateway's for the measured
 # request; benches/load/README.md says where other requests differ), which separates what
 # kube-apiserver's headers cost from what each implementation costs. check_haproxy_headers
-# stops a run with any other value before anything is built or started.
+# sets the default and stops a run with any other value before anything is built or
+# started; the scripts call it first and read HAPROXY_HEADERS as set from then on.
 check_haproxy_headers() {
-  case ${HAPROXY_HEADERS:-identity} in
+  HAPROXY_HEADERS=${HAPROXY_HEADERS:-identity}
+  case $HAPROXY_HEADERS in
     identity | aggregator) ;;
     *) die "HAPROXY_HEADERS must be identity or aggregator, got '$HAPROXY_HEADERS'" ;;
   esac
@@ -144,7 +146,7 @@ write_haproxy_cfg() {
   cat "$D/front-proxy-client.crt" "$D/front-proxy-client.key" >"$WORK/haproxy-front-proxy.pem"
   local same_headers=""
   check_haproxy_headers
-  if [[ ${HAPROXY_HEADERS:-identity} == aggregator ]]; then
+  if [[ $HAPROXY_HEADERS == aggregator ]]; then
     same_headers="  option forwardfor
   http-request set-var(txn.audit_id) uuid
   http-request set-header Audit-Id %[var(txn.audit_id)]

@@ -331,7 +331,7 @@ done
 # ---- report ----------------------------------------------------------------------------
 
 TABLE=$WORK/table.md
-python3 - "$RESULTS" "$CLK_TCK" "$RUNS" "$DURATION" "$RATE" "$NGINX_VERSION" "$HAPROXY_VERSION" "${HAPROXY_HEADERS:-identity}" >"$TABLE" <<'PY'
+python3 - "$RESULTS" "$CLK_TCK" "$RUNS" "$DURATION" "$RATE" "$NGINX_VERSION" "$HAPROXY_VERSION" "$HAPROXY_HEADERS" >"$TABLE" <<'PY'
 import json, statistics, sys
 
 results_file, clk_tck, runs, duration, rate, nginx_version, haproxy_version, haproxy_headers = sys.argv[1:]
