@@ -396,6 +396,94 @@ async fn a_small_stream_limit_gets_more_connections() {
     );
 }
 
+/// Requests that arrive together at a gateway with no connection yet share one dial, as
+/// in Go's transport and hyper-util's pool: the backend sees one HTTP/2 connection
+/// carrying every stream, not one connection per early request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_at_start_shares_one_dial() {
+    let pki = Pki::new();
+    let backend = H2Backend::start(&pki, Duration::from_millis(200), |_| {}, None).await;
+    // A slow network in front of the backend: each connection is carried 300 ms after it
+    // is accepted, so the whole burst arrives while the first dial is under way.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let slow = listener.local_addr().expect("address");
+    let target = backend.addr;
+    tokio::spawn(async move {
+        while let Ok((mut tcp, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                if let Ok(mut upstream) = TcpStream::connect(target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut tcp, &mut upstream).await;
+                }
+            });
+        }
+    });
+    let addr = gateway(&pki, slow, PoolConfig::default()).await;
+    let client = Arc::new(Client::new(&pki, addr, None, Protocol::Http1));
+    let answers = futures_util::future::join_all((0..16).map(|n| {
+        let client = client.clone();
+        async move { get_status(&client, n).await }
+    }))
+    .await;
+    for (n, (status, body)) in answers.iter().enumerate() {
+        assert_eq!(
+            (*status, body.as_str()),
+            (StatusCode::OK, format!("n={n}").as_str())
+        );
+    }
+    assert_eq!(
+        backend.connections.load(Ordering::SeqCst),
+        1,
+        "16 streams fit on one connection"
+    );
+}
+
+/// A shared dial that fails fails every request that waited for it, with its error and at
+/// once: they do not dial again one after another, each paying the timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_waiting_for_a_failed_dial_get_its_error() {
+    let pki = Pki::new();
+    // Accepts TCP connections and never answers the TLS handshake.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let silent = listener.local_addr().expect("address");
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((tcp, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            held.push(tcp);
+        }
+    });
+    let pool = PoolConfig {
+        tls_handshake_timeout: Duration::from_millis(600),
+        ..PoolConfig::default()
+    };
+    let addr = gateway(&pki, silent, pool).await;
+    let client = Arc::new(Client::new(&pki, addr, None, Protocol::Http1));
+    let started = Instant::now();
+    let answers = futures_util::future::join_all((0..8).map(|n| {
+        let client = client.clone();
+        async move { get_status(&client, n).await }
+    }))
+    .await;
+    let took = started.elapsed();
+    for (status, body) in &answers {
+        assert_eq!(*status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert!(
+            body.starts_with("error trying to reach service: ")
+                && body.contains("TLS handshake timeout"),
+            "{body}"
+        );
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "one dial for the burst");
+    // One handshake timeout, not eight in a row.
+    assert!(
+        took < Duration::from_millis(2500),
+        "the burst took {took:?}"
+    );
+}
+
 /// An HTTP/1.1 extension server that answers the first request of each connection with
 /// keep-alive, then reads the next request and closes the connection without answering
 /// (a backend closing an idle connection just as a request arrives). Records each request

@@ -47,7 +47,7 @@ const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
 const MAX_FRAME_SIZE: u32 = 16 * 1024;
 const MAX_SEND_BUFFER: usize = 1024 * 1024;
 const MAX_HEADER_LIST_SIZE: u32 = 16 * 1024;
-const INITIAL_MAX_SEND_STREAMS: usize = 100;
+pub(super) const INITIAL_MAX_SEND_STREAMS: usize = 100;
 const MAX_LOCAL_ERROR_RESETS: usize = 1024;
 
 /// What the connection task shares with the pool.

@@ -14,7 +14,10 @@
 //!   had closed) is sent once more, on another connection, when it can be replayed: an
 //!   idempotent method (GET, HEAD, OPTIONS) or a body not yet started, as Go's transport
 //!   retries;
-//! - more than one connection per backend when streams run out;
+//! - more than one connection per backend when streams run out, and only then: requests
+//!   that arrive while a connection is being dialled wait for it (as many as it will
+//!   carry) rather than each dialling its own, and share its error if it fails, as Go's
+//!   transport shares a dial;
 //! - after the proxy client certificate changes, new requests go to connections that
 //!   present the new one, and the old connections drain.
 
@@ -38,7 +41,7 @@ use http::{Request, Response};
 use hyper::client::conn::http1;
 use tower::Service;
 
-use super::ClientCertificate;
+use super::{ClientCertificate, ConnectError};
 use crate::body::{Body, BoxError};
 use crate::rt::{Executor, Timer};
 
@@ -56,8 +59,9 @@ pub struct PoolConfig {
     /// TLS handshake timeout. Default 10 s.
     pub tls_handshake_timeout: Duration,
     /// HTTP/2 connections per backend address, opened as the backend's
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS` fills up. Past it, requests share the least
-    /// loaded connection (h2 queues them for a stream). Default 8.
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` fills up (requests arriving during a dial wait
+    /// for it, up to that many). Past it, requests share the least loaded connection (h2
+    /// queues them for a stream). Default 8.
     pub max_http2_connections: usize,
     /// A PING is sent on an HTTP/2 connection that has received nothing for this long,
     /// busy or idle. Default 5 s.
@@ -135,6 +139,29 @@ struct Host {
     /// Signalled when a dial ends; `dials_ended` counts them.
     dialed: Arc<tokio::sync::Notify>,
     dials_ended: u64,
+    /// Requests waiting for a dial to end ([`Pick::Wait`]), counted until they pick again.
+    waiting: usize,
+    /// The last dial that failed: `dials_ended` once it had ended, and what failed.
+    failed_dial: Option<(u64, DialFailure)>,
+}
+
+/// Why a dial failed, kept for the requests that waited for it.
+#[derive(Clone)]
+struct DialFailure {
+    message: Arc<str>,
+    /// Connecting failed (TCP or TLS): the waiters get a [`ConnectError`] as the dialler
+    /// did, which flips the APIService's availability.
+    connect: bool,
+}
+
+impl DialFailure {
+    fn error(&self) -> BoxError {
+        if self.connect {
+            Box::new(ConnectError::new(self.message.to_string(), None))
+        } else {
+            BoxError::from(self.message.to_string())
+        }
+    }
 }
 
 struct H2Conn {
@@ -158,14 +185,32 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// A request counted in its host's [`Host::waiting`]; uncounted on drop.
+struct Waiting<'a> {
+    pool: &'a PoolInner,
+    authority: &'a Authority,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if let Some(host) = lock(&self.pool.hosts).get_mut(&HostKey::of(self.authority)) {
+            host.waiting = host.waiting.saturating_sub(1);
+        }
+    }
+}
+
 /// What to send a request on.
 enum Pick {
     Http2(Arc<H2Conn>),
     Http1(http1::SendRequest<Body>),
     Dial,
-    /// Every allowed connection is still being dialled: wait for one (the host's dial
-    /// count when this was decided, and its signal).
+    /// A dial under way will have a stream for this request, or every allowed connection
+    /// is still being dialled: wait for a dial to end (the host's count of ended dials
+    /// when this was decided, and its signal). Counted in [`Host::waiting`].
     Wait(u64, Arc<tokio::sync::Notify>),
+    /// A dial this request waited for failed, and no connection is free: its error, as
+    /// Go's transport gives every caller of a shared dial the dial's error.
+    Failed(BoxError),
 }
 
 impl Pool {
@@ -230,7 +275,9 @@ impl PoolInner {
 
     /// Picks (or dials) a connection for a request to `authority`; `fresh` dials a new one
     /// (a retry after its connection went away, allowed past the connection limit).
-    fn pick(&self, authority: &Authority, fresh: bool) -> Pick {
+    /// `waited` is the host's count of ended dials when this request last began to wait:
+    /// a dial that failed since then fails the request rather than being tried again.
+    fn pick(&self, authority: &Authority, fresh: bool, waited: Option<u64>) -> Pick {
         let generation = self.client_cert.generation();
         let now = self.timer.now();
         let mut hosts = lock(&self.hosts);
@@ -271,6 +318,29 @@ impl PoolInner {
                 return Pick::Http2(conn.clone());
             }
         }
+        if let (Some(since), Some((at, failure))) = (waited, &host.failed_dial) {
+            if *at > since {
+                return Pick::Failed(failure.error());
+            }
+        }
+        // Every connection is full (or there is none). A dial under way will carry about
+        // as many streams as this backend's connections allow (until one has said, h2's
+        // assumption of 100), one of them its dialler's: requests up to that number wait
+        // for it rather than each dialling its own, as Go's transport and hyper-util's pool
+        // share one dial. Several connections opened by one burst at start would otherwise
+        // each carry a request or two, and the backend would read them one by one.
+        if host.dialing > 0 {
+            let per_connection = host
+                .http2
+                .iter()
+                .map(|c| c.watch.max_streams.load(Ordering::Acquire))
+                .min()
+                .unwrap_or(h2::INITIAL_MAX_SEND_STREAMS);
+            if host.waiting < host.dialing * per_connection.saturating_sub(1) {
+                host.waiting += 1;
+                return Pick::Wait(host.dials_ended, host.dialed.clone());
+            }
+        }
         if host.http2.len() + host.dialing < self.config.max_http2_connections.max(1) {
             host.dialing += 1;
             return Pick::Dial;
@@ -280,7 +350,10 @@ impl PoolInner {
                 conn.in_flight.fetch_add(1, Ordering::AcqRel);
                 Pick::Http2(conn)
             }
-            None => Pick::Wait(host.dials_ended, host.dialed.clone()),
+            None => {
+                host.waiting += 1;
+                Pick::Wait(host.dials_ended, host.dialed.clone())
+            }
         }
     }
 
@@ -290,9 +363,16 @@ impl PoolInner {
         req: Request<Body>,
         fresh: bool,
     ) -> Result<Response<Body>, AttemptError> {
+        let mut waited = None;
         let pick = loop {
-            match self.pick(authority, fresh) {
+            match self.pick(authority, fresh, waited) {
                 Pick::Wait(seen, dialed) => {
+                    waited = Some(seen);
+                    // Uncounted when this wait ends, however it ends.
+                    let _waiting = Waiting {
+                        pool: self,
+                        authority,
+                    };
                     let notified = dialed.notified();
                     let mut notified = std::pin::pin!(notified);
                     notified.as_mut().enable();
@@ -306,11 +386,19 @@ impl PoolInner {
                         let _ = Box::pin(tokio::time::timeout(wait, notified)).await;
                     }
                 }
+                Pick::Failed(error) => {
+                    return Err(AttemptError {
+                        error,
+                        retry: Retry::No,
+                    });
+                }
                 pick => break pick,
             }
         };
         match pick {
-            Pick::Wait(..) => unreachable!("the loop above never ends with Wait"),
+            Pick::Wait(..) | Pick::Failed(_) => {
+                unreachable!("the loop above never ends with Wait or Failed")
+            }
             Pick::Http2(conn) => self.send_h2(conn, req).await,
             Pick::Http1(send) => self.send_h1(authority, send, req, true).await,
             // Boxed: dialling (TCP, TLS, the HTTP/2 handshake) is rare, and its futures are
@@ -326,7 +414,13 @@ impl PoolInner {
     ) -> Result<Response<Body>, AttemptError> {
         let generation = self.client_cert.generation();
         let dialed = self.connector.connect(authority).await;
-        self.dialed(authority, dialed.as_ref().ok().map(|(_, h2)| *h2));
+        self.dialed(
+            authority,
+            dialed.as_ref().map(|(_, h2)| *h2).map_err(|e| DialFailure {
+                message: e.to_string().into(),
+                connect: true,
+            }),
+        );
         let (io, h2) = dialed.map_err(|e| AttemptError {
             error: Box::new(e),
             retry: Retry::No,
@@ -339,9 +433,22 @@ impl PoolInner {
                 host.dialing = host.dialing.saturating_sub(1);
                 host.dials_ended += 1;
                 host.dialed.notify_waiters();
-                if let Ok(conn) = &handshake {
-                    conn.in_flight.fetch_add(1, Ordering::AcqRel);
-                    host.http2.push(conn.clone());
+                match &handshake {
+                    Ok(conn) => {
+                        conn.in_flight.fetch_add(1, Ordering::AcqRel);
+                        host.http2.push(conn.clone());
+                    }
+                    Err(e) => {
+                        let failure = DialFailure {
+                            message: format!(
+                                "HTTP/2 handshake with {authority} failed: {}",
+                                e.error
+                            )
+                            .into(),
+                            connect: false,
+                        };
+                        host.failed_dial = Some((host.dials_ended, failure));
+                    }
                 }
                 handshake
             }?;
@@ -352,17 +459,20 @@ impl PoolInner {
         }
     }
 
-    /// A dial to `authority` connected (`Some(h2)`, with ALPN's choice) or failed. An h2
+    /// A dial to `authority` connected (`Ok(h2)`, with ALPN's choice) or failed. An h2
     /// connection stays counted as dialling until its HTTP/2 handshake ends.
-    fn dialed(&self, authority: &Authority, h2: Option<bool>) {
-        if h2 == Some(true) {
+    fn dialed(&self, authority: &Authority, outcome: Result<bool, DialFailure>) {
+        if matches!(outcome, Ok(true)) {
             return;
         }
         let mut hosts = lock(&self.hosts);
         let host = hosts.entry(HostKey::of(authority)).or_default();
         host.dialing = host.dialing.saturating_sub(1);
-        host.http1_only |= h2 == Some(false);
         host.dials_ended += 1;
+        match outcome {
+            Ok(_) => host.http1_only = true,
+            Err(failure) => host.failed_dial = Some((host.dials_ended, failure)),
+        }
         host.dialed.notify_waiters();
     }
 }
