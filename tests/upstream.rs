@@ -36,6 +36,17 @@ use tower::ServiceBuilder;
 /// A gateway whose widgets APIService (Available) is served at `service_addr`, with
 /// `pool` for its backend connections.
 async fn gateway(pki: &Pki, service_addr: SocketAddr, pool: PoolConfig) -> SocketAddr {
+    gateway_with_deadline(pki, service_addr, pool, None).await
+}
+
+/// [`gateway`], whose requests are dropped (answered 504) after `deadline` when one is
+/// given, as a client or a request timeout gives up on them.
+async fn gateway_with_deadline(
+    pki: &Pki,
+    service_addr: SocketAddr,
+    pool: PoolConfig,
+    deadline: Option<Duration>,
+) -> SocketAddr {
     let proxy = pki.front_proxy_ca.client("front-proxy-client", &[]);
     let cert = ClientCertificate::from_pem(proxy.cert_pem.as_bytes(), proxy.key_pem.as_bytes())
         .expect("proxy client certificate");
@@ -62,6 +73,22 @@ async fn gateway(pki: &Pki, service_addr: SocketAddr, pool: PoolConfig) -> Socke
         .layer(AuthorizationLayer::new(AlwaysAllow))
         .layer(AggregatorLayer::new(registry, resolver, Timer::tokio()))
         .service(host);
+    let service = tower::service_fn(move |req: Request<hyper::body::Incoming>| {
+        let call = tower::ServiceExt::oneshot(service.clone(), req);
+        async move {
+            let Some(deadline) = deadline else {
+                return call.await;
+            };
+            match tokio::time::timeout(deadline, call).await {
+                Ok(answered) => answered,
+                Err(_) => {
+                    let mut res = Response::new(Body::full("gave up"));
+                    *res.status_mut() = StatusCode::GATEWAY_TIMEOUT;
+                    Ok(res)
+                }
+            }
+        }
+    });
     let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
     let tls = server::server_config(
         leaf.cert_pem.as_bytes(),
@@ -82,11 +109,13 @@ async fn gateway(pki: &Pki, service_addr: SocketAddr, pool: PoolConfig) -> Socke
 }
 
 /// An HTTP/2 extension server built from `builder`, answering after `delay` with the
-/// request's `n` query value; counts connections and the executions of each `n`.
+/// request's `n` query value; counts connections and the executions of each `n`, and
+/// records which connection (numbered from 0 in the order accepted) carried each `n`.
 struct H2Backend {
     addr: SocketAddr,
     connections: Arc<AtomicUsize>,
     executions: Arc<Mutex<HashMap<String, usize>>>,
+    connection_of: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 impl H2Backend {
@@ -104,13 +133,22 @@ impl H2Backend {
         let addr = listener.local_addr().expect("address");
         let connections = Arc::new(AtomicUsize::new(0));
         let executions = Arc::new(Mutex::new(HashMap::new()));
-        let (conns, execs) = (connections.clone(), executions.clone());
+        let connection_of = Arc::new(Mutex::new(HashMap::new()));
+        let (conns, execs, carried) = (
+            connections.clone(),
+            executions.clone(),
+            connection_of.clone(),
+        );
         let configure = Arc::new(configure);
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
-                conns.fetch_add(1, Ordering::SeqCst);
-                let (acceptor, execs, configure) =
-                    (acceptor.clone(), execs.clone(), configure.clone());
+                let index = conns.fetch_add(1, Ordering::SeqCst);
+                let (acceptor, execs, carried, configure) = (
+                    acceptor.clone(),
+                    execs.clone(),
+                    carried.clone(),
+                    configure.clone(),
+                );
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
@@ -119,11 +157,13 @@ impl H2Backend {
                     let (quit_tx, quit_rx) = tokio::sync::watch::channel(false);
                     let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                         let execs = execs.clone();
+                        let carried = carried.clone();
                         let served = served.clone();
                         let quit_tx = quit_tx.clone();
                         async move {
                             let n = req.uri().query().unwrap_or("").to_owned();
                             *execs.lock().unwrap().entry(n.clone()).or_default() += 1;
+                            carried.lock().unwrap().insert(n.clone(), index);
                             if goaway_after
                                 .is_some_and(|max| served.fetch_add(1, Ordering::SeqCst) + 1 == max)
                             {
@@ -153,6 +193,7 @@ impl H2Backend {
             addr,
             connections,
             executions,
+            connection_of,
         }
     }
 }
@@ -438,6 +479,46 @@ async fn a_burst_at_start_shares_one_dial() {
     );
 }
 
+/// Once a burst has opened several connections, requests gather on the first one with a
+/// free stream, as Go's transport picks, instead of spreading one per connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_gather_on_the_first_connection_with_a_free_stream() {
+    let pki = Pki::new();
+    let backend = H2Backend::start(
+        &pki,
+        Duration::from_millis(300),
+        |b| {
+            b.max_concurrent_streams(2);
+        },
+        None,
+    )
+    .await;
+    let addr = gateway(&pki, backend.addr, PoolConfig::default()).await;
+    let client = Arc::new(Client::new(&pki, addr, None, Protocol::Http1));
+    // Learn the limit, then open more connections with 6 at once.
+    assert_eq!(get_status(&client, 1000).await.0, StatusCode::OK);
+    let burst = futures_util::future::join_all((0..6).map(|n| {
+        let client = client.clone();
+        async move { get_status(&client, n).await.0 }
+    }))
+    .await;
+    assert!(burst.iter().all(|s| *s == StatusCode::OK), "{burst:?}");
+    assert!(backend.connections.load(Ordering::SeqCst) >= 3);
+    // Two at once now fit on the first connection.
+    let pair = futures_util::future::join_all((100..102).map(|n| {
+        let client = client.clone();
+        async move { get_status(&client, n).await.0 }
+    }))
+    .await;
+    assert!(pair.iter().all(|s| *s == StatusCode::OK), "{pair:?}");
+    let carried = backend.connection_of.lock().unwrap().clone();
+    assert_eq!(
+        (carried["n=100"], carried["n=101"]),
+        (carried["n=1000"], carried["n=1000"]),
+        "both on the first connection: {carried:?}"
+    );
+}
+
 /// A shared dial that fails fails every request that waited for it, with its error and at
 /// once: they do not dial again one after another, each paying the timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -456,7 +537,7 @@ async fn requests_waiting_for_a_failed_dial_get_its_error() {
         }
     });
     let pool = PoolConfig {
-        tls_handshake_timeout: Duration::from_millis(600),
+        tls_handshake_timeout: Duration::from_millis(1500),
         ..PoolConfig::default()
     };
     let addr = gateway(&pki, silent, pool).await;
@@ -479,8 +560,81 @@ async fn requests_waiting_for_a_failed_dial_get_its_error() {
     assert_eq!(accepted.load(Ordering::SeqCst), 1, "one dial for the burst");
     // One handshake timeout, not eight in a row.
     assert!(
-        took < Duration::from_millis(2500),
+        took < Duration::from_millis(4500),
         "the burst took {took:?}"
+    );
+}
+
+/// A request that gives up while its dial is under way (a client gone, a request
+/// timeout) ends the dial's count: the next request dials instead of waiting for a dial
+/// that will never end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_gives_up_mid_dial_lets_the_next_one_dial() {
+    let pki = Pki::new();
+    // Accepts TCP connections and never answers the TLS handshake.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let silent = listener.local_addr().expect("address");
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((tcp, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            held.push(tcp);
+        }
+    });
+    let addr = gateway_with_deadline(
+        &pki,
+        silent,
+        PoolConfig::default(),
+        Some(Duration::from_millis(500)),
+    )
+    .await;
+    let client = Client::new(&pki, addr, None, Protocol::Http1);
+    assert_eq!(get_status(&client, 1).await.0, StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(get_status(&client, 2).await.0, StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        2,
+        "the second request waited for the first one's abandoned dial"
+    );
+}
+
+/// B23 from a cold start: the same 32 requests with no connection yet. The first dial
+/// waits for the backend's SETTINGS before the requests waiting for it are let on, so
+/// they learn the limit of 4 and open more connections instead of all queueing on one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_stream_limit_gets_more_connections_from_a_cold_start() {
+    let pki = Pki::new();
+    let backend = H2Backend::start(
+        &pki,
+        Duration::from_millis(400),
+        |b| {
+            b.max_concurrent_streams(4);
+        },
+        None,
+    )
+    .await;
+    let addr = gateway(&pki, backend.addr, PoolConfig::default()).await;
+    let client = Arc::new(Client::new(&pki, addr, None, Protocol::Http1));
+    let started = Instant::now();
+    let answers = futures_util::future::join_all((0..32).map(|n| {
+        let client = client.clone();
+        async move { get_status(&client, n).await }
+    }))
+    .await;
+    let took = started.elapsed();
+    assert!(
+        answers.iter().all(|(s, _)| *s == StatusCode::OK),
+        "{answers:?}"
+    );
+    let connections = backend.connections.load(Ordering::SeqCst);
+    assert!(connections > 1, "one connection for 32 streams at 4 each");
+    assert!(connections <= PoolConfig::default().max_http2_connections);
+    // Queued on one connection they would take 8 rounds of 400 ms.
+    assert!(
+        took < Duration::from_millis(2500),
+        "32 requests took {took:?}"
     );
 }
 

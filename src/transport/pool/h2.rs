@@ -48,14 +48,49 @@ const MAX_FRAME_SIZE: u32 = 16 * 1024;
 const MAX_SEND_BUFFER: usize = 1024 * 1024;
 const MAX_HEADER_LIST_SIZE: u32 = 16 * 1024;
 pub(super) const INITIAL_MAX_SEND_STREAMS: usize = 100;
+/// h2's stream limit until the backend's first SETTINGS frame has been read: a value no
+/// SETTINGS can set (they carry 32 bits, and without `MAX_CONCURRENT_STREAMS` h2 takes
+/// `usize::MAX`), so that the connection task can tell when that frame has come. The
+/// pool meanwhile counts [`INITIAL_MAX_SEND_STREAMS`].
+const SETTINGS_UNSEEN: usize = usize::MAX - 1;
 const MAX_LOCAL_ERROR_RESETS: usize = 1024;
 
 /// What the connection task shares with the pool.
 pub(super) struct ConnWatch {
-    /// The backend's `SETTINGS_MAX_CONCURRENT_STREAMS`, as the connection task last saw it.
+    /// The backend's `SETTINGS_MAX_CONCURRENT_STREAMS`, as the connection task last saw it
+    /// ([`INITIAL_MAX_SEND_STREAMS`] until the backend's first SETTINGS frame).
     pub(super) max_streams: AtomicUsize,
     /// The connection task has ended: no stream can be opened here any more.
     pub(super) closed: AtomicBool,
+    /// Signalled (once, with a stored permit) when the backend's first SETTINGS frame has
+    /// been read or the connection task has ended.
+    settled: tokio::sync::Notify,
+}
+
+impl ConnWatch {
+    /// Publishes h2's stream limit after a poll of the connection; signals `settled` the
+    /// first time it shows the backend's SETTINGS.
+    fn publish(&self, limit: usize) {
+        if limit == SETTINGS_UNSEEN {
+            return;
+        }
+        if self.max_streams.swap(limit, Ordering::AcqRel) == SETTINGS_UNSEEN {
+            self.settled.notify_one();
+        }
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.settled.notify_one();
+    }
+
+    /// The stream limit `pick` counts against.
+    pub(super) fn max_streams(&self) -> usize {
+        match self.max_streams.load(Ordering::Acquire) {
+            SETTINGS_UNSEEN => INITIAL_MAX_SEND_STREAMS,
+            limit => limit,
+        }
+    }
 }
 
 impl PoolInner {
@@ -76,7 +111,7 @@ impl PoolInner {
         let mut io = io.into_inner();
         io.count_reads(reads.clone());
         let (send, mut conn) = h2::client::Builder::new()
-            .initial_max_send_streams(INITIAL_MAX_SEND_STREAMS)
+            .initial_max_send_streams(SETTINGS_UNSEEN)
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONNECTION_WINDOW)
             .max_frame_size(MAX_FRAME_SIZE)
@@ -91,8 +126,9 @@ impl PoolInner {
                 retry: Retry::No,
             })?;
         let watch = Arc::new(ConnWatch {
-            max_streams: AtomicUsize::new(conn.max_concurrent_send_streams()),
+            max_streams: AtomicUsize::new(SETTINGS_UNSEEN),
             closed: AtomicBool::new(false),
+            settled: tokio::sync::Notify::new(),
         });
         let keep_alive = KeepAlive {
             ping: conn.ping_pong(),
@@ -110,6 +146,18 @@ impl PoolInner {
             watch: watch.clone(),
             keep_alive,
         });
+        // The backend's first frame is its SETTINGS (RFC 9113 §3.4): wait for it, so that
+        // the requests waiting for this dial count against the backend's stream limit
+        // rather than h2's assumption of 100. One that has not come within the TLS
+        // handshake timeout leaves that assumption.
+        let settled = watch.settled.notified();
+        let _ = tokio::time::timeout(self.config.tls_handshake_timeout, settled).await;
+        if watch.closed.load(Ordering::Acquire) {
+            return Err(AttemptError {
+                error: "the backend closed the HTTP/2 connection before its SETTINGS frame".into(),
+                retry: Retry::No,
+            });
+        }
         Ok(Arc::new(H2Conn {
             send,
             in_flight: AtomicUsize::new(0),
@@ -128,6 +176,17 @@ impl PoolInner {
         conn: Arc<H2Conn>,
         req: Request<Body>,
     ) -> Result<Response<Body>, AttemptError> {
+        self.open_h2(conn, req).await?.answer().await
+    }
+
+    /// The first half of [`send_h2`](Self::send_h2): opens `req`'s stream on `conn` (so
+    /// that it has its stream id) and starts its body; the response is
+    /// [`OpenStream::answer`]'s.
+    pub(super) async fn open_h2(
+        &self,
+        conn: Arc<H2Conn>,
+        req: Request<Body>,
+    ) -> Result<OpenStream, AttemptError> {
         let slot = StreamSlot(conn);
         let (mut parts, body) = req.into_parts();
         let end_of_stream = body.is_end_stream();
@@ -173,6 +232,31 @@ impl PoolInner {
                 cancel.0 = Some(cancel_tx);
             }
         }
+        Ok(OpenStream {
+            slot,
+            response,
+            cancel,
+        })
+    }
+}
+
+/// A request whose stream is open ([`PoolInner::open_h2`]), awaiting its response.
+pub(super) struct OpenStream {
+    slot: StreamSlot,
+    response: h2::client::ResponseFuture,
+    /// Resets the body's stream if dropped before the response came.
+    cancel: CancelOnDrop,
+}
+
+impl OpenStream {
+    /// The response, its body giving the stream slot back when it ends; or the error,
+    /// marking the connection draining when it shows the connection going away.
+    pub(super) async fn answer(self) -> Result<Response<Body>, AttemptError> {
+        let OpenStream {
+            slot,
+            response,
+            mut cancel,
+        } = self;
         let answered = response.await;
         cancel.disarm();
         match answered {
@@ -548,7 +632,7 @@ pin_project_lite::pin_project! {
 
     impl PinnedDrop for ConnTask {
         fn drop(this: Pin<&mut Self>) {
-            this.watch.closed.store(true, Ordering::Release);
+            this.watch.close();
         }
     }
 }
@@ -559,9 +643,7 @@ impl Future for ConnTask {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let mut this = self.project();
         let polled = this.conn.as_mut().poll(cx);
-        this.watch
-            .max_streams
-            .store(this.conn.max_concurrent_send_streams(), Ordering::Release);
+        this.watch.publish(this.conn.max_concurrent_send_streams());
         match polled {
             Poll::Ready(Ok(())) => {}
             Poll::Ready(Err(e)) => {
@@ -578,7 +660,7 @@ impl Future for ConnTask {
             }
         }
         // Not for new streams from now on, whenever the executor drops the task.
-        this.watch.closed.store(true, Ordering::Release);
+        this.watch.close();
         Poll::Ready(())
     }
 }

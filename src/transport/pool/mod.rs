@@ -14,10 +14,11 @@
 //!   had closed) is sent once more, on another connection, when it can be replayed: an
 //!   idempotent method (GET, HEAD, OPTIONS) or a body not yet started, as Go's transport
 //!   retries;
-//! - more than one connection per backend when streams run out, and only then: requests
-//!   that arrive while a connection is being dialled wait for it (as many as it will
-//!   carry) rather than each dialling its own, and share its error if it fails, as Go's
-//!   transport shares a dial;
+//! - more than one connection per backend when streams run out, and only then: a
+//!   request takes the first connection with a free stream, as Go's transport does, and
+//!   requests that arrive while a connection is being dialled wait for it (as many as it
+//!   will carry) rather than each dialling its own, and share its error if it fails, as
+//!   Go's transport shares a dial;
 //! - after the proxy client certificate changes, new requests go to connections that
 //!   present the new one, and the old connections drain.
 
@@ -59,9 +60,11 @@ pub struct PoolConfig {
     /// TLS handshake timeout. Default 10 s.
     pub tls_handshake_timeout: Duration,
     /// HTTP/2 connections per backend address, opened as the backend's
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS` fills up (requests arriving during a dial wait
-    /// for it, up to that many). Past it, requests share the least loaded connection (h2
-    /// queues them for a stream). Default 8.
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` fills up: a request takes the first connection
+    /// with a free stream, and while a dial is under way, as many requests as it is
+    /// expected to carry (the backend's last known limit, 100 before it is known) wait
+    /// for it. Past this number, requests share the least loaded connection (h2 queues
+    /// them for a stream). Default 8.
     pub max_http2_connections: usize,
     /// A PING is sent on an HTTP/2 connection that has received nothing for this long,
     /// busy or idle. Default 5 s.
@@ -143,6 +146,9 @@ struct Host {
     waiting: usize,
     /// The last dial that failed: `dials_ended` once it had ended, and what failed.
     failed_dial: Option<(u64, DialFailure)>,
+    /// The stream limit this backend's connections last showed, for dials under way when
+    /// no connection is left to ask (after a certificate rotation, say).
+    streams_hint: Option<usize>,
 }
 
 /// Why a dial failed, kept for the requests that waited for it.
@@ -152,6 +158,8 @@ struct DialFailure {
     /// Connecting failed (TCP or TLS): the waiters get a [`ConnectError`] as the dialler
     /// did, which flips the APIService's availability.
     connect: bool,
+    /// The proxy client certificate's generation the dial presented.
+    generation: u64,
 }
 
 impl DialFailure {
@@ -199,17 +207,77 @@ impl Drop for Waiting<'_> {
     }
 }
 
+/// A dial under way. Its end is accounted once: by [`Dialling::end`], or on drop (the
+/// request gave up mid-dial) as a dial that ended with neither a connection nor an error,
+/// so that the requests waiting for it pick again instead of waiting on a dial that will
+/// never end.
+struct Dialling<'a> {
+    pool: &'a PoolInner,
+    authority: &'a Authority,
+    /// Counted in [`Host::dialing`] (every dial but those to an HTTP/1.1-only host).
+    counted: bool,
+    ended: bool,
+}
+
+/// How a dial ended.
+enum DialEnd {
+    /// ALPN chose HTTP/1.1.
+    Http1,
+    /// An HTTP/2 connection, the dialler's stream on it already counted.
+    Http2(Arc<H2Conn>),
+    Failed(DialFailure),
+    Abandoned,
+}
+
+impl Dialling<'_> {
+    fn end(&mut self, end: DialEnd) {
+        self.ended = true;
+        let mut hosts = lock(&self.pool.hosts);
+        let host = hosts.entry(HostKey::of(self.authority)).or_default();
+        if self.counted {
+            host.dialing = host.dialing.saturating_sub(1);
+        }
+        host.dials_ended += 1;
+        match end {
+            DialEnd::Http1 => host.http1_only = true,
+            DialEnd::Http2(conn) => host.http2.push(conn),
+            DialEnd::Failed(failure) => host.failed_dial = Some((host.dials_ended, failure)),
+            DialEnd::Abandoned => {}
+        }
+        host.dialed.notify_waiters();
+    }
+}
+
+impl Drop for Dialling<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.end(DialEnd::Abandoned);
+        }
+    }
+}
+
+/// When a request began to wait for a dial ([`Pick::Wait`]), for its next pick.
+#[derive(Clone, Copy)]
+struct Waited {
+    /// The host's count of ended dials then.
+    since: u64,
+    /// No dial ended within the wait's bound.
+    timed_out: bool,
+}
+
 /// What to send a request on.
 enum Pick {
     Http2(Arc<H2Conn>),
     Http1(http1::SendRequest<Body>),
-    Dial,
-    /// A dial under way will have a stream for this request, or every allowed connection
-    /// is still being dialled: wait for a dial to end (the host's count of ended dials
-    /// when this was decided, and its signal). Counted in [`Host::waiting`].
+    /// Dial a new connection; `true` when counted in [`Host::dialing`].
+    Dial(bool),
+    /// A dial under way is expected to have a stream for this request, or every allowed
+    /// connection is still being dialled: wait for a dial to end (the host's count of
+    /// ended dials when this was decided, and its signal). Counted in [`Host::waiting`].
     Wait(u64, Arc<tokio::sync::Notify>),
-    /// A dial this request waited for failed, and no connection is free: its error, as
-    /// Go's transport gives every caller of a shared dial the dial's error.
+    /// A dial failed while this request waited, no other dial is under way, and no
+    /// connection can take it: the dial's error, as Go's transport gives every caller of
+    /// a shared dial the dial's error.
     Failed(BoxError),
 }
 
@@ -275,9 +343,10 @@ impl PoolInner {
 
     /// Picks (or dials) a connection for a request to `authority`; `fresh` dials a new one
     /// (a retry after its connection went away, allowed past the connection limit).
-    /// `waited` is the host's count of ended dials when this request last began to wait:
-    /// a dial that failed since then fails the request rather than being tried again.
-    fn pick(&self, authority: &Authority, fresh: bool, waited: Option<u64>) -> Pick {
+    /// `waited` is when this request last began to wait for a dial: one that failed since
+    /// then (with the current client certificate, and no other dial under way) fails the
+    /// request rather than being tried again.
+    fn pick(&self, authority: &Authority, fresh: bool, waited: Option<Waited>) -> Pick {
         let generation = self.client_cert.generation();
         let now = self.timer.now();
         let mut hosts = lock(&self.hosts);
@@ -291,7 +360,7 @@ impl PoolInner {
         });
         if fresh {
             host.dialing += usize::from(!host.http1_only);
-            return Pick::Dial;
+            return Pick::Dial(!host.http1_only);
         }
         if host.http1_only {
             while let Some(idle) = host.http1_idle.pop() {
@@ -303,49 +372,65 @@ impl PoolInner {
                     return Pick::Http1(idle.send);
                 }
             }
-            return Pick::Dial;
+            return Pick::Dial(false);
         }
-        let best = host
+        // The first connection with a free stream, oldest first, as Go's transport picks:
+        // requests gather on as few connections as the backend's limit allows, rather than
+        // each of several connections carrying a request or two at a time.
+        let free = host
             .http2
             .iter()
-            .min_by_key(|c| c.in_flight.load(Ordering::Acquire))
-            .cloned();
-        if let Some(conn) = &best {
-            if conn.in_flight.load(Ordering::Acquire)
-                < conn.watch.max_streams.load(Ordering::Acquire)
-            {
-                conn.in_flight.fetch_add(1, Ordering::AcqRel);
-                return Pick::Http2(conn.clone());
-            }
+            .find(|c| c.in_flight.load(Ordering::Acquire) < c.watch.max_streams());
+        if let Some(conn) = free {
+            conn.in_flight.fetch_add(1, Ordering::AcqRel);
+            return Pick::Http2(conn.clone());
         }
-        if let (Some(since), Some((at, failure))) = (waited, &host.failed_dial) {
-            if *at > since {
+        let max_connections = self.config.max_http2_connections.max(1);
+        // A dial failed while this request waited: so does the request, unless another
+        // dial is under way (it waits for that one), the client certificate changed since
+        // (it dials with the new one), or the limit is reached and a connection can queue
+        // it.
+        let can_queue =
+            !host.http2.is_empty() && host.http2.len() + host.dialing >= max_connections;
+        if let (Some(waited), Some((at, failure))) = (waited, &host.failed_dial) {
+            if *at > waited.since
+                && failure.generation == generation
+                && host.dialing == 0
+                && !can_queue
+            {
                 return Pick::Failed(failure.error());
             }
         }
         // Every connection is full (or there is none). A dial under way will carry about
-        // as many streams as this backend's connections allow (until one has said, h2's
-        // assumption of 100), one of them its dialler's: requests up to that number wait
-        // for it rather than each dialling its own, as Go's transport and hyper-util's pool
-        // share one dial. Several connections opened by one burst at start would otherwise
-        // each carry a request or two, and the backend would read them one by one.
-        if host.dialing > 0 {
-            let per_connection = host
-                .http2
-                .iter()
-                .map(|c| c.watch.max_streams.load(Ordering::Acquire))
-                .min()
-                .unwrap_or(h2::INITIAL_MAX_SEND_STREAMS);
-            if host.waiting < host.dialing * per_connection.saturating_sub(1) {
+        // as many streams as this backend's connections allow (the last limit they showed;
+        // h2's assumption of 100 before any), one of them its dialler's: requests up to
+        // that number wait for it rather than each dialling its own, as Go's transport and
+        // hyper-util's pool share one dial. Several connections opened by one burst at
+        // start would otherwise each carry a request or two, and the backend would read
+        // them one by one. A request whose last wait timed out dials.
+        if let Some(limit) = host.http2.iter().map(|c| c.watch.max_streams()).min() {
+            host.streams_hint = Some(limit);
+        }
+        if host.dialing > 0 && !waited.is_some_and(|w| w.timed_out) {
+            let per_connection = host.streams_hint.unwrap_or(h2::INITIAL_MAX_SEND_STREAMS);
+            let room = host
+                .dialing
+                .saturating_mul(per_connection.saturating_sub(1));
+            if host.waiting < room {
                 host.waiting += 1;
                 return Pick::Wait(host.dials_ended, host.dialed.clone());
             }
         }
-        if host.http2.len() + host.dialing < self.config.max_http2_connections.max(1) {
+        if host.http2.len() + host.dialing < max_connections {
             host.dialing += 1;
-            return Pick::Dial;
+            return Pick::Dial(true);
         }
-        match best {
+        let least_loaded = host
+            .http2
+            .iter()
+            .min_by_key(|c| c.in_flight.load(Ordering::Acquire))
+            .cloned();
+        match least_loaded {
             Some(conn) => {
                 conn.in_flight.fetch_add(1, Ordering::AcqRel);
                 Pick::Http2(conn)
@@ -367,7 +452,6 @@ impl PoolInner {
         let pick = loop {
             match self.pick(authority, fresh, waited) {
                 Pick::Wait(seen, dialed) => {
-                    waited = Some(seen);
                     // Uncounted when this wait ends, however it ends.
                     let _waiting = Waiting {
                         pool: self,
@@ -380,11 +464,21 @@ impl PoolInner {
                     let ended = lock(&self.hosts)
                         .get(&HostKey::of(authority))
                         .is_none_or(|h| h.dials_ended != seen);
+                    // A dial ends within the connect and handshake timeouts (twice the
+                    // handshake's for HTTP/2: its SETTINGS frame is waited for too), or
+                    // when the request dialling gives up.
+                    let mut timed_out = false;
                     if !ended {
-                        // A dial ends within the connect and handshake timeouts.
-                        let wait = self.config.connect_timeout + self.config.tls_handshake_timeout;
-                        let _ = Box::pin(tokio::time::timeout(wait, notified)).await;
+                        let wait =
+                            self.config.connect_timeout + 2 * self.config.tls_handshake_timeout;
+                        timed_out = Box::pin(tokio::time::timeout(wait, notified))
+                            .await
+                            .is_err();
                     }
+                    waited = Some(Waited {
+                        since: seen,
+                        timed_out,
+                    });
                 }
                 Pick::Failed(error) => {
                     return Err(AttemptError {
@@ -403,7 +497,7 @@ impl PoolInner {
             Pick::Http1(send) => self.send_h1(authority, send, req, true).await,
             // Boxed: dialling (TCP, TLS, the HTTP/2 handshake) is rare, and its futures are
             // large; inline, every request's future would carry (and copy) their space.
-            Pick::Dial => Box::pin(self.dial_and_send(authority, req)).await,
+            Pick::Dial(counted) => Box::pin(self.dial_and_send(authority, req, counted)).await,
         }
     }
 
@@ -411,68 +505,60 @@ impl PoolInner {
         self: &Arc<Self>,
         authority: &Authority,
         req: Request<Body>,
+        counted: bool,
     ) -> Result<Response<Body>, AttemptError> {
-        let generation = self.client_cert.generation();
-        let dialed = self.connector.connect(authority).await;
-        self.dialed(
+        let mut dialling = Dialling {
+            pool: self,
             authority,
-            dialed.as_ref().map(|(_, h2)| *h2).map_err(|e| DialFailure {
-                message: e.to_string().into(),
-                connect: true,
-            }),
-        );
-        let (io, h2) = dialed.map_err(|e| AttemptError {
-            error: Box::new(e),
-            retry: Retry::No,
-        })?;
-        if h2 {
-            let handshake = self.handshake_h2(io, generation).await;
-            let conn = {
-                let mut hosts = lock(&self.hosts);
-                let host = hosts.entry(HostKey::of(authority)).or_default();
-                host.dialing = host.dialing.saturating_sub(1);
-                host.dials_ended += 1;
-                host.dialed.notify_waiters();
-                match &handshake {
-                    Ok(conn) => {
-                        conn.in_flight.fetch_add(1, Ordering::AcqRel);
-                        host.http2.push(conn.clone());
-                    }
-                    Err(e) => {
-                        let failure = DialFailure {
-                            message: format!(
-                                "HTTP/2 handshake with {authority} failed: {}",
-                                e.error
-                            )
-                            .into(),
-                            connect: false,
-                        };
-                        host.failed_dial = Some((host.dials_ended, failure));
-                    }
-                }
-                handshake
-            }?;
-            self.send_h2(conn, req).await
-        } else {
+            counted,
+            ended: false,
+        };
+        let generation = self.client_cert.generation();
+        let (io, h2) = match self.connector.connect(authority).await {
+            Ok(dialed) => dialed,
+            Err(e) => {
+                dialling.end(DialEnd::Failed(DialFailure {
+                    message: e.to_string().into(),
+                    connect: true,
+                    generation,
+                }));
+                return Err(AttemptError {
+                    error: Box::new(e),
+                    retry: Retry::No,
+                });
+            }
+        };
+        if !h2 {
+            dialling.end(DialEnd::Http1);
             let send = self.handshake_h1(io).await?;
-            self.send_h1(authority, send, req, false).await
+            return self.send_h1(authority, send, req, false).await;
         }
-    }
-
-    /// A dial to `authority` connected (`Ok(h2)`, with ALPN's choice) or failed. An h2
-    /// connection stays counted as dialling until its HTTP/2 handshake ends.
-    fn dialed(&self, authority: &Authority, outcome: Result<bool, DialFailure>) {
-        if matches!(outcome, Ok(true)) {
-            return;
+        match self.handshake_h2(io, generation).await {
+            Ok(conn) => {
+                // The dialler's stream opens before the waiters are let on, so it is the
+                // connection's first: a backend that sends GOAWAY after a few streams (and
+                // refuses those above them) cannot refuse the request this dial was for,
+                // which may already be a retry.
+                conn.in_flight.fetch_add(1, Ordering::AcqRel);
+                let opened = self.open_h2(conn.clone(), req).await;
+                dialling.end(DialEnd::Http2(conn));
+                opened?.answer().await
+            }
+            Err(e) => {
+                // The dialler and its waiters get the same words.
+                let failure = DialFailure {
+                    message: format!("HTTP/2 handshake with {authority} failed: {}", e.error)
+                        .into(),
+                    connect: false,
+                    generation,
+                };
+                let error = failure.error();
+                dialling.end(DialEnd::Failed(failure));
+                Err(AttemptError {
+                    error,
+                    retry: Retry::No,
+                })
+            }
         }
-        let mut hosts = lock(&self.hosts);
-        let host = hosts.entry(HostKey::of(authority)).or_default();
-        host.dialing = host.dialing.saturating_sub(1);
-        host.dials_ended += 1;
-        match outcome {
-            Ok(_) => host.http1_only = true,
-            Err(failure) => host.failed_dial = Some((host.dials_ended, failure)),
-        }
-        host.dialed.notify_waiters();
     }
 }
