@@ -49,17 +49,22 @@ const MAX_SEND_BUFFER: usize = 1024 * 1024;
 const MAX_HEADER_LIST_SIZE: u32 = 16 * 1024;
 pub(super) const INITIAL_MAX_SEND_STREAMS: usize = 100;
 /// h2's stream limit until the backend's first SETTINGS frame has been read: a value no
-/// SETTINGS can set (they carry 32 bits, and without `MAX_CONCURRENT_STREAMS` h2 takes
-/// `usize::MAX`), so that the connection task can tell when that frame has come. The
-/// pool meanwhile counts [`INITIAL_MAX_SEND_STREAMS`].
+/// SETTINGS frame sets on a 64-bit target (they carry 32 bits, and without
+/// `MAX_CONCURRENT_STREAMS` h2 takes `usize::MAX`; on a 32-bit target a backend
+/// advertising exactly `u32::MAX - 1` streams is taken for one whose SETTINGS have not
+/// come), so that the connection task can tell when that frame has come. Only the
+/// dialler's stream is opened before then (the connection is not yet offered to other
+/// requests); should the frame not come within the TLS handshake timeout, the pool counts
+/// [`INITIAL_MAX_SEND_STREAMS`] per connection, as h2 would have.
 const SETTINGS_UNSEEN: usize = usize::MAX - 1;
 const MAX_LOCAL_ERROR_RESETS: usize = 1024;
 
 /// What the connection task shares with the pool.
 pub(super) struct ConnWatch {
     /// The backend's `SETTINGS_MAX_CONCURRENT_STREAMS`, as the connection task last saw it
-    /// ([`INITIAL_MAX_SEND_STREAMS`] until the backend's first SETTINGS frame).
-    pub(super) max_streams: AtomicUsize,
+    /// ([`SETTINGS_UNSEEN`] until the backend's first SETTINGS frame); read through
+    /// [`ConnWatch::max_streams`].
+    max_streams: AtomicUsize,
     /// The connection task has ended: no stream can be opened here any more.
     pub(super) closed: AtomicBool,
     /// Signalled (once, with a stored permit) when the backend's first SETTINGS frame has
@@ -146,18 +151,6 @@ impl PoolInner {
             watch: watch.clone(),
             keep_alive,
         });
-        // The backend's first frame is its SETTINGS (RFC 9113 §3.4): wait for it, so that
-        // the requests waiting for this dial count against the backend's stream limit
-        // rather than h2's assumption of 100. One that has not come within the TLS
-        // handshake timeout leaves that assumption.
-        let settled = watch.settled.notified();
-        let _ = tokio::time::timeout(self.config.tls_handshake_timeout, settled).await;
-        if watch.closed.load(Ordering::Acquire) {
-            return Err(AttemptError {
-                error: "the backend closed the HTTP/2 connection before its SETTINGS frame".into(),
-                retry: Retry::No,
-            });
-        }
         Ok(Arc::new(H2Conn {
             send,
             in_flight: AtomicUsize::new(0),
@@ -165,6 +158,18 @@ impl PoolInner {
             cert_generation: generation,
             draining: AtomicBool::new(false),
         }))
+    }
+
+    /// Waits until `conn`'s backend has sent its first SETTINGS frame (RFC 9113 §3.4: the
+    /// first frame of its preface) or the connection has ended, at most the TLS handshake
+    /// timeout: so that the requests waiting for this dial count against the backend's
+    /// stream limit rather than h2's assumption of 100.
+    pub(super) async fn settings_seen(&self, conn: &H2Conn) {
+        let settled = conn.watch.settled.notified();
+        let _ = self
+            .timer
+            .timeout(self.config.tls_handshake_timeout, settled)
+            .await;
     }
 
     /// Sends `req` on `conn`, whose stream slot the caller has already counted. The slot

@@ -57,7 +57,9 @@ use retry::{AttemptError, Retry, replay_copy};
 pub struct PoolConfig {
     /// TCP connect timeout. Default 30 s.
     pub connect_timeout: Duration,
-    /// TLS handshake timeout. Default 10 s.
+    /// TLS handshake timeout; also how long a new HTTP/2 connection waits for the
+    /// backend's SETTINGS frame before the requests waiting for it are let on. Default
+    /// 10 s.
     pub tls_handshake_timeout: Duration,
     /// HTTP/2 connections per backend address, opened as the backend's
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` fills up: a request takes the first connection
@@ -344,8 +346,9 @@ impl PoolInner {
     /// Picks (or dials) a connection for a request to `authority`; `fresh` dials a new one
     /// (a retry after its connection went away, allowed past the connection limit).
     /// `waited` is when this request last began to wait for a dial: one that failed since
-    /// then (with the current client certificate, and no other dial under way) fails the
-    /// request rather than being tried again.
+    /// then (with the current client certificate, no other dial under way, and no
+    /// connection to queue on at the limit) fails the request rather than being tried
+    /// again.
     fn pick(&self, authority: &Authority, fresh: bool, waited: Option<Waited>) -> Pick {
         let generation = self.client_cert.generation();
         let now = self.timer.now();
@@ -466,14 +469,15 @@ impl PoolInner {
                         .is_none_or(|h| h.dials_ended != seen);
                     // A dial ends within the connect and handshake timeouts (twice the
                     // handshake's for HTTP/2: its SETTINGS frame is waited for too), or
-                    // when the request dialling gives up.
+                    // when the request dialling gives up; a second more for the margin.
                     let mut timed_out = false;
                     if !ended {
-                        let wait =
-                            self.config.connect_timeout + 2 * self.config.tls_handshake_timeout;
-                        timed_out = Box::pin(tokio::time::timeout(wait, notified))
-                            .await
-                            .is_err();
+                        let wait = self
+                            .config
+                            .connect_timeout
+                            .saturating_add(self.config.tls_handshake_timeout.saturating_mul(2))
+                            .saturating_add(Duration::from_secs(1));
+                        timed_out = Box::pin(self.timer.timeout(wait, notified)).await.is_err();
                     }
                     waited = Some(Waited {
                         since: seen,
@@ -535,12 +539,15 @@ impl PoolInner {
         }
         match self.handshake_h2(io, generation).await {
             Ok(conn) => {
-                // The dialler's stream opens before the waiters are let on, so it is the
-                // connection's first: a backend that sends GOAWAY after a few streams (and
-                // refuses those above them) cannot refuse the request this dial was for,
-                // which may already be a retry.
+                // The dialler's stream opens at once, so it is the connection's first: a
+                // backend that sends GOAWAY after a few streams (and refuses those above
+                // them) cannot refuse the request this dial was for, which may already be
+                // a retry. The waiters are let on once the backend's SETTINGS have told
+                // its stream limit; a connection that ended meanwhile is left out by their
+                // pick, and the dialler's stream reports how it ended.
                 conn.in_flight.fetch_add(1, Ordering::AcqRel);
                 let opened = self.open_h2(conn.clone(), req).await;
+                self.settings_seen(&conn).await;
                 dialling.end(DialEnd::Http2(conn));
                 opened?.answer().await
             }
