@@ -16,7 +16,7 @@ mod pki;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -211,6 +211,8 @@ struct BackendState {
     tls: Arc<rustls::ServerConfig>,
     /// Status answered on the discovery path (the probe target).
     probe_status: AtomicU16,
+    /// How long the discovery path takes to answer, in milliseconds.
+    probe_delay_ms: AtomicU64,
     connections: AtomicUsize,
     requests: Mutex<Vec<Seen>>,
 }
@@ -236,6 +238,7 @@ impl Backend {
         let state = Arc::new(BackendState {
             tls,
             probe_status: AtomicU16::new(200),
+            probe_delay_ms: AtomicU64::new(0),
             connections: AtomicUsize::new(0),
             requests: Mutex::new(Vec::new()),
         });
@@ -294,7 +297,16 @@ async fn serve_backend(listener: TcpListener, state: Arc<BackendState>) {
                 .and_then(|leaf| common_name(leaf));
             let service = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let response = respond(&state, &req, peer.clone());
-                async move { Ok::<_, Infallible>(response) }
+                let delay = match state.probe_delay_ms.load(Ordering::SeqCst) {
+                    ms if req.uri().path() == PROBE_PATH => Duration::from_millis(ms),
+                    _ => Duration::ZERO,
+                };
+                async move {
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    Ok::<_, Infallible>(response)
+                }
             });
             let _ = auto::Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(tls), service)
@@ -1062,6 +1074,46 @@ async fn metrics_follow_transitions_and_deletion() {
             !m.contains(&format!("aggregator_unavailable_apiservice{{name=\"{NAME}\"}}"))
         })
         .await;
+    })
+    .await
+    .expect("test finished within 20 s");
+}
+
+/// A check still running when its APIService is deleted does not bring the deleted
+/// APIService's gauge back when it ends (upstream forgets a deleted APIService's metrics).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_that_ends_after_deletion_leaves_no_gauge() {
+    with_timeout(async {
+        let f = Fixture::start().await;
+        f.registry
+            .apply(ApiServiceEvent::Applied(remote_apiservice(&f.pki)))
+            .expect("valid APIService");
+        wait_condition(&f.registry, "Available=True", SOON, |c| c.status == "True").await;
+        let gauge = format!("aggregator_unavailable_apiservice{{name=\"{NAME}\"}}");
+        f.metrics_eventually("the gauge", |m| m.contains(&gauge))
+            .await;
+        // Failing checks keep coming; the next probe is held for 800 ms.
+        f.backend.state.probe_delay_ms.store(800, Ordering::SeqCst);
+        f.backend.set_probe_status(500);
+        let before = f.backend.state.requests().len();
+        eventually("a held probe", SOON, || {
+            let seen = f.backend.state.requests().len();
+            if seen > before {
+                Ok(())
+            } else {
+                Err(format!("{seen} requests"))
+            }
+        })
+        .await;
+        f.registry
+            .apply(ApiServiceEvent::Deleted(NAME.into()))
+            .expect("delete");
+        f.metrics_eventually("the gauge removed", |m| !m.contains(&gauge))
+            .await;
+        // The held probe ends, and its check with it.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let text = f.metrics.render();
+        assert!(!text.contains(&gauge), "the gauge came back: {text}");
     })
     .await
     .expect("test finished within 20 s");

@@ -417,6 +417,12 @@ impl AvailabilityController {
     /// when a written change turned an available APIService unavailable (with the new
     /// reason), as upstream counts them.
     fn record(&self, tenant: &str, registry: &Registry, name: &str, outcome: &Outcome) {
+        if registry.snapshot().get(name).is_none() {
+            // Deleted while its check ran: its gauge went with it (`follow`) and must not
+            // come back, as upstream forgets a deleted APIService's metrics.
+            self.metrics.forget_in(tenant, name);
+            return;
+        }
         let available = outcome.status == ConditionStatus::True;
         self.metrics.set_unavailable_in(tenant, name, !available);
         if let Some(was_available) = registry.set_available_condition(
