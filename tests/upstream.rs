@@ -285,6 +285,38 @@ async fn get_status(client: &Client, n: usize) -> (StatusCode, String) {
     (reply.status, reply.body)
 }
 
+/// `GET .../widgets?n=<n>` for every `n` in `ns` at once, each on its own connection.
+async fn get_all(client: &Arc<Client>, ns: std::ops::Range<usize>) -> Vec<(StatusCode, String)> {
+    futures_util::future::join_all(ns.map(|n| {
+        let client = client.clone();
+        async move { get_status(&client, n).await }
+    }))
+    .await
+}
+
+/// The statuses of [`get_all`].
+async fn statuses(client: &Arc<Client>, ns: std::ops::Range<usize>) -> Vec<StatusCode> {
+    get_all(client, ns)
+        .await
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect()
+}
+
+/// An HTTP/2 backend answering after `delay` that allows `streams` concurrent streams
+/// per connection.
+async fn limited_backend(pki: &Pki, delay: Duration, streams: u32) -> H2Backend {
+    H2Backend::start(
+        pki,
+        delay,
+        move |b| {
+            b.max_concurrent_streams(streams);
+        },
+        None,
+    )
+    .await
+}
+
 /// B21: the pooled HTTP/2 connection goes silent (the network drops its packets, nothing
 /// closes it). Keep-alive PINGs find it dead within interval + timeout, its requests fail
 /// then (not at the request timeout), and later requests get a new connection.
@@ -400,25 +432,13 @@ async fn goaway_under_load_loses_no_idempotent_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_stream_limit_gets_more_connections() {
     let pki = Pki::new();
-    let backend = H2Backend::start(
-        &pki,
-        Duration::from_millis(400),
-        |b| {
-            b.max_concurrent_streams(4);
-        },
-        None,
-    )
-    .await;
+    let backend = limited_backend(&pki, Duration::from_millis(400), 4).await;
     let addr = gateway(&pki, backend.addr, PoolConfig::default()).await;
     // Warm one connection so the backend's SETTINGS are known.
     let client = Arc::new(Client::new(&pki, addr, None, Protocol::Http1));
     assert_eq!(get_status(&client, 1000).await.0, StatusCode::OK);
     let started = Instant::now();
-    let answers = futures_util::future::join_all((0..32).map(|n| {
-        let client = client.clone();
-        async move { get_status(&client, n).await }
-    }))
-    .await;
+    let answers = get_all(&client, 0..32).await;
     let took = started.elapsed();
     assert!(
         answers.iter().all(|(s, _)| *s == StatusCode::OK),
@@ -461,11 +481,7 @@ async fn a_burst_at_start_shares_one_dial() {
     });
     let addr = gateway(&pki, slow, PoolConfig::default()).await;
     let client = Arc::new(Client::new(&pki, addr, None, Protocol::Http1));
-    let answers = futures_util::future::join_all((0..16).map(|n| {
-        let client = client.clone();
-        async move { get_status(&client, n).await }
-    }))
-    .await;
+    let answers = get_all(&client, 0..16).await;
     for (n, (status, body)) in answers.iter().enumerate() {
         assert_eq!(
             (*status, body.as_str()),
@@ -484,32 +500,16 @@ async fn a_burst_at_start_shares_one_dial() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_gather_on_the_first_connection_with_a_free_stream() {
     let pki = Pki::new();
-    let backend = H2Backend::start(
-        &pki,
-        Duration::from_millis(300),
-        |b| {
-            b.max_concurrent_streams(2);
-        },
-        None,
-    )
-    .await;
+    let backend = limited_backend(&pki, Duration::from_millis(300), 2).await;
     let addr = gateway(&pki, backend.addr, PoolConfig::default()).await;
     let client = Arc::new(Client::new(&pki, addr, None, Protocol::Http1));
     // Learn the limit, then open more connections with 6 at once.
     assert_eq!(get_status(&client, 1000).await.0, StatusCode::OK);
-    let burst = futures_util::future::join_all((0..6).map(|n| {
-        let client = client.clone();
-        async move { get_status(&client, n).await.0 }
-    }))
-    .await;
+    let burst = statuses(&client, 0..6).await;
     assert!(burst.iter().all(|s| *s == StatusCode::OK), "{burst:?}");
     assert!(backend.connections.load(Ordering::SeqCst) >= 2);
     // Two at once now fit on the first connection.
-    let pair = futures_util::future::join_all((100..102).map(|n| {
-        let client = client.clone();
-        async move { get_status(&client, n).await.0 }
-    }))
-    .await;
+    let pair = statuses(&client, 100..102).await;
     assert!(pair.iter().all(|s| *s == StatusCode::OK), "{pair:?}");
     let carried = backend.connection_of.lock().unwrap().clone();
     assert_eq!(
@@ -543,11 +543,7 @@ async fn requests_waiting_for_a_failed_dial_get_its_error() {
     let addr = gateway(&pki, silent, pool).await;
     let client = Arc::new(Client::new(&pki, addr, None, Protocol::Http1));
     let started = Instant::now();
-    let answers = futures_util::future::join_all((0..8).map(|n| {
-        let client = client.clone();
-        async move { get_status(&client, n).await }
-    }))
-    .await;
+    let answers = get_all(&client, 0..8).await;
     let took = started.elapsed();
     for (status, body) in &answers {
         assert_eq!(*status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
@@ -606,22 +602,10 @@ async fn a_request_that_gives_up_mid_dial_lets_the_next_one_dial() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_stream_limit_gets_more_connections_from_a_cold_start() {
     let pki = Pki::new();
-    let backend = H2Backend::start(
-        &pki,
-        Duration::from_millis(400),
-        |b| {
-            b.max_concurrent_streams(4);
-        },
-        None,
-    )
-    .await;
+    let backend = limited_backend(&pki, Duration::from_millis(400), 4).await;
     let addr = gateway(&pki, backend.addr, PoolConfig::default()).await;
     let client = Arc::new(Client::new(&pki, addr, None, Protocol::Http1));
-    let answers = futures_util::future::join_all((0..32).map(|n| {
-        let client = client.clone();
-        async move { get_status(&client, n).await }
-    }))
-    .await;
+    let answers = get_all(&client, 0..32).await;
     assert!(
         answers.iter().all(|(s, _)| *s == StatusCode::OK),
         "{answers:?}"
