@@ -541,7 +541,7 @@ pub fn main_from_args(args: impl Iterator<Item = String>) -> ExitCode {
         // runnable, so the packets that arrive meanwhile do not wake it and it takes
         // them in one go when the other process sleeps. Alone on the CPU the yield
         // returns at once, for about 1-2% more CPU per request. Figures:
-        // benches/load/README.md, "Yielding before the runtime sleeps".
+        // benches/load/README.md, "yielding before the runtime sleeps".
         builder.on_thread_park(std::thread::yield_now);
         builder
     } else {
