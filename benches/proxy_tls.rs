@@ -17,6 +17,11 @@
 //! the proxy client certificate was replaced (`ClientCertificate::set_pem`), which must
 //! dial and handshake a new backend connection while the old one drains: the cost of a
 //! rotation, paid once, and the proof that the steady path pays nothing for it.
+//! `proxy_tls_retry` compares, behind the same HTTP/2 backend (the `h2` crate's server),
+//! the steady request with one whose first stream the backend refuses with
+//! `REFUSED_STREAM` and which the pool therefore sends again (a request the backend
+//! provably never processed): the cost of that retry, against a steady path that pays
+//! only for the copy kept in case of one.
 
 #[path = "../examples/support/pki.rs"]
 mod pki;
@@ -26,6 +31,7 @@ use std::convert::Infallible;
 use std::hint::black_box;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -73,9 +79,13 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// The extension server: requires a client certificate from `front_proxy_ca`, offers
-/// HTTP/2 and HTTP/1.1, answers every request with a small NodeMetricsList.
-async fn start_backend(serving: &pki::Leaf, front_proxy_ca: &pki::Ca) -> SocketAddr {
+/// The extension server's TLS: requires a client certificate from `front_proxy_ca` and
+/// offers `alpn`.
+fn backend_acceptor(
+    serving: &pki::Leaf,
+    front_proxy_ca: &pki::Ca,
+    alpn: &[&[u8]],
+) -> tokio_rustls::TlsAcceptor {
     let verifier = WebPkiClientVerifier::builder_with_provider(
         Arc::new(roots(&front_proxy_ca.cert_pem)),
         provider(),
@@ -88,8 +98,14 @@ async fn start_backend(serving: &pki::Leaf, front_proxy_ca: &pki::Ca) -> SocketA
         .with_client_cert_verifier(verifier)
         .with_single_cert(certs(&serving.cert_pem), key(&serving.key_pem))
         .unwrap_or_else(|e| panic!("serving certificate: {e}"));
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+/// The extension server: requires a client certificate from `front_proxy_ca`, offers
+/// HTTP/2 and HTTP/1.1, answers every request with a small NodeMetricsList.
+async fn start_backend(serving: &pki::Leaf, front_proxy_ca: &pki::Ca) -> SocketAddr {
+    let acceptor = backend_acceptor(serving, front_proxy_ca, &[b"h2", b"http/1.1"]);
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .unwrap_or_else(|e| panic!("bind the backend: {e}"));
@@ -122,6 +138,68 @@ async fn start_backend(serving: &pki::Leaf, front_proxy_ca: &pki::Ca) -> SocketA
         }
     });
     addr
+}
+
+/// An HTTP/2-only extension server on the `h2` crate's server, so that it can refuse a
+/// stream. With `refuse_first`, it answers `PATH` on every other stream and resets the
+/// others with `REFUSED_STREAM`: one request at a time, each request's first attempt is
+/// refused and its retry answered. Other paths (the availability probe) are always
+/// answered. Returns the address and the count of refused streams.
+async fn start_h2_backend(
+    serving: &pki::Leaf,
+    front_proxy_ca: &pki::Ca,
+    refuse_first: bool,
+) -> (SocketAddr, Arc<AtomicU64>) {
+    let acceptor = backend_acceptor(serving, front_proxy_ca, &[b"h2"]);
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind the HTTP/2 backend: {e}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("HTTP/2 backend address: {e}"));
+    let refused = Arc::new(AtomicU64::new(0));
+    let counter = refused.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let _ = tcp.set_nodelay(true);
+            let acceptor = acceptor.clone();
+            let refused = counter.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let Ok(mut conn) = h2::server::handshake(tls).await else {
+                    return;
+                };
+                let mut refuse_next = refuse_first;
+                // Accepting drives the connection: the answers written below are flushed
+                // while the next stream is awaited.
+                while let Some(Ok((req, mut respond))) = conn.accept().await {
+                    if req.uri().path() == PATH {
+                        if refuse_next {
+                            refuse_next = false;
+                            refused.fetch_add(1, Ordering::Relaxed);
+                            respond.send_reset(h2::Reason::REFUSED_STREAM);
+                            continue;
+                        }
+                        refuse_next = refuse_first;
+                    }
+                    let status = if req.headers().contains_key("x-remote-user") {
+                        StatusCode::OK
+                    } else {
+                        StatusCode::UNAUTHORIZED
+                    };
+                    let mut res = Response::new(());
+                    *res.status_mut() = status;
+                    if let Ok(mut body) = respond.send_response(res, false) {
+                        let _ =
+                            body.send_data(Bytes::from_static(support::ANSWER.as_bytes()), true);
+                    }
+                }
+            });
+        }
+    });
+    (addr, refused)
 }
 
 /// The aggregator from `Aggregator::builder`: x509 authentication, SubjectAccessReview
@@ -420,6 +498,63 @@ fn proxy_tls(c: &mut Criterion) {
                 .unwrap_or_else(|e| panic!("rotation: {e}"));
             black_box(rt.block_on(via.get(&gateway_authority, &[])))
         })
+    });
+    group.finish();
+
+    // The same request behind an HTTP/2 backend that answers at once, and behind one that
+    // refuses each request's first stream (REFUSED_STREAM), which the pool sends again.
+    let (steady_addr, retried_addr, refused) = rt.block_on(async {
+        let (steady, _) = start_h2_backend(&backend_serving, &front_proxy_ca, false).await;
+        let (refusing, refused) = start_h2_backend(&backend_serving, &front_proxy_ca, true).await;
+        let (steady, _) = start_gateway(
+            &gateway_serving,
+            &client_ca,
+            &serving_ca,
+            &front_proxy,
+            steady,
+        )
+        .await;
+        let (retried, _) = start_gateway(
+            &gateway_serving,
+            &client_ca,
+            &serving_ca,
+            &front_proxy,
+            refusing,
+        )
+        .await;
+        (steady, retried, refused)
+    });
+    let (steady_authority, retried_authority) = (steady_addr.to_string(), retried_addr.to_string());
+    let (mut steady, mut retried) = rt.block_on(async {
+        let steady = Connection::open(steady_addr, "localhost", &gateway_ca, &user, true).await;
+        let retried = Connection::open(retried_addr, "localhost", &gateway_ca, &user, true).await;
+        (steady, retried)
+    });
+    // Measure the retry only if it happens and succeeds: every request refused once, then
+    // answered.
+    rt.block_on(async {
+        for _ in 0..4 {
+            let status = steady.get(&steady_authority, &[]).await;
+            assert_eq!(status, StatusCode::OK, "the steady HTTP/2 backend");
+            let status = retried.get(&retried_authority, &[]).await;
+            assert_eq!(
+                status,
+                StatusCode::OK,
+                "a request retried after REFUSED_STREAM"
+            );
+        }
+    });
+    assert_eq!(
+        refused.load(Ordering::Relaxed),
+        4,
+        "each of 4 requests should have been refused once and retried"
+    );
+    let mut group = c.benchmark_group("proxy_tls_retry");
+    group.bench_function("steady_http2", |b| {
+        b.iter(|| black_box(rt.block_on(steady.get(&steady_authority, &[]))))
+    });
+    group.bench_function("refused_then_retried_http2", |b| {
+        b.iter(|| black_box(rt.block_on(retried.get(&retried_authority, &[]))))
     });
     group.finish();
 }
