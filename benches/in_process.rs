@@ -30,7 +30,6 @@ use kube_aggregator::{Aggregator, Body, server};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use support::read_answer;
-use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tower::{Layer, ServiceExt};
 
@@ -97,12 +96,7 @@ fn in_process_vs_mtls(c: &mut Criterion) {
             true,
         )
         .unwrap_or_else(|e| panic!("backend TLS: {e}"));
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .unwrap_or_else(|e| panic!("bind the backend: {e}"));
-        let addr = listener
-            .local_addr()
-            .unwrap_or_else(|e| panic!("backend address: {e}"));
+        let (listener, addr) = support::bind_loopback("the backend").await;
         let networked = authenticated.layer(tower::service_fn(answer::<Incoming>));
         tokio::spawn(server::serve_tls(
             listener,

@@ -51,7 +51,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 use tower::Layer;
 
@@ -106,12 +106,7 @@ fn backend_acceptor(
 /// HTTP/2 and HTTP/1.1, answers every request with a small NodeMetricsList.
 async fn start_backend(serving: &pki::Leaf, front_proxy_ca: &pki::Ca) -> SocketAddr {
     let acceptor = backend_acceptor(serving, front_proxy_ca, &[b"h2", b"http/1.1"]);
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("bind the backend: {e}"));
-    let addr = listener
-        .local_addr()
-        .unwrap_or_else(|e| panic!("backend address: {e}"));
+    let (listener, addr) = support::bind_loopback("the backend").await;
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let _ = tcp.set_nodelay(true);
@@ -151,12 +146,7 @@ async fn start_h2_backend(
     refuse_first: bool,
 ) -> (SocketAddr, Arc<AtomicU64>) {
     let acceptor = backend_acceptor(serving, front_proxy_ca, &[b"h2"]);
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("bind the HTTP/2 backend: {e}"));
-    let addr = listener
-        .local_addr()
-        .unwrap_or_else(|e| panic!("HTTP/2 backend address: {e}"));
+    let (listener, addr) = support::bind_loopback("the HTTP/2 backend").await;
     let refused = Arc::new(AtomicU64::new(0));
     let counter = refused.clone();
     tokio::spawn(async move {
@@ -265,12 +255,7 @@ async fn start_gateway(
         true,
     )
     .unwrap_or_else(|e| panic!("gateway TLS: {e}"));
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("bind the gateway: {e}"));
-    let addr = listener
-        .local_addr()
-        .unwrap_or_else(|e| panic!("gateway address: {e}"));
+    let (listener, addr) = support::bind_loopback("the gateway").await;
     tokio::spawn(server::serve_tls(
         listener,
         tls,

@@ -2,7 +2,8 @@
 //! every token and a SubjectAccessReview server that allows everything, each behind the
 //! library's `WebhookClient` so the benched code is the real client and cache; and a wait
 //! for a built stack's worker to mark an APIService Available; the extension servers'
-//! answer, the reader that checks it, and the benches' one-worker runtime.
+//! answer, the reader that checks it, the benches' one-worker runtime and their
+//! loopback listeners.
 
 // Each bench file uses a part of it.
 #![allow(dead_code)]
@@ -98,4 +99,16 @@ pub(crate) async fn available(registry: &Registry, name: &str) {
     {
         panic!("{name} did not become Available within 30 s");
     }
+}
+
+/// A listener on a free loopback port and its address; panics naming `what` (say, "the
+/// backend") when either fails.
+pub(crate) async fn bind_loopback(what: &str) -> (tokio::net::TcpListener, std::net::SocketAddr) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind {what}: {e}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("address of {what}: {e}"));
+    (listener, addr)
 }
