@@ -67,6 +67,8 @@ fn config() -> AvailabilityConfig {
         backoff_base: Duration::from_millis(10),
         backoff_max: Duration::from_millis(200),
         passive_recheck: Duration::from_millis(100),
+        soft_failure_threshold: 3,
+        degraded_recheck: Duration::from_millis(50),
     }
 }
 
@@ -801,10 +803,10 @@ async fn unavailable_backend_flips_the_condition_gates_requests_and_recovers() {
         })
         .await;
         let url = f.url();
-        assert_eq!(
-            hung.message,
-            format!("failing or missing response from {url}: Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)")
-        );
+        // Upstream's words first, then the elapsed time against the budget.
+        let upstream = format!("failing or missing response from {url}: Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers): no response in ");
+        assert!(hung.message.starts_with(&upstream), "{}", hung.message);
+        assert!(hung.message.contains("(the budget is 1s); the extension server is slow or hung"), "{}", hung.message);
         assert_eq!((hung.status.as_str(), hung.reason.as_str()), ("False", "FailedDiscoveryCheck"));
         assert_eq!(hung.last_transition_time.as_deref(), Some(flipped_at.as_str()), "a failed sync rewrote lastTransitionTime");
 
@@ -854,7 +856,11 @@ async fn probe_identity_and_non_2xx_answers() {
         assert_eq!(forbidden.reason, "FailedDiscoveryCheck");
         assert_eq!(
             forbidden.message,
-            format!("failing or missing response from {url}: bad status from {url}: 403")
+            format!(
+                "failing or missing response from {url}: bad status from {url}: 403: the extension server did not accept the front-proxy identity: \
+                 the proxy client certificate has subject \"CN=front-proxy-client\" issued by \"CN=front-proxy-ca\"; \
+                 check that its --requestheader-client-ca-file contains the CA \"CN=front-proxy-ca\" and that its --requestheader-allowed-names, if set, lists \"front-proxy-client\""
+            )
         );
         let flipped_at = forbidden
             .last_transition_time

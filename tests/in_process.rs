@@ -285,8 +285,9 @@ async fn without_the_proxy_certificate_the_server_refuses_the_aggregator() {
     .expect("checked");
     assert_eq!(condition.reason, "FailedDiscoveryCheck");
     assert!(
-        condition.message.ends_with(
-            "failing or missing response from https://gizmos.in-proc.svc:443/apis/gizmos.example.io/v1: bad status from https://gizmos.in-proc.svc:443/apis/gizmos.example.io/v1: 401"
+        condition.message.starts_with(
+            "failing or missing response from https://gizmos.in-proc.svc:443/apis/gizmos.example.io/v1: bad status from https://gizmos.in-proc.svc:443/apis/gizmos.example.io/v1: 401: \
+             the extension server did not accept the front-proxy identity: no proxy client certificate is sent"
         ),
         "{}",
         condition.message

@@ -98,8 +98,15 @@ pub(super) fn remote<E: Send + 'static>(
             } else {
                 format!("https://{authority}/apis/{}/{}", spec.group, spec.version)
             };
-            let message = format!("failing or missing response from {url}: {error}");
-            if registry.report_unreachable(route.apiservice.name(), &message) {
+            let cause = crate::availability::UnavailableCause::from_error(
+                &url,
+                authority.as_str(),
+                &*error,
+                registry.client_certificate(),
+            );
+            let message = cause.to_string();
+            if registry.report_unreachable_because(route.apiservice.name(), &message, cause.name())
+            {
                 tracing::warn!(apiservice = route.apiservice.name(), %message, "backend unreachable; marked unavailable");
             }
         }

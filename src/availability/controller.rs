@@ -12,17 +12,14 @@ use std::task::Poll;
 use futures_util::StreamExt;
 use futures_util::future::join_all;
 use futures_util::stream::FuturesUnordered;
-use http::Request;
-use tower::ServiceExt;
 
-use super::{AvailabilityMetrics, ResolveError, ServiceResolver};
+use super::probe::Probe;
+use super::{AvailabilityMetrics, ServiceResolver, UnavailableCause};
 use crate::apiservice::{ConditionStatus, ServiceReference};
-use crate::body::Body;
-use crate::identity;
 use crate::registry::{Registry, Route, RoutingTable};
 use crate::rt::Timer;
 use crate::tenant::{Tenant, Tenants};
-use crate::transport::BackendClient;
+use crate::transport::CertificateSummary;
 
 /// How many APIServices are checked at the same time (upstream: 5 workers).
 const WORKERS: usize = 5;
@@ -52,6 +49,18 @@ pub struct AvailabilityConfig {
     /// re-check comes this long after, then with doubling delays up to
     /// [`AvailabilityConfig::backoff_max`]. Default 1 s.
     pub passive_recheck: Duration,
+    /// Beyond upstream: how many checks in a row must fail softly (the check timed out,
+    /// a 5xx or 429: [`UnavailableCause::is_soft`]) before an available APIService turns
+    /// `Available=False`. Until then it stays `True`, its condition's message says it is
+    /// degraded and why, and requests keep flowing. A hard failure turns it unavailable
+    /// at once. Default 3; 1 is upstream's behaviour (every failed check flips).
+    pub soft_failure_threshold: u32,
+    /// Beyond upstream: after a soft failure the next check comes this long after, then
+    /// with doubling delays up to [`AvailabilityConfig::backoff_max`], so that a slow
+    /// extension server is not probed harder while it struggles. Default 5 s: with the
+    /// defaults, a server that hangs for good turns unavailable about 25 s after its
+    /// first failed check (within one resync period).
+    pub degraded_recheck: Duration,
 }
 
 impl Default for AvailabilityConfig {
@@ -63,6 +72,8 @@ impl Default for AvailabilityConfig {
             backoff_base: Duration::from_millis(5),
             backoff_max: Duration::from_secs(30),
             passive_recheck: Duration::from_secs(1),
+            soft_failure_threshold: 3,
+            degraded_recheck: Duration::from_secs(5),
         }
     }
 }
@@ -71,7 +82,7 @@ impl Default for AvailabilityConfig {
 ///
 /// One check of an APIService, in upstream's order (the first failure decides):
 ///
-/// 1. resolve the Service with the [`ServiceResolver`]: a [`ResolveError`] gives its
+/// 1. resolve the Service with the [`ServiceResolver`]: a [`ResolveError`](super::ResolveError) gives its
 ///    reason and message (`ServiceNotFound`, `ServicePortError`, `EndpointsNotFound`,
 ///    `MissingEndpoints` as `False`; `ServiceAccessError` as `Unknown`);
 /// 2. the APIService's backend client must exist: a transport error is
@@ -114,12 +125,15 @@ struct Outcome {
     message: String,
 }
 
-/// A finished check: where its APIService lives, the route checked and the outcome.
+/// What one check found: passed, or the cause of its failure.
+pub(crate) type CheckResult = Result<(), UnavailableCause>;
+
+/// A finished check: where its APIService lives, the route checked and what it found.
 struct Checked {
     tenant: Option<Tenant>,
     registry: Registry,
     route: Arc<Route>,
-    outcome: Outcome,
+    result: CheckResult,
 }
 
 /// A check in flight.
@@ -145,6 +159,8 @@ struct Schedule {
     service: ServiceReference,
     /// Marked unavailable by a request: retries back off from `passive_recheck`.
     passive: bool,
+    /// Soft failures in a row since the last pass or hard failure.
+    soft_failures: u32,
 }
 
 impl AvailabilityController {
@@ -311,34 +327,99 @@ impl AvailabilityController {
                 tenant,
                 registry,
                 route,
-                outcome,
+                result,
             }) = event
             {
                 let done = self.timer.now();
                 let name = route.apiservice.name();
-                let passed = outcome.status == ConditionStatus::True;
-                self.record(tenant_name(&tenant), &registry, name, &outcome);
                 let Some(state) = states.get_mut(&tenant) else {
                     continue;
                 };
                 state.in_flight.remove(name);
+                let soft_failures = state.schedule.get(name).map_or(0, |s| s.soft_failures);
+                let outcome = self.judge(&registry, name, &result, soft_failures);
+                self.record(tenant_name(&tenant), &registry, name, &outcome, &result);
                 if let Some(s) = state.schedule.get_mut(name) {
-                    if passed {
-                        s.failures = 0;
-                        s.passive = false;
-                        s.due = done + self.config.resync_period;
-                    } else {
-                        let base = if s.passive {
-                            self.config.passive_recheck
-                        } else {
-                            self.config.backoff_base
-                        };
-                        let delay = base.saturating_mul(1u32 << s.failures.min(20));
-                        s.failures = s.failures.saturating_add(1);
-                        s.due = done + delay.min(self.config.backoff_max);
+                    match &result {
+                        Ok(()) => {
+                            s.failures = 0;
+                            s.soft_failures = 0;
+                            s.passive = false;
+                            s.due = done + self.config.resync_period;
+                        }
+                        Err(cause) if cause.is_soft() => {
+                            s.soft_failures = s.soft_failures.saturating_add(1);
+                            let delay = self
+                                .config
+                                .degraded_recheck
+                                .saturating_mul(1u32 << (s.soft_failures - 1).min(20));
+                            s.due = done + delay.min(self.config.backoff_max);
+                        }
+                        Err(_) => {
+                            s.soft_failures = 0;
+                            let base = if s.passive {
+                                self.config.passive_recheck
+                            } else {
+                                self.config.backoff_base
+                            };
+                            let delay = base.saturating_mul(1u32 << s.failures.min(20));
+                            s.failures = s.failures.saturating_add(1);
+                            s.due = done + delay.min(self.config.backoff_max);
+                        }
                     }
                 }
             }
+        }
+    }
+
+    /// The condition a check's `result` writes for `name`: `True` when it passed; still
+    /// `True`, degraded, for a soft failure of an available APIService that has not
+    /// repeated [`AvailabilityConfig::soft_failure_threshold`] times (`soft_failures` are
+    /// those before this one); otherwise the cause's.
+    fn judge(
+        &self,
+        registry: &Registry,
+        name: &str,
+        result: &CheckResult,
+        soft_failures: u32,
+    ) -> Outcome {
+        let cause = match result {
+            Ok(()) => {
+                return Outcome {
+                    status: ConditionStatus::True,
+                    reason: "Passed".into(),
+                    message: "all checks passed".into(),
+                };
+            }
+            Err(cause) => cause,
+        };
+        let threshold = self.config.soft_failure_threshold.max(1);
+        let failed = soft_failures.saturating_add(1);
+        let available = registry
+            .snapshot()
+            .get(name)
+            .is_some_and(|r| r.is_available());
+        if cause.is_soft() && available && failed < threshold {
+            return Outcome {
+                status: ConditionStatus::True,
+                reason: "Passed".into(),
+                message: format!(
+                    "degraded: {failed} of {threshold} checks in a row failed; requests still flow, and the APIService turns unavailable if {threshold} fail: {cause}"
+                ),
+            };
+        }
+        let mut message = cause.to_string();
+        if cause.is_soft() && failed > 1 {
+            message = format!("{message} ({failed} failed checks in a row)");
+        }
+        Outcome {
+            status: if cause.is_unknown() {
+                ConditionStatus::Unknown
+            } else {
+                ConditionStatus::False
+            },
+            reason: cause.reason().into(),
+            message,
         }
     }
 
@@ -378,18 +459,22 @@ impl AvailabilityController {
                 failures: 0,
                 service: service.clone(),
                 passive: false,
+                soft_failures: 0,
             };
             let entry = state.schedule.entry(name.to_owned()).or_insert_with(fresh);
             if entry.service != *service {
                 *entry = fresh();
             }
         }
-        for name in registry.take_unreachable() {
+        for (name, cause) in registry.take_unreachable() {
             self.metrics.set_unavailable_in(tenant, &name, true);
             self.metrics
                 .unavailable_transition_in(tenant, &name, "FailedDiscoveryCheck");
+            self.metrics
+                .unavailable_cause_in(tenant, &name, "FailedDiscoveryCheck", &cause);
             if let Some(s) = state.schedule.get_mut(&name) {
                 s.failures = 0;
+                s.soft_failures = 0;
                 s.passive = true;
                 s.due = now + self.config.passive_recheck;
             }
@@ -403,25 +488,37 @@ impl AvailabilityController {
         registry: Registry,
         route: Arc<Route>,
     ) -> Checked {
-        let outcome = self.check(&route).await;
+        let client_certificate = registry.client_certificate();
+        let result = self.check(&route, client_certificate).await;
         Checked {
             tenant,
             registry,
             route,
-            outcome,
+            result,
         }
     }
 
     /// Writes `outcome` as `name`'s condition in `registry` and updates the metrics (with
-    /// `tenant`'s `cluster` label): the gauge on every check, the transition counter only
-    /// when a written change turned an available APIService unavailable (with the new
-    /// reason), as upstream counts them.
-    fn record(&self, tenant: &str, registry: &Registry, name: &str, outcome: &Outcome) {
+    /// `tenant`'s `cluster` label): the gauge on every check, the failed-checks counter on
+    /// every failure, the transition counters only when a written change turned an
+    /// available APIService unavailable (with the new reason and the cause), as upstream
+    /// counts them.
+    fn record(
+        &self,
+        tenant: &str,
+        registry: &Registry,
+        name: &str,
+        outcome: &Outcome,
+        result: &CheckResult,
+    ) {
         if registry.snapshot().get(name).is_none() {
             // Deleted while its check ran: its gauge went with it (`follow`) and must not
             // come back, as upstream forgets a deleted APIService's metrics.
             self.metrics.forget_in(tenant, name);
             return;
+        }
+        if let Err(cause) = result {
+            self.metrics.failed_check_in(tenant, name, cause.name());
         }
         let available = outcome.status == ConditionStatus::True;
         self.metrics.set_unavailable_in(tenant, name, !available);
@@ -431,35 +528,40 @@ impl AvailabilityController {
             &outcome.reason,
             &outcome.message,
         ) {
+            let cause = result.as_ref().err().map_or("", UnavailableCause::name);
             if was_available && !available {
                 self.metrics
                     .unavailable_transition_in(tenant, name, &outcome.reason);
+                self.metrics
+                    .unavailable_cause_in(tenant, name, &outcome.reason, cause);
             }
             if was_available != available && tenant.is_empty() {
-                tracing::info!(apiservice = name, available, reason = %outcome.reason, condition_message = %outcome.message, "availability changed");
+                tracing::info!(apiservice = name, available, reason = %outcome.reason, cause, condition_message = %outcome.message, "availability changed");
             } else if was_available != available {
-                tracing::info!(cluster = tenant, apiservice = name, available, reason = %outcome.reason, condition_message = %outcome.message, "availability changed");
+                tracing::info!(cluster = tenant, apiservice = name, available, reason = %outcome.reason, cause, condition_message = %outcome.message, "availability changed");
+            } else if available && result.is_err() {
+                tracing::warn!(cluster = tenant, apiservice = name, cause, condition_message = %outcome.message, "availability check failed; degraded");
             }
         }
     }
 
     /// One check of `route`: the steps of [`AvailabilityController`]'s docs, in upstream's
-    /// `sync` order.
-    async fn check(&self, route: &Route) -> Outcome {
+    /// `sync` order; `client` is our proxy client certificate, for the messages.
+    async fn check(&self, route: &Route, client: Option<CertificateSummary>) -> CheckResult {
         let Some(backend) = route.remote() else {
-            return Outcome {
-                status: ConditionStatus::True,
-                reason: "Local".into(),
-                message: "Local APIServices are always available".into(),
-            };
+            return Ok(());
         };
         let service = &backend.service;
         if let Err(e) = self.resolver.resolve(service).await {
-            return resolve_outcome(&e);
+            return Err(UnavailableCause::Service(e));
         }
-        let client = match &backend.client {
+        let client_svc = match &backend.client {
             Ok(c) => c.clone(),
-            Err(e) => return failed(e.to_string()),
+            Err(e) => {
+                return Err(UnavailableCause::BackendClient {
+                    message: e.to_string(),
+                });
+            }
         };
         let gv_path = if route.apiservice.spec.group.is_empty() {
             format!("/api/{}", route.apiservice.spec.version)
@@ -469,87 +571,26 @@ impl AvailabilityController {
                 route.apiservice.spec.group, route.apiservice.spec.version
             )
         };
-        let attempts =
-            (0..self.config.probe_attempts.max(1)).map(|_| self.probe(service, &client, &gv_path));
+        let probe = Probe {
+            resolver: &*self.resolver,
+            timer: &self.timer,
+            budget: self.config.probe_timeout,
+            client: client.as_ref(),
+        };
+        let attempts = (0..self.config.probe_attempts.max(1))
+            .map(|_| probe.run(service, &client_svc, &gv_path));
         let results = join_all(attempts).await;
         let mut last_error = None;
         for r in results {
             match r {
-                Ok(()) => {
-                    return Outcome {
-                        status: ConditionStatus::True,
-                        reason: "Passed".into(),
-                        message: "all checks passed".into(),
-                    };
-                }
+                Ok(()) => return Ok(()),
                 Err(e) => last_error = Some(e),
             }
         }
-        failed(last_error.unwrap_or_default())
-    }
-
-    /// One probe attempt: resolve afresh, `GET` the group/version, 2xx passes. The error
-    /// is the condition message upstream writes for that failure.
-    async fn probe(
-        &self,
-        service: &ServiceReference,
-        client: &BackendClient,
-        path: &str,
-    ) -> Result<(), String> {
-        let authority = self
-            .resolver
-            .resolve(service)
-            .await
-            .map_err(|e| e.to_string())?;
-        let url = format!("https://{authority}{path}");
-        let mut req = Request::get(&url)
-            .body(Body::empty())
-            .map_err(|e| format!("failing or missing response from {url}: {e}"))?;
-        identity::set_own(
-            req.headers_mut(),
-            identity::KUBE_AGGREGATOR_USER,
-            &[identity::SYSTEM_MASTERS],
-        );
-        let call = client.clone().oneshot(req);
-        match self.timer.timeout(self.config.probe_timeout, call).await {
-            Err(_) => Err(format!(
-                "failing or missing response from {url}: Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
-            )),
-            Ok(Err(e)) => Err(format!(
-                "failing or missing response from {url}: Get \"{url}\": {}",
-                crate::status::error_chain(&*e)
-            )),
-            // Redirects are not followed and count as failures, as do 304 and every non-2xx.
-            Ok(Ok(res)) if res.status().is_success() => Ok(()),
-            Ok(Ok(res)) => Err(format!(
-                "failing or missing response from {url}: bad status from {url}: {}",
-                res.status().as_u16()
-            )),
-        }
-    }
-}
-
-/// The condition of a Service that did not resolve: the error's reason and text,
-/// `Unknown` when the lookup itself failed and `False` otherwise.
-fn resolve_outcome(e: &ResolveError) -> Outcome {
-    let status = if e.is_unknown() {
-        ConditionStatus::Unknown
-    } else {
-        ConditionStatus::False
-    };
-    Outcome {
-        status,
-        reason: e.reason().into(),
-        message: e.to_string(),
-    }
-}
-
-/// `False`, `FailedDiscoveryCheck`, `message`: a probe or the transport failed.
-fn failed(message: String) -> Outcome {
-    Outcome {
-        status: ConditionStatus::False,
-        reason: "FailedDiscoveryCheck".into(),
-        message,
+        Err(last_error.unwrap_or(UnavailableCause::Unreachable {
+            url: gv_path,
+            detail: "no probe attempt ran".into(),
+        }))
     }
 }
 

@@ -18,10 +18,22 @@ const GAUGE_HELP: &str =
 /// The counter's family name; the encoders add the `_total` suffix of its series.
 const COUNTER: &str = "aggregator_unavailable_apiservice";
 const COUNTER_HELP: &str = "[ALPHA] Counter of APIServices which are marked as unavailable broken down by APIService name and reason.";
+/// Beyond upstream: the transitions of `COUNTER` with their causes.
+const CAUSE: &str = "aggregator_unavailable_apiservice_cause";
+const CAUSE_HELP: &str = "Counter of APIServices which are marked as unavailable broken down by APIService name, reason and cause.";
+/// Beyond upstream: every failed availability check, those of degraded APIServices too.
+const FAILED: &str = "aggregator_apiservice_failed_checks";
+const FAILED_HELP: &str =
+    "Counter of failed availability checks broken down by APIService name and cause.";
 
 /// `aggregator_unavailable_apiservice` (gauge, label `name`: 1 unavailable, 0 available)
 /// and `aggregator_unavailable_apiservice_total` (counter, labels `name` and `reason`),
-/// maintained by the [`AvailabilityController`](super::AvailabilityController).
+/// maintained by the [`AvailabilityController`](super::AvailabilityController), as
+/// upstream's. Beyond upstream, two counters that appear once they have a series:
+/// `aggregator_unavailable_apiservice_cause_total` (labels `name`, `reason`, `cause`:
+/// the same transitions with the [`UnavailableCause`](super::UnavailableCause)'s name)
+/// and `aggregator_apiservice_failed_checks_total` (labels `name`, `cause`: every failed
+/// check, a degraded APIService's too).
 ///
 /// A tenant's APIServices (see [`crate::tenant`]) carry one more label, `cluster`, the
 /// tenant's name; the stack's own are exposed exactly as upstream's.
@@ -65,6 +77,10 @@ struct Series {
     gauge: Mutex<BTreeMap<(String, String), bool>>,
     /// By (tenant, APIService, reason).
     counter: Mutex<BTreeMap<(String, String, String), u64>>,
+    /// By (tenant, APIService, reason, cause).
+    causes: Mutex<BTreeMap<(String, String, String, String), u64>>,
+    /// By (tenant, APIService, cause).
+    failed: Mutex<BTreeMap<(String, String, String), u64>>,
 }
 
 impl AvailabilityMetrics {
@@ -93,6 +109,30 @@ impl AvailabilityMetrics {
     pub fn unavailable_transition_in(&self, tenant: &str, name: &str, reason: &str) {
         *lock(&self.series.counter)
             .entry((tenant.to_owned(), name.to_owned(), reason.to_owned()))
+            .or_default() += 1;
+    }
+
+    /// Counts a transition of tenant `tenant`'s APIService `name` (`""`: the stack's own)
+    /// to unavailable with `reason` and the cause's name
+    /// ([`UnavailableCause::name`](super::UnavailableCause::name)):
+    /// `aggregator_unavailable_apiservice_cause_total{name,reason,cause}`.
+    pub fn unavailable_cause_in(&self, tenant: &str, name: &str, reason: &str, cause: &str) {
+        *lock(&self.series.causes)
+            .entry((
+                tenant.to_owned(),
+                name.to_owned(),
+                reason.to_owned(),
+                cause.to_owned(),
+            ))
+            .or_default() += 1;
+    }
+
+    /// Counts a failed check of tenant `tenant`'s APIService `name` with the cause's name,
+    /// whether or not it changed the condition (a degraded APIService's failures count
+    /// too): `aggregator_apiservice_failed_checks_total{name,cause}`.
+    pub fn failed_check_in(&self, tenant: &str, name: &str, cause: &str) {
+        *lock(&self.series.failed)
+            .entry((tenant.to_owned(), name.to_owned(), cause.to_owned()))
             .or_default() += 1;
     }
 
@@ -155,6 +195,38 @@ impl Collector for Series {
                     ("reason", reason.as_str()),
                 ];
                 value.encode(family.encode_family(&labels)?)?;
+            }
+        }
+        drop(counter);
+        let causes = lock(&self.causes);
+        if !causes.is_empty() {
+            let mut family =
+                encoder.encode_descriptor(CAUSE, CAUSE_HELP, None, MetricType::Counter)?;
+            for ((tenant, name, reason, cause), n) in causes.iter() {
+                let mut labels = Vec::with_capacity(4);
+                if !tenant.is_empty() {
+                    labels.push(("cluster", tenant.as_str()));
+                }
+                labels.extend([
+                    ("name", name.as_str()),
+                    ("reason", reason.as_str()),
+                    ("cause", cause.as_str()),
+                ]);
+                ConstCounter::new(*n).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        drop(causes);
+        let failed = lock(&self.failed);
+        if !failed.is_empty() {
+            let mut family =
+                encoder.encode_descriptor(FAILED, FAILED_HELP, None, MetricType::Counter)?;
+            for ((tenant, name, cause), n) in failed.iter() {
+                let mut labels = Vec::with_capacity(3);
+                if !tenant.is_empty() {
+                    labels.push(("cluster", tenant.as_str()));
+                }
+                labels.extend([("name", name.as_str()), ("cause", cause.as_str())]);
+                ConstCounter::new(*n).encode(family.encode_family(&labels)?)?;
             }
         }
         Ok(())

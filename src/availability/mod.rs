@@ -72,11 +72,14 @@
 //! # Ok(()) }
 //! ```
 
+mod cause;
 mod controller;
 mod metrics;
+mod probe;
 
 pub use crate::resolver::{
     InvalidAddress, ResolveError, ResolveFuture, ServiceResolver, StaticServiceResolver,
 };
+pub use cause::UnavailableCause;
 pub use controller::{AvailabilityConfig, AvailabilityController};
 pub use metrics::AvailabilityMetrics;

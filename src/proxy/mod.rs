@@ -181,7 +181,8 @@ pub async fn forward(
                 &format!("error trying to reach service: {text}"),
             );
             if crate::transport::ConnectError::find(&*e).is_some() {
-                res.extensions_mut().insert(Unreachable(text));
+                res.extensions_mut()
+                    .insert(Unreachable(std::sync::Arc::from(e)));
             }
             res
         }
@@ -190,9 +191,10 @@ pub async fn forward(
 
 /// Response extension of a 503 whose backend was never reached (a
 /// [`ConnectError`](crate::transport::ConnectError)): the error text, for the aggregator
-/// to mark the APIService unavailable. Taken out before the response leaves the stack.
+/// to mark the APIService unavailable, with its cause. Taken out before the response
+/// leaves the stack.
 #[derive(Debug, Clone)]
-pub(crate) struct Unreachable(pub(crate) String);
+pub(crate) struct Unreachable(pub(crate) std::sync::Arc<dyn std::error::Error + Send + Sync>);
 
 /// Where a failure of the client's request body is recorded.
 type BodyFailure = std::sync::Arc<std::sync::OnceLock<String>>;

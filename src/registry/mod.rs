@@ -121,8 +121,9 @@ struct Shared {
     wakers: Mutex<Vec<Waker>>,
     /// Where condition and creation timestamps come from; the system clock when unset.
     clock: Mutex<Option<Timer>>,
-    /// APIServices found unreachable by requests, for the availability controller.
-    unreachable: Mutex<Vec<String>>,
+    /// APIServices found unreachable by requests, with the cause's name, for the
+    /// availability controller.
+    unreachable: Mutex<Vec<(String, String)>>,
 }
 
 /// A cloneable handle to the registry: the one writer of APIServices and the source of
@@ -369,6 +370,16 @@ impl Registry {
     ///
     /// [`AvailabilityConfig::passive_recheck`]: crate::availability::AvailabilityConfig::passive_recheck
     pub fn report_unreachable(&self, name: &str, message: &str) -> bool {
+        self.report_unreachable_because(name, message, "ReportedUnreachable")
+    }
+
+    /// [`Registry::report_unreachable`] with the name of the cause, for the metrics.
+    pub(crate) fn report_unreachable_because(
+        &self,
+        name: &str,
+        message: &str,
+        cause: &str,
+    ) -> bool {
         if !self.snapshot().get(name).is_some_and(|r| r.is_available()) {
             return false;
         }
@@ -379,13 +390,20 @@ impl Registry {
             message,
         ) == Some(true);
         if flipped {
-            lock(&self.shared.unreachable).push(name.to_owned());
+            lock(&self.shared.unreachable).push((name.to_owned(), cause.to_owned()));
         }
         flipped
     }
 
-    /// The APIServices [`Registry::report_unreachable`] flipped since the last call.
-    pub(crate) fn take_unreachable(&self) -> Vec<String> {
+    /// What the transport presents to backends as the proxy client certificate
+    /// ([`Transport::client_certificate`]), for messages that must name it.
+    pub fn client_certificate(&self) -> Option<crate::transport::CertificateSummary> {
+        self.shared.transport.client_certificate()
+    }
+
+    /// The APIServices [`Registry::report_unreachable`] flipped since the last call, with
+    /// their causes' names.
+    pub(crate) fn take_unreachable(&self) -> Vec<(String, String)> {
         std::mem::take(&mut *lock(&self.shared.unreachable))
     }
 

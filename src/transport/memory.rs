@@ -161,6 +161,14 @@ impl Transport for InMemoryTransport {
             )),
         }
     }
+
+    fn client_certificate(&self) -> Option<super::CertificateSummary> {
+        match (&self.peer, &self.fallback) {
+            (Some(peer), _) => peer.summary(),
+            (None, Some(fallback)) => fallback.client_certificate(),
+            (None, None) => None,
+        }
+    }
 }
 
 /// One in-process backend's client: what crosses a network hop, and nothing else.

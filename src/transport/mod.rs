@@ -55,6 +55,7 @@
 //! # Ok(()) }
 //! ```
 
+mod certificate;
 mod memory;
 #[cfg(feature = "tokio")]
 mod pool;
@@ -67,6 +68,7 @@ use std::sync::Arc;
 use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 
+pub use certificate::{CertificateParseError, CertificateSummary};
 pub use memory::{InMemoryResolver, InMemoryTransport};
 #[cfg(feature = "tokio")]
 pub(crate) use pool::Gathered;
@@ -78,7 +80,11 @@ pub use pool::PoolConfig;
 pub use rustls_transport::{RustlsTransport, TcpConnector};
 #[cfg(feature = "tokio")]
 pub(crate) use tls::provider as provider_for_server;
-pub use tls::{ClientCertificate, TlsConfigError, client_config};
+pub(crate) use tls::serving_certificate_error;
+pub use tls::{
+    ClientCertificate, ServingCertificateError, ServingCertificateProblem, TlsConfigError,
+    client_config,
+};
 
 use crate::body::{Body, BoxError};
 
@@ -167,6 +173,33 @@ impl ConnectError {
     }
 }
 
+/// Every error of `err`'s source chain, `err` first, looking into `std::io::Error`s too
+/// (whose `source` skips the error they wrap, where rustls puts its own).
+pub(crate) fn error_sources<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    let mut next = Some(err);
+    std::iter::from_fn(move || {
+        let cur = next?;
+        next = match cur
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => cur.source(),
+        };
+        Some(cur)
+    })
+}
+
+/// The first rustls error in `err`'s source chain (a failed handshake, an alert the
+/// backend sent).
+pub(crate) fn find_rustls_error<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a rustls::Error> {
+    error_sources(err).find_map(|e| e.downcast_ref::<rustls::Error>())
+}
+
 /// The transport could not build a client for a target (e.g. a caBundle that is not
 /// PEM: a [`TlsConfigError`]). Its `Display` and `source` are those of the cause, which
 /// [`TransportError::get_ref`] gives for downcasting; cloning shares it.
@@ -215,6 +248,13 @@ pub trait Transport: Send + Sync + 'static {
             "this transport does not support upgrade requests",
         ))
     }
+
+    /// The client certificate this transport presents to backends now (the proxy client
+    /// certificate), for messages that must name it: an availability check refused by a
+    /// backend names its subject and issuer. The default: `None` (not known).
+    fn client_certificate(&self) -> Option<CertificateSummary> {
+        None
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Arc<T> {
@@ -224,5 +264,9 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
 
     fn upgrade_client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
         (**self).upgrade_client(target)
+    }
+
+    fn client_certificate(&self) -> Option<CertificateSummary> {
+        (**self).client_certificate()
     }
 }

@@ -152,6 +152,10 @@ impl Transport for RustlsTransport {
         let connector = self.connector(target, &[b"http/1.1"])?;
         Ok(BackendClient::new(UpgradeClient { connector }))
     }
+
+    fn client_certificate(&self) -> Option<super::CertificateSummary> {
+        self.client_cert.summary()
+    }
 }
 
 /// Sends each upgrade request on a new HTTP/1.1 connection that hyper may hand over.

@@ -5,7 +5,7 @@ mod checks {
 
     use super::super::*;
     use crate::apiservice::ApiService;
-    use crate::availability::ResolveFuture;
+    use crate::availability::{ResolveError, ResolveFuture};
     use crate::source::ApiServiceEvent;
     use crate::testing::NoTransport;
 

@@ -138,6 +138,14 @@ impl Connector {
         let tls = match tokio::time::timeout(self.tls_handshake_timeout, handshake).await {
             Ok(Ok(tls)) => tls,
             Ok(Err(e)) => {
+                // A serving certificate that failed verification is told with its
+                // values (what it names, who issued it, when it expires).
+                if let Some(diagnosis) = crate::transport::serving_certificate_error(&e) {
+                    return Err(ConnectError::new(
+                        format!("tls: {diagnosis}"),
+                        Some(Box::new(diagnosis)),
+                    ));
+                }
                 return Err(ConnectError::new(format!("tls: {e}"), Some(Box::new(e))));
             }
             Err(_) => {
