@@ -195,8 +195,18 @@ async fn a_bad_bearer_token_with_anonymous_enabled_is_401() {
 }
 
 /// An HTTPS TokenReview webhook that accepts `webhook-token` after a pause (so concurrent
-/// lookups overlap) and counts its calls.
+/// lookups overlap) as wendy, and counts its calls.
 async fn token_review_webhook(pki: &Pki) -> (std::path::PathBuf, Arc<AtomicUsize>) {
+    let wendy = serde_json::json!({"username": "wendy", "uid": "w-1", "groups": ["hooked"]});
+    token_review_webhook_as(pki, wendy).await
+}
+
+/// [`token_review_webhook`] answering `user` (a TokenReview `status.user`) for
+/// `webhook-token`.
+async fn token_review_webhook_as(
+    pki: &Pki,
+    user: serde_json::Value,
+) -> (std::path::PathBuf, Arc<AtomicUsize>) {
     let ca = pki::Ca::new("webhook-ca");
     let serving = ca.server("localhost", &["localhost", "127.0.0.1"]);
     let tls = server::server_config(
@@ -212,6 +222,7 @@ async fn token_review_webhook(pki: &Pki) -> (std::path::PathBuf, Arc<AtomicUsize
     let counter = calls.clone();
     let svc = tower::service_fn(move |req: Request<hyper::body::Incoming>| {
         let counter = counter.clone();
+        let user = user.clone();
         async move {
             counter.fetch_add(1, Ordering::SeqCst);
             let body = req.into_body().collect().await.map(|b| b.to_bytes());
@@ -220,7 +231,7 @@ async fn token_review_webhook(pki: &Pki) -> (std::path::PathBuf, Arc<AtomicUsize
             tokio::time::sleep(Duration::from_millis(200)).await;
             let ok = review["spec"]["token"] == "webhook-token";
             let status = if ok {
-                serde_json::json!({"authenticated": true, "user": {"username": "wendy", "uid": "w-1", "groups": ["hooked"]}})
+                serde_json::json!({"authenticated": true, "user": user})
             } else {
                 serde_json::json!({"authenticated": false})
             };
@@ -312,6 +323,96 @@ async fn token_review_webhook_is_called_once_for_concurrent_requests_and_cached(
     assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     let _ = std::fs::remove_dir_all(kubeconfig.parent().expect("dir"));
+}
+
+/// An identity that cannot be written whole as front-proxy headers (a CR, LF or DEL in a
+/// certificate's CN or O, or in a TokenReview's user, UID, group or extra) is never
+/// forwarded: the client gets Go's 503 naming the header and the backend receives
+/// nothing. Dropping the header instead would let the extension server run the request
+/// as someone else (its next authenticator) or without a restricting `scopes` extra.
+#[tokio::test]
+async fn an_identity_that_cannot_be_carried_whole_never_reaches_the_backend() {
+    let unsendable = |header: &str| {
+        format!(
+            "error trying to reach service: net/http: invalid header field value for \"{header}\""
+        )
+    };
+    // Client certificates from the trusted CA.
+    let pki = Pki::new();
+    let x509 = X509Authenticator::from_pem(pki.client_ca.cert_pem.as_bytes()).expect("client CA");
+    let mut f = Fixture::start(H2_AND_HTTP11, x509, ok).await;
+    for (cert, header) in [
+        (pki.client_ca.client("eve\nx", &["dev"]), "X-Remote-User"),
+        (pki.client_ca.client("eve\x7f", &["dev"]), "X-Remote-User"),
+        (
+            pki.client_ca
+                .client("eve", &["dev", "ops\r\nsystem:masters"]),
+            "X-Remote-Group",
+        ),
+    ] {
+        for protocol in [Protocol::Http1, Protocol::Http2] {
+            let reply = client(&f, Some(&cert), protocol)
+                .get(&format!("{BASE}/widgets"))
+                .await;
+            assert_eq!(
+                reply.status,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{protocol:?}"
+            );
+            assert_eq!(reply.body.trim_end(), unsendable(header), "{protocol:?}");
+        }
+    }
+    f.backend.assert_untouched();
+    // The same CA's well-formed certificate still goes through.
+    let fine = pki.client_ca.client("eve", &["dev"]);
+    let reply = client(&f, Some(&fine), Protocol::Http1)
+        .get(&format!("{BASE}/widgets"))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(f.backend.next_request().await.all("x-remote-user"), ["eve"]);
+
+    // TokenReview users.
+    for (user, header) in [
+        (
+            serde_json::json!({"username": "wendy\r\nx"}),
+            "X-Remote-User",
+        ),
+        (
+            serde_json::json!({"username": "wendy", "uid": "w\n1"}),
+            "X-Remote-Uid",
+        ),
+        (
+            serde_json::json!({"username": "wendy", "groups": ["a", "b\nc"]}),
+            "X-Remote-Group",
+        ),
+        (
+            serde_json::json!({"username": "wendy", "extra": {"scopes": ["read-only\r\n"]}}),
+            "X-Remote-Extra-Scopes",
+        ),
+    ] {
+        let pki = Pki::new();
+        let (kubeconfig, calls) = token_review_webhook_as(&pki, user.clone()).await;
+        let review = TokenReviewAuthenticator::from_kubeconfig(
+            &kubeconfig,
+            Executor::tokio(),
+            Timer::tokio(),
+            CacheTtl::both(Duration::from_secs(60)),
+        )
+        .expect("webhook kubeconfig");
+        let mut f = Fixture::start(H2_AND_HTTP11, BearerToken::new(review), ok).await;
+        let reply = f
+            .client(Protocol::Http2)
+            .get_with(
+                &format!("{BASE}/widgets"),
+                &[("authorization", "Bearer webhook-token")],
+            )
+            .await;
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "{user}");
+        assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE, "{user}");
+        assert_eq!(reply.body.trim_end(), unsendable(header), "{user}");
+        f.backend.assert_untouched();
+        let _ = std::fs::remove_dir_all(kubeconfig.parent().expect("dir"));
+    }
 }
 
 /// Reference §3.8: over HTTP/2 a 401 also ends the connection (GOAWAY), so an

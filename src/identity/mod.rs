@@ -98,7 +98,17 @@ pub(crate) fn strip_with_impersonation(headers: &mut HeaderMap) {
 /// ([`transport/round_trippers.go`](https://github.com/kubernetes/client-go/blob/master/transport/round_trippers.go)):
 /// `X-Remote-User` always (even empty), `X-Remote-Uid` when set, one
 /// `X-Remote-Group` line per group in order, `X-Remote-Extra-<escaped key>` one line per
-/// value. Values that are not valid header text are skipped rather than sent altered.
+/// value.
+///
+/// # Errors
+///
+/// [`InvalidIdentityHeader`] when a value cannot be carried whole as header text (a
+/// control character other than tab, such as CR or LF in a certificate's CN or a
+/// TokenReview's extra). The request must then not be sent: a backend that finds no
+/// `X-Remote-User`, or a group or extra missing, would run it as someone else or with
+/// fewer restrictions. Go's transport refuses such a request the same way
+/// (`net/http: invalid header field value for "X-Remote-User"`); the headers written so
+/// far are removed again, so `headers` never carries part of an identity.
 ///
 /// ```
 /// use http::HeaderMap;
@@ -107,13 +117,72 @@ pub(crate) fn strip_with_impersonation(headers: &mut HeaderMap) {
 ///
 /// let mut headers = HeaderMap::new();
 /// headers.insert("x-remote-user", "system:admin".parse().unwrap()); // spoofed: replaced
-/// set_identity_headers(&mut headers, &UserInfo::new("alice", ["dev", "a,b"]));
+/// set_identity_headers(&mut headers, &UserInfo::new("alice", ["dev", "a,b"])).unwrap();
 /// assert_eq!(headers["x-remote-user"], "alice");
 /// assert_eq!(headers.get_all("x-remote-group").iter().count(), 2);
+///
+/// let err = set_identity_headers(&mut headers, &UserInfo::new("eve\nx", ["dev"])).unwrap_err();
+/// assert_eq!(err.to_string(), r#"net/http: invalid header field value for "X-Remote-User""#);
+/// assert!(!headers.contains_key("x-remote-user") && !headers.contains_key("x-remote-group"));
 /// ```
-pub fn set_identity_headers(headers: &mut HeaderMap, user: &UserInfo) {
+pub fn set_identity_headers(
+    headers: &mut HeaderMap,
+    user: &UserInfo,
+) -> Result<(), InvalidIdentityHeader> {
     let mut values = SharedValues::with_capacity(identity_len(user));
-    write_identity_headers(headers, user, &mut values);
+    write_identity_headers(headers, user, &mut values)
+}
+
+/// A [`UserInfo`] field that cannot be written as a front-proxy header value, so the
+/// request carrying it must not be sent. Names the header (in Go's canonical spelling,
+/// e.g. `X-Remote-Group`, `X-Remote-Extra-Scopes`), never the value, which may be
+/// sensitive; its text is Go's transport's (`net/http: invalid header field value for
+/// "<header>"`, `net/http` `transport.go`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidIdentityHeader {
+    header: String,
+}
+
+impl InvalidIdentityHeader {
+    fn new(name: &str) -> InvalidIdentityHeader {
+        InvalidIdentityHeader {
+            header: canonical_header_key(name),
+        }
+    }
+
+    /// The header that could not be written, e.g. `X-Remote-User`.
+    pub fn header(&self) -> &str {
+        &self.header
+    }
+}
+
+impl std::fmt::Display for InvalidIdentityHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "net/http: invalid header field value for {:?}",
+            self.header
+        )
+    }
+}
+
+impl std::error::Error for InvalidIdentityHeader {}
+
+/// `name` as Go's `textproto.CanonicalMIMEHeaderKey` spells it: the first letter and every
+/// letter after `-` upper case, the others lower case.
+fn canonical_header_key(name: &str) -> String {
+    let mut upper = true;
+    name.chars()
+        .map(|c| {
+            let out = if upper {
+                c.to_ascii_uppercase()
+            } else {
+                c.to_ascii_lowercase()
+            };
+            upper = c == '-';
+            out
+        })
+        .collect()
 }
 
 /// The bytes [`write_identity_headers`] cuts from its [`SharedValues`] for `user`.
@@ -128,31 +197,46 @@ pub(crate) fn write_identity_headers(
     headers: &mut HeaderMap,
     user: &UserInfo,
     values: &mut SharedValues,
-) {
+) -> Result<(), InvalidIdentityHeader> {
     strip_with_impersonation(headers);
-    if let Some(v) = values.value(user.name.as_bytes()) {
-        headers.insert(X_REMOTE_USER, v);
+    let written = write_user(headers, user, values);
+    if written.is_err() {
+        // Nothing of a partly written identity stays behind.
+        strip(headers);
     }
+    written
+}
+
+/// The writing of [`write_identity_headers`], stopping at the first value that cannot
+/// be carried.
+fn write_user(
+    headers: &mut HeaderMap,
+    user: &UserInfo,
+    values: &mut SharedValues,
+) -> Result<(), InvalidIdentityHeader> {
+    let value = |values: &mut SharedValues, name: &HeaderName, v: &str| {
+        values
+            .value(v.as_bytes())
+            .ok_or_else(|| InvalidIdentityHeader::new(name.as_str()))
+    };
+    headers.insert(X_REMOTE_USER, value(values, &X_REMOTE_USER, &user.name)?);
     if !user.uid.is_empty() {
-        if let Some(v) = values.value(user.uid.as_bytes()) {
-            headers.insert(X_REMOTE_UID, v);
-        }
+        headers.insert(X_REMOTE_UID, value(values, &X_REMOTE_UID, &user.uid)?);
     }
     for g in &user.groups {
-        if let Some(v) = values.value(g.as_bytes()) {
-            headers.append(X_REMOTE_GROUP, v);
-        }
+        headers.append(X_REMOTE_GROUP, value(values, &X_REMOTE_GROUP, g)?);
     }
     for (key, extra) in &user.extra {
-        let Some(name) = extra_header_name(key) else {
-            continue;
-        };
+        // Every byte outside a token is escaped, so the name is always valid; refuse
+        // rather than drop should that ever not hold.
+        let name = extra_header_name(key).ok_or_else(|| {
+            InvalidIdentityHeader::new(&format!("{X_REMOTE_EXTRA_PREFIX}{}", escape_extra_key(key)))
+        })?;
         for v in extra {
-            if let Some(v) = values.value(v.as_bytes()) {
-                headers.append(name.clone(), v);
-            }
+            headers.append(name.clone(), value(values, &name, v)?);
         }
     }
+    Ok(())
 }
 
 /// Header values made for one request, all cut from one buffer: one allocation for
@@ -358,7 +442,7 @@ mod tests {
             .insert("one".into(), vec!["alpha".into(), "bravo".into()]);
         user.extra
             .insert("example.com/two".into(), vec!["charlie".into()]);
-        set_identity_headers(&mut h, &user);
+        set_identity_headers(&mut h, &user).unwrap();
         assert_eq!(h["x-remote-user"], "user");
         assert_eq!(h["x-remote-uid"], "7db46926-e803-4337-9a29-f9c1fab7d34a");
         let groups: Vec<_> = h.get_all("x-remote-group").iter().collect();
@@ -372,27 +456,69 @@ mod tests {
     #[test]
     fn empty_user_name_is_still_sent_and_no_uid_header_without_uid() {
         let mut h = HeaderMap::new();
-        set_identity_headers(&mut h, &UserInfo::default());
+        set_identity_headers(&mut h, &UserInfo::default()).unwrap();
         assert_eq!(h["x-remote-user"], "");
         assert!(!h.contains_key("x-remote-uid"));
     }
 
     #[test]
-    fn a_value_that_is_no_header_text_is_skipped_and_the_ones_after_it_are_whole() {
+    fn a_value_that_is_no_header_text_fails_naming_its_header_and_leaves_no_identity() {
+        let cases: [(UserInfo, &str); 6] = [
+            (UserInfo::new("eve\nx", ["dev"]), "X-Remote-User"),
+            (UserInfo::new("eve\x7f", ["dev"]), "X-Remote-User"),
+            (
+                UserInfo::new("alice", ["a", "bad\r\nvalue", "c"]),
+                "X-Remote-Group",
+            ),
+            (
+                UserInfo {
+                    uid: "u\r1".into(),
+                    ..UserInfo::new("alice", ["a"])
+                },
+                "X-Remote-Uid",
+            ),
+            (
+                UserInfo {
+                    extra: [(
+                        "scopes".to_owned(),
+                        vec!["ok".to_owned(), "x\ny".to_owned()],
+                    )]
+                    .into(),
+                    ..UserInfo::new("alice", ["a"])
+                },
+                "X-Remote-Extra-Scopes",
+            ),
+            (
+                UserInfo {
+                    extra: [("example.com/k".to_owned(), vec!["\0".to_owned()])].into(),
+                    ..UserInfo::new("alice", ["a"])
+                },
+                "X-Remote-Extra-Example.com%2fk",
+            ),
+        ];
+        for (user, header) in cases {
+            let mut h = HeaderMap::new();
+            h.insert("x-remote-user", HeaderValue::from_static("system:admin"));
+            h.insert("impersonate-user", HeaderValue::from_static("root"));
+            h.insert("accept", HeaderValue::from_static("application/json"));
+            let err = set_identity_headers(&mut h, &user).unwrap_err();
+            assert_eq!(err.header(), header, "{user:?}");
+            assert_eq!(
+                err.to_string(),
+                format!("net/http: invalid header field value for \"{header}\""),
+            );
+            assert_eq!(h.len(), 1, "only the unrelated header is left: {h:?}");
+            assert_eq!(h["accept"], "application/json");
+        }
+        // Tab and bytes above 0x7f are header text, as in Go.
         let mut h = HeaderMap::new();
-        let mut user = UserInfo::new("alice", ["a", "bad\nvalue", "c"]);
-        user.extra
-            .insert("k".into(), vec!["x\0y".into(), "z".into()]);
-        set_identity_headers(&mut h, &user);
-        assert_eq!(h["x-remote-user"], "alice");
-        let groups: Vec<_> = h.get_all("x-remote-group").iter().collect();
-        assert_eq!(groups, ["a", "c"]);
-        let extra: Vec<_> = h.get_all("x-remote-extra-k").iter().collect();
-        assert_eq!(extra, ["z"]);
+        set_identity_headers(&mut h, &UserInfo::new("a\tb", ["gr\u{fc}n"])).unwrap();
+        assert_eq!(h["x-remote-user"], "a\tb");
+        assert_eq!(h["x-remote-group"].as_bytes(), "gr\u{fc}n".as_bytes());
         // A copy outlives the map it came from, values intact.
         let copy = h.clone();
         drop(h);
-        assert_eq!(copy["x-remote-user"], "alice");
+        assert_eq!(copy["x-remote-user"], "a\tb");
     }
 
     #[test]

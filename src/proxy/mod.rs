@@ -52,14 +52,14 @@ mod response;
 mod upgrade;
 
 pub use crate::gocompat::url::encode_query;
-pub use crate::identity::{escape_extra_key, set_identity_headers};
+pub use crate::identity::{InvalidIdentityHeader, escape_extra_key, set_identity_headers};
 // For the HTTP/2 backend client, which only the tokio feature builds.
 #[cfg(feature = "tokio")]
 pub(crate) use headers::connection_listed;
 pub use headers::is_upgrade_request;
 #[cfg(fuzzing)]
 pub(crate) use request::escaped_path_and_query;
-pub use request::{upstream_request, upstream_uri};
+pub use request::{UpstreamRequestError, upstream_request, upstream_uri};
 pub use response::{REDIRECT_REJECTED, upstream_response};
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
@@ -86,7 +86,9 @@ pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Sends `req` to the backend at `authority` as `user`, and returns the rewritten
 /// response. Never fails: an unreachable backend is 503
 /// `error trying to reach service: <error>`; a discovery request over 5 s is 503 with
-/// `context deadline exceeded`.
+/// `context deadline exceeded`; a `user` that cannot be written whole as front-proxy
+/// headers (a CR or LF in a name, group or extra) is 503 naming the header, and nothing
+/// is sent.
 ///
 /// `authority` is the resolved `host:port`; `remote_addr` the client's address, appended
 /// to `X-Forwarded-For`. The request is rewritten with [`upstream_request`] and the
@@ -140,12 +142,7 @@ pub async fn forward(
     let (req, client_body) = watch_request_body(req);
     let upstream = match upstream_request(req, authority, user, remote_addr) {
         Ok(r) => r,
-        Err(e) => {
-            return plain_text_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &format!("error trying to reach service: {e}"),
-            );
-        }
+        Err(e) => return unsendable(authority, &e),
     };
     let call = client.oneshot(upstream);
     let result = if discovery {
@@ -187,6 +184,23 @@ pub async fn forward(
             res
         }
     }
+}
+
+/// The answer to a request [`upstream_request`] refused to rewrite: 503 with Go's text
+/// (`error trying to reach service: net/http: invalid header field value for
+/// "X-Remote-User"`), as the aggregator answers when its transport refuses the request.
+/// Nothing was sent.
+pub(crate) fn unsendable(
+    authority: &http::uri::Authority,
+    e: &UpstreamRequestError,
+) -> Response<Body> {
+    if let UpstreamRequestError::Identity(e) = e {
+        tracing::warn!(%authority, header = e.header(), "the caller's identity cannot be written as front-proxy headers; request not sent");
+    }
+    plain_text_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &format!("error trying to reach service: {e}"),
+    )
 }
 
 /// Response extension of a 503 whose backend was never reached (a

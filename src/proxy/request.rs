@@ -7,7 +7,7 @@ use super::headers::remove_hop_by_hop;
 use crate::authn::UserInfo;
 use crate::body::Body;
 use crate::gocompat::url;
-use crate::identity::{SharedValues, identity_len, write_identity_headers};
+use crate::identity::{InvalidIdentityHeader, SharedValues, identity_len, write_identity_headers};
 use http::header::{self, HeaderName, HeaderValue};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{Request, Uri, Version};
@@ -77,7 +77,13 @@ const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host")
 /// ([`TENANT_HEADER`](crate::tenant::TENANT_HEADER)); writes `user` as front-proxy headers; appends the client IP to
 /// `X-Forwarded-For`; sets `X-Forwarded-Proto: https`, `X-Forwarded-Uri` (the cleaned
 /// escaped path) and `X-Forwarded-Host` (the backend's host:port, as upstream).
-/// Errors only when the rewritten URI is not valid.
+///
+/// # Errors
+///
+/// [`UpstreamRequestError::Uri`] when the rewritten URI is not valid;
+/// [`UpstreamRequestError::Identity`] when `user` cannot be written whole as front-proxy
+/// headers (see [`set_identity_headers`](crate::proxy::set_identity_headers)): such a
+/// request must not be sent at all.
 ///
 /// `Audit-Id`, `User-Agent` and every other header pass through. The version is set to
 /// HTTP/1.1: the backend client chooses HTTP/2 per connection by ALPN.
@@ -86,7 +92,7 @@ pub fn upstream_request(
     authority: &Authority,
     user: &UserInfo,
     remote_addr: Option<SocketAddr>,
-) -> Result<Request<Body>, http::Error> {
+) -> Result<Request<Body>, UpstreamRequestError> {
     let (mut parts, body) = req.into_parts();
     // Every value written below is cut from one buffer (see `SharedValues`).
     let path = parts.uri.path();
@@ -103,7 +109,7 @@ pub fn upstream_request(
     // Room for the identity and X-Forwarded-* headers, so the map grows at most once.
     let extra_values: usize = user.extra.values().map(Vec::len).sum();
     h.reserve(6 + user.groups.len() + extra_values);
-    write_identity_headers(h, user, &mut values);
+    write_identity_headers(h, user, &mut values)?;
     // The tenant header is the aggregator's to write (a tenant's client adds it behind
     // this): a client's own never reaches a backend, whether tenants are mounted or not.
     h.remove(crate::tenant::TENANT_HEADER);
@@ -127,6 +133,17 @@ pub fn upstream_request(
         h.insert(X_FORWARDED_HOST, v);
     }
     Ok(Request::from_parts(parts, body))
+}
+
+/// Why [`upstream_request`] could not rewrite a request; either way nothing may be sent.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamRequestError {
+    /// The rewritten URI is not valid (an authority that does not fit).
+    #[error(transparent)]
+    Uri(#[from] http::Error),
+    /// The caller's identity cannot be written whole as front-proxy headers.
+    #[error(transparent)]
+    Identity(#[from] InvalidIdentityHeader),
 }
 
 /// Writes an IP address as header text to `buf`; IPv4 (the common case) without the

@@ -55,12 +55,7 @@ pub async fn forward_upgrade(
     let upgrade = req.headers().get(header::UPGRADE).cloned();
     let mut upstream = match upstream_request(req, authority, user, remote_addr) {
         Ok(r) => r,
-        Err(e) => {
-            return plain_text_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &format!("error trying to reach service: {e}"),
-            );
-        }
+        Err(e) => return super::unsendable(authority, &e),
     };
     // The rewrite removed hop-by-hop headers; an upgrade needs these two back.
     upstream
