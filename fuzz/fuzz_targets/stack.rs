@@ -25,7 +25,7 @@ struct Input<'a> {
 }
 
 fuzz_target!(|input: Input<'_>| {
-    fuzz_stack(&StackInput {
+    let _status = fuzz_stack(&StackInput {
         method: input.method,
         target_prefix: input.target_prefix,
         target: input.target,

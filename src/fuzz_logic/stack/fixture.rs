@@ -4,15 +4,18 @@
 use super::super::*;
 
 /// The `--token-auth-file` of the whole-stack target: an admin (group `admins`), a
-/// viewer, a user allowed only the core group, and a user the policy has no opinion on.
+/// viewer, a user allowed only the core group, a user the policy has no opinion on, and
+/// an admin whose name and a group cannot be written as header values (a LF, a DEL), so
+/// cannot be forwarded at all.
 pub(super) const STACK_TOKENS: &str = "admin-token,admin,1,\"admins\"\n\
 viewer-token,viewer,2\n\
 core-token,core,4\n\
-nobody-token,nobody,3,\"x,y\"\n";
+nobody-token,nobody,3,\"x,y\"\n\
+unsendable-token,\"eve\nx\",5,\"admins,a\x7fb\"\n";
 
 /// `Authorization` values the target may add: none, each known token, an unknown
-/// token, a basic credential, and malformed bearer forms.
-pub(super) const STACK_CREDENTIALS: [&str; 9] = [
+/// token, a basic credential, malformed bearer forms, and the unsendable admin's token.
+pub(super) const STACK_CREDENTIALS: [&str; 10] = [
     "",
     "Bearer admin-token",
     "Bearer viewer-token",
@@ -22,6 +25,7 @@ pub(super) const STACK_CREDENTIALS: [&str; 9] = [
     "Basic YWRtaW46YWRtaW4=",
     "bearer  admin-token",
     "Bearer admin-token extra",
+    "Bearer unsendable-token",
 ];
 
 /// Header names a client might use to smuggle identity or confuse the proxy; a

@@ -18,13 +18,17 @@ use crate::fuzz_logic::*;
 /// anything; that the backend of an unavailable APIService is never called; that the
 /// backend is called at most once, only for `metrics.k8s.io`, only after the policy
 /// allowed, and sees the allowed user's identity exactly (`X-Remote-User`, one
-/// `X-Remote-Group` per group in order, `X-Remote-Uid`, no `X-Remote-Extra-*`), no
+/// `X-Remote-Group` per group in order, `X-Remote-Uid`, `X-Remote-Extra-*` the
+/// impersonated extras and nothing more), or nothing at all when the identity cannot be
+/// written whole as header values (then 503 as Go's transport refuses it), no
 /// `Authorization`, `Proxy-Authorization` or `Impersonate-*`, and the request's body
 /// unchanged; that a request the policy did not allow gets 403 without reaching the
 /// backend; and that every error answered by the stack itself is either a `Status` with a
 /// message whose `code` is the HTTP status, or Go's `http.Error` plain text where upstream
 /// answers with it (the proxy handler's 503/404, `InternalError`).
-pub fn fuzz_stack(input: &StackInput<'_>) {
+///
+/// Returns the response's status (`None` when the input is no request).
+pub fn fuzz_stack(input: &StackInput<'_>) -> Option<StatusCode> {
     use std::sync::{Arc, Mutex, PoisonError};
 
     use tower::{Layer, ServiceExt};
@@ -37,7 +41,7 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
     let prefix =
         STACK_TARGET_PREFIXES[usize::from(input.target_prefix) % STACK_TARGET_PREFIXES.len()];
     let Ok(uri) = Uri::try_from(format!("{prefix}{}", input.target)) else {
-        return;
+        return None;
     };
     let method = Method::from_bytes(METHODS[usize::from(input.method) % METHODS.len()].as_bytes())
         .unwrap_or(Method::GET);
@@ -334,8 +338,30 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
             vec![user.uid.as_bytes()]
         };
         assert_eq!(values("x-remote-uid"), uid, "X-Remote-Uid for {user:?}");
+        for (key, extra) in &user.extra {
+            let name = format!("x-remote-extra-{}", crate::proxy::escape_extra_key(key));
+            let extra: Vec<&[u8]> = extra.iter().map(|v| v.as_bytes()).collect();
+            assert_eq!(values(&name), extra, "{name} for {user:?}");
+        }
+        assert!(
+            carried_whole(user),
+            "an identity that headers cannot carry reached the backend: {user:?}"
+        );
         assert_eq!(status, StatusCode::OK, "the backend's answer was replaced");
-        return;
+        return Some(status);
+    }
+    // The identity could not be forwarded: only for a user that headers cannot carry,
+    // answered as Go's transport refuses such a request.
+    if body.starts_with(b"error trying to reach service: net/http: invalid header field value") {
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        let Some((Attributes { user, .. }, Decision::Allow)) = decisions.first() else {
+            panic!("an identity was refused before it was authorized");
+        };
+        assert!(
+            !carried_whole(user),
+            "{user:?} was refused as unsendable: {}",
+            String::from_utf8_lossy(&body)
+        );
     }
 
     // The backend was not reached: the stack answered itself.
@@ -402,6 +428,17 @@ pub fn fuzz_stack(input: &StackInput<'_>) {
             );
         }
     }
+    Some(status)
+}
+
+/// True when every field of `user` can be written as a header value, as Go's transport
+/// checks them (no control character but tab).
+fn carried_whole(user: &crate::authn::UserInfo) -> bool {
+    let fine = |v: &String| HeaderValue::from_bytes(v.as_bytes()).is_ok();
+    fine(&user.name)
+        && fine(&user.uid)
+        && user.groups.iter().all(fine)
+        && user.extra.values().flatten().all(fine)
 }
 
 /// True when the only `Authorization` header of the input is the one the target adds.
@@ -409,4 +446,52 @@ fn req_had_single_authorization(headers: &[StackHeader<'_>]) -> bool {
     !headers
         .iter()
         .any(|h| h.header_name().eq_ignore_ascii_case("authorization"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(
+        target_prefix: u8,
+        target: &str,
+        credential: u8,
+        headers: Vec<StackHeader<'_>>,
+    ) -> Option<StatusCode> {
+        fuzz_stack(&StackInput {
+            method: 0,
+            target_prefix,
+            target,
+            credential,
+            headers,
+            body: b"",
+        })
+    }
+
+    /// The unsendable admin (a LF in the name, a DEL in a group) is authorized, yet
+    /// never reaches the backend; impersonating a well-formed user it does, as that user.
+    #[test]
+    fn an_identity_headers_cannot_carry_never_reaches_the_backend() {
+        let unsendable = u8::try_from(STACK_CREDENTIALS.len() - 1).expect("few credentials");
+        assert_eq!(
+            STACK_CREDENTIALS[usize::from(unsendable)],
+            "Bearer unsendable-token"
+        );
+        assert_eq!(
+            get(1, "nodes", unsendable, Vec::new()),
+            Some(StatusCode::SERVICE_UNAVAILABLE)
+        );
+        let impersonate = StackHeader {
+            name_choice: 7,
+            name: "",
+            value: b"viewer",
+        };
+        assert_eq!(STACK_HEADER_NAMES[7], "impersonate-user");
+        assert_eq!(
+            get(1, "nodes", unsendable, vec![impersonate]),
+            Some(StatusCode::OK)
+        );
+        // The admin's own token goes through as the admin.
+        assert_eq!(get(1, "nodes", 1, Vec::new()), Some(StatusCode::OK));
+    }
 }
