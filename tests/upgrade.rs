@@ -48,7 +48,8 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 /// The backend: `/apis/stream.example.com/v1/echo` upgrades and answers "hello " + the
-/// first 5 bytes; `.../refuse` answers 400 `some data`; `.../redirect` answers 302. It
+/// first 5 bytes; `.../switch` answers 101 whatever was asked; `.../refuse` answers 400
+/// `some data`; `.../redirect` answers 302. It
 /// counts the callers' requests; the aggregator's own (availability probe, discovery and
 /// OpenAPI fetches) it answers as an extension server with no aggregated discovery and no
 /// OpenAPI, uncounted.
@@ -76,6 +77,16 @@ async fn backend(
         return Ok(res);
     }
     count.fetch_add(1, Ordering::SeqCst);
+    if path.ends_with("/switch") {
+        // A switch nobody asked for (the request carries no `Upgrade`).
+        let res = Response::builder()
+            .status(StatusCode::SWITCHING_PROTOCOLS)
+            .header("connection", "Upgrade")
+            .header("upgrade", "websocket")
+            .body(Full::default())
+            .unwrap();
+        return Ok(res);
+    }
     if path.ends_with("/echo") && user == "alice" {
         let on_upgrade = hyper::upgrade::on(request);
         tokio::spawn(async move {
@@ -369,4 +380,33 @@ async fn non_101_success_is_never_relayed() {
         .expect("body in time")
         .unwrap();
     assert_eq!(body, b"invalid upgrade response: status code 302\n");
+}
+
+/// RFC 9110 §15.2.2: a server may not switch protocols unasked. A backend's 101 to a
+/// plain request is answered 503 with the error Go's reverse proxy reports, never passed
+/// on as a bare 101; the client's connection stays usable for the next request.
+#[tokio::test]
+async fn a_101_to_a_request_without_upgrade_is_503() {
+    let f = start().await;
+    let mut io = connect(&f).await;
+    let plain = "GET /apis/stream.example.com/v1/switch HTTP/1.1\r\nHost: gateway\r\n\r\n";
+    let expected = "backend tried to switch protocol \"websocket\" when \"\" was requested\n";
+    for _ in 0..2 {
+        io.write_all(plain.as_bytes()).await.unwrap();
+        let head = read_head(&mut io).await;
+        assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+        let lower = head.to_ascii_lowercase();
+        assert!(!lower.contains("upgrade"), "{head}");
+        assert!(
+            lower.contains(&format!("content-length: {}", expected.len())),
+            "{head}"
+        );
+        let mut body = vec![0u8; expected.len()];
+        tokio::time::timeout(T, io.read_exact(&mut body))
+            .await
+            .expect("body in time")
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&body), expected);
+    }
+    assert_eq!(f.backend_requests.load(Ordering::SeqCst), 2);
 }

@@ -47,6 +47,23 @@ pub(crate) fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
         .collect()
 }
 
+/// The protocol a message's headers switch to, as Go's `httputil` `upgradeType` reads
+/// it: the `Upgrade` header when a `Connection` header lists `upgrade`, otherwise empty.
+pub(crate) fn upgrade_type(headers: &HeaderMap) -> String {
+    let listed = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+        });
+    match headers.get(header::UPGRADE) {
+        Some(v) if listed => String::from_utf8_lossy(v.as_bytes()).into_owned(),
+        _ => String::new(),
+    }
+}
+
 /// True for an upgrade request: a `Connection` header listing `upgrade` **and** a non-empty
 /// `Upgrade` header (RFC 9110 §7.8). Upstream's httpstream `IsUpgradeRequest` looks at
 /// `Connection` alone, so a plain GET with a stray `Connection: Upgrade` (some ingresses

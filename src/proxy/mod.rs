@@ -97,8 +97,9 @@ pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// bounded by the [`timeout`](crate::timeout) layer, or not at all when long-running.
 ///
 /// A request body that fails while it is being sent (a malformed chunk, a client reset)
-/// is answered 400 `BadRequest`, not 503: the fault is the client's. Upgrade requests go
-/// through [`forward_upgrade`] instead.
+/// is answered 400 `BadRequest`, not 503: the fault is the client's. A `101 Switching
+/// Protocols` from the backend is answered 503 (the request asked for no upgrade).
+/// Upgrade requests go through [`forward_upgrade`] instead.
 ///
 /// ```
 /// use http::{Request, Response, StatusCode};
@@ -154,6 +155,9 @@ pub async fn forward(
         call.await
     };
     match result {
+        Ok(res) if res.status() == StatusCode::SWITCHING_PROTOCOLS => {
+            unrequested_switch(authority, &res)
+        }
         Ok(res) => upstream_response(res),
         // The client's own body broke the call (a malformed chunk, a reset upload): the
         // client's fault, answered 400 as Go's server answers a body it cannot read.
@@ -203,6 +207,25 @@ pub(crate) fn unsendable(
     )
 }
 
+/// The answer to a backend's `101 Switching Protocols` to a request that asked for no
+/// upgrade (RFC 9110 §15.2.2 forbids it): 503 with the error Go's `httputil.ReverseProxy`
+/// hands the aggregator's responder (`handleUpgradeResponse` in `net/http/httputil`
+/// `reverseproxy.go`): `backend tried to switch protocol "<p>" when "" was requested`,
+/// or, when the 101 names no protocol, `internal error: 101 switching protocols response
+/// with non-writable body`. The backend's connection is dropped with the response.
+fn unrequested_switch(authority: &http::uri::Authority, res: &Response<Body>) -> Response<Body> {
+    let offered = headers::upgrade_type(res.headers());
+    let text = if offered.is_empty() {
+        "internal error: 101 switching protocols response with non-writable body".to_owned()
+    } else if !offered.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        format!("backend tried to switch to invalid protocol {offered:?}")
+    } else {
+        format!("backend tried to switch protocol {offered:?} when \"\" was requested")
+    };
+    tracing::info!(%authority, error = %text, "the backend switched protocols unasked");
+    plain_text_error(StatusCode::SERVICE_UNAVAILABLE, &text)
+}
+
 /// Response extension of a 503 whose backend was never reached (a
 /// [`ConnectError`](crate::transport::ConnectError)): the error text, for the aggregator
 /// to mark the APIService unavailable, with its cause. Taken out before the response
@@ -240,4 +263,48 @@ fn watch_request_body(req: Request<Body>) -> (Request<Body>, Option<BodyFailure>
 fn is_discovery_path(path: &str) -> bool {
     let trimmed = path.trim_matches('/');
     trimmed.starts_with("apis/") && trimmed.bytes().filter(|&b| b == b'/').count() == 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The three texts of Go's `handleUpgradeResponse` for a switch nobody asked for.
+    #[tokio::test]
+    async fn an_unrequested_switch_is_named_as_go_names_it() {
+        let authority = "10.0.0.5:4443".parse().unwrap();
+        let text = async |headers: &[(&str, &[u8])]| {
+            let mut res = Response::new(Body::empty());
+            *res.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+            for (name, value) in headers {
+                res.headers_mut().append(
+                    http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                    http::HeaderValue::from_bytes(value).unwrap(),
+                );
+            }
+            let answer = unrequested_switch(&authority, &res);
+            assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+            let body = http_body_util::BodyExt::collect(answer.into_body()).await;
+            String::from_utf8(body.unwrap().to_bytes().to_vec()).unwrap()
+        };
+        assert_eq!(
+            text(&[
+                ("connection", b"keep-alive, Upgrade"),
+                ("upgrade", b"SPDY/3.1")
+            ])
+            .await,
+            "backend tried to switch protocol \"SPDY/3.1\" when \"\" was requested\n"
+        );
+        // An `Upgrade` that `Connection` does not list names no protocol.
+        for headers in [&[][..], &[("upgrade", &b"websocket"[..])][..]] {
+            assert_eq!(
+                text(headers).await,
+                "internal error: 101 switching protocols response with non-writable body\n"
+            );
+        }
+        assert_eq!(
+            text(&[("connection", b"upgrade"), ("upgrade", b"web\tsocket")]).await,
+            "backend tried to switch to invalid protocol \"web\\tsocket\"\n"
+        );
+    }
 }
