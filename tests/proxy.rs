@@ -544,3 +544,62 @@ async fn a_malformed_chunked_body_gets_400_not_503() {
         );
     }
 }
+
+/// A YAML self review whose aliases expand a 21 KB body into millions of nodes is refused
+/// as sigs.k8s.io/yaml refuses it (400, `document contains excessive aliasing`), while
+/// other requests keep being answered; a small YAML review is still answered.
+#[tokio::test]
+async fn a_yaml_alias_bomb_is_400_and_stalls_nobody() {
+    let f = Fixture::start(H2_AND_HTTP11, alice(), ok).await;
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    let mut bomb = String::from(
+        "apiVersion: authorization.k8s.io/v1\nkind: SelfSubjectAccessReview\nspec:\n  resourceAttributes: {verb: get, resource: pods}\nmetadata:\n  annotations: {}\nstatus: {}\nx: &a [",
+    );
+    bomb.push_str(&vec!["1"; 3000].join(","));
+    bomb.push_str("]\ny: [");
+    bomb.push_str(&vec!["*a"; 3000].join(","));
+    bomb.push_str("]\n");
+    assert!(bomb.len() < 22_000, "{}", bomb.len());
+    let client = f.client(Protocol::Http2);
+    let send = |body: String| {
+        let client = &client;
+        async move {
+            let res = client
+                .send_typed(
+                    Method::POST,
+                    path,
+                    "application/yaml",
+                    http_body_util::Full::new(Bytes::from(body)),
+                )
+                .await
+                .expect("the gateway answers");
+            let status = res.status();
+            let body = http_body_util::BodyExt::collect(res.into_body())
+                .await
+                .expect("body")
+                .to_bytes();
+            (status, String::from_utf8_lossy(&body).into_owned())
+        }
+    };
+    // Two at once, and a plain request beside them.
+    let plain = f.client(Protocol::Http1);
+    let (a, b, version) = tokio::join!(send(bomb.clone()), send(bomb), plain.get("/version"));
+    for (status, body) in [a, b] {
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).expect("a Status");
+        assert_eq!(v["reason"], "BadRequest", "{v}");
+        assert!(
+            v["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("yaml: document contains excessive aliasing")),
+            "{v}"
+        );
+    }
+    // The host behind the stack answered the plain request beside them.
+    assert_eq!(version.body, "inner: GET /version", "{version:?}");
+    let small = "apiVersion: authorization.k8s.io/v1\nkind: SelfSubjectAccessReview\nspec:\n  resourceAttributes: &r {verb: get, resource: pods}\n";
+    let (status, body) = send(small.to_owned()).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(v["spec"]["resourceAttributes"]["verb"], "get", "{v}");
+}

@@ -5,12 +5,14 @@
 //! - [`parse_duration`]: `time.ParseDuration` with its error texts (`?timeout=`);
 //! - [`quote`]: `strconv.Quote`, the `%q` of names and paths in messages;
 //! - `url`: `net/url` escaping and unescaping of paths, queries and extra keys;
-//! - `names`: apimachinery's DNS-1123 / DNS-1035 / qualified-name checks and messages.
+//! - `names`: apimachinery's DNS-1123 / DNS-1035 / qualified-name checks and messages;
+//! - `yaml`: YAML request bodies with sigs.k8s.io/yaml's bound on alias expansion.
 
 mod duration;
 pub(crate) mod names;
 mod quote;
 pub(crate) mod url;
+pub(crate) mod yaml;
 
 pub(crate) use duration::parse_duration;
 pub(crate) use quote::quote;

@@ -11,7 +11,8 @@ use crate::authz::{Rules, SubjectAccessReviewStatus};
 /// The object in `body`, as JSON or YAML, checked to be `kind` (when it names a kind).
 pub(super) fn decode(body: &[u8], yaml: bool, kind: Kind) -> Result<Value, ReviewError> {
     let value: Value = if yaml {
-        serde_yaml_ng::from_slice(body).map_err(|e| ReviewError::Decode(format!("yaml: {e}")))?
+        crate::gocompat::yaml::from_slice(body)
+            .map_err(|e| ReviewError::Decode(format!("yaml: {e}")))?
     } else {
         serde_json::from_slice(body)
             .map_err(|e| ReviewError::Decode(format!("json parse error: {e}")))?

@@ -975,6 +975,22 @@ impl Client {
         B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        self.send_typed(method, path_and_query, "application/json", body)
+            .await
+    }
+
+    /// [`Client::send_body`] with `content_type` for the body.
+    pub(crate) async fn send_typed<B>(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        content_type: &str,
+        body: B,
+    ) -> hyper::Result<Response<Incoming>>
+    where
+        B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let host = format!("localhost:{}", self.addr.port());
         let mut req = Request::builder().method(method).uri(match self.protocol {
             Protocol::Http1 => path_and_query.to_owned(),
@@ -984,7 +1000,7 @@ impl Client {
             req = req.header(header::HOST, &host);
         }
         let req = req
-            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CONTENT_TYPE, content_type)
             .body(body)
             .expect("valid request");
         let io = TokioIo::new(self.connect().await);
