@@ -8,7 +8,9 @@
 //! 405 `MethodNotAllowed`, since APIServices come from the host's
 //! [`ApiServiceSource`](crate::source::ApiServiceSource). The list's `resourceVersion` is
 //! the routing table's generation. Watches are refused (405), so `kubectl get -w` fails
-//! fast instead of hanging.
+//! fast instead of hanging. A list honours `labelSelector` and `fieldSelector`
+//! (`metadata.name`, and `metadata.namespace`, always empty), and answers 400 for a
+//! selector that does not parse or another field, as upstream's registry.
 
 use std::time::{Duration, SystemTime};
 
@@ -16,6 +18,10 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
 use crate::apiservice::{API_GROUP, API_VERSION, ApiService};
+use crate::authz::request_info::selector::{
+    FieldRequirement, LabelRequirement, field_selector_error, parse_field_selector,
+    parse_label_selector,
+};
 use crate::authz::{ApiPath, RequestInfo};
 use crate::body::Body;
 use crate::registry::RoutingTable;
@@ -56,8 +62,16 @@ pub(crate) fn handle<B>(
     match (info.verb.as_str(), parts.as_slice()) {
         ("watch", _) => Status::method_not_supported(API_GROUP, RESOURCE, "watch").into_response(),
         ("list", [_]) => {
+            let selector = match ListSelector::parse(info) {
+                Ok(s) => s,
+                Err(message) => {
+                    return Status::failure(StatusCode::BAD_REQUEST, "BadRequest", message)
+                        .into_response();
+                }
+            };
             let items: Vec<ApiService> = table
                 .routes()
+                .filter(|r| selector.matches(&r.apiservice))
                 .map(|r| with_type_meta(&r.apiservice))
                 .collect();
             if wants_table(req.headers()) {
@@ -77,6 +91,56 @@ pub(crate) fn handle<B>(
             }
         },
         _ => not_found(),
+    }
+}
+
+/// A list's `labelSelector` and `fieldSelector`, as upstream's generic registry applies
+/// them to APIServices (`pkg/registry/apiservice/strategy.go` `GetAttrs`: the object's
+/// labels, and of its fields only `metadata.name`; the handler's field label conversion,
+/// apimachinery `runtime.DefaultMetaV1FieldSelectorConversion`, admits `metadata.name`
+/// and `metadata.namespace`, which an APIService, cluster-scoped, has empty).
+struct ListSelector {
+    labels: Vec<LabelRequirement>,
+    fields: Vec<FieldRequirement>,
+}
+
+impl ListSelector {
+    /// The selectors of `info`'s query; the message of upstream's 400 `BadRequest` for
+    /// one that does not parse or selects on another field (the field selector's texts
+    /// are upstream's; a label selector's names the selector where upstream's lexer
+    /// names the token it stopped at).
+    fn parse(info: &RequestInfo) -> Result<ListSelector, String> {
+        let labels = parse_label_selector(&info.label_selector).map_err(|_| {
+            format!(
+                "unable to parse label selector {}",
+                crate::gocompat::quote(&info.label_selector)
+            )
+        })?;
+        let fields = parse_field_selector(&info.field_selector).map_err(|_| {
+            field_selector_error(&info.field_selector)
+                .unwrap_or_else(|| format!("invalid selector: '{}'", info.field_selector))
+        })?;
+        if let Some(unknown) = fields
+            .iter()
+            .find(|f| f.field != "metadata.name" && f.field != "metadata.namespace")
+        {
+            return Err(format!(
+                "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+                crate::gocompat::quote(&unknown.field)
+            ));
+        }
+        Ok(ListSelector { labels, fields })
+    }
+
+    /// Whether `svc` is selected.
+    fn matches(&self, svc: &ApiService) -> bool {
+        self.labels.iter().all(|r| r.matches(&svc.metadata.labels))
+            && self.fields.iter().all(|f| {
+                f.matches(match f.field.as_str() {
+                    "metadata.name" => svc.metadata.name.as_str(),
+                    _ => "",
+                })
+            })
     }
 }
 

@@ -603,3 +603,114 @@ async fn a_yaml_alias_bomb_is_400_and_stalls_nobody() {
     let v: serde_json::Value = serde_json::from_str(&body).expect("JSON");
     assert_eq!(v["spec"]["resourceAttributes"]["verb"], "get", "{v}");
 }
+
+/// `GET .../apiservices` honours `labelSelector` and `fieldSelector` as upstream's
+/// registry does (labels; `metadata.name`, and `metadata.namespace`, always empty), and
+/// answers 400 `BadRequest` for a selector that does not parse or another field.
+#[tokio::test]
+async fn apiservice_lists_honour_selectors() {
+    let pki = Pki::new();
+    let backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
+    let builder = common::builder(&pki, backend.addr)
+        .authenticator(alice())
+        .authorizer(kube_aggregator::authz::AlwaysAllow);
+    let mut widgets = common::widgets_apiservice(&pki);
+    widgets.metadata.labels.insert("tier".into(), "a".into());
+    widgets.metadata.labels.insert("weight".into(), "10".into());
+    let mut gadgets = common::gadgets_apiservice(&pki);
+    gadgets.metadata.labels.insert("tier".into(), "b".into());
+    let (addr, _aggregator) =
+        common::start_gateway(&pki, builder, vec![widgets, gadgets], common::host()).await;
+    let client = Client::new(&pki, addr, None, Protocol::Http2);
+    let list = |query: &'static str| {
+        let client = &client;
+        async move {
+            let reply = client
+                .get(&format!(
+                    "/apis/apiregistration.k8s.io/v1/apiservices?{query}"
+                ))
+                .await;
+            assert_eq!(reply.status, StatusCode::OK, "{query}: {}", reply.body);
+            let v: serde_json::Value = serde_json::from_str(&reply.body).expect("JSON");
+            let mut names: Vec<String> = v["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+                .collect();
+            names.sort();
+            names
+        }
+    };
+    let both = ["v1.gadgets.example.io", "v1alpha1.widgets.example.io"];
+    let widgets = ["v1alpha1.widgets.example.io"];
+    assert_eq!(list("").await, both);
+    assert_eq!(list("labelSelector=tier%3Da").await, widgets);
+    assert_eq!(list("labelSelector=tier+in+(a,b)").await, both);
+    assert_eq!(
+        list("labelSelector=tier!%3Da").await,
+        ["v1.gadgets.example.io"]
+    );
+    assert_eq!(list("labelSelector=weight").await, widgets);
+    assert_eq!(
+        list("labelSelector=!weight").await,
+        ["v1.gadgets.example.io"]
+    );
+    assert_eq!(list("labelSelector=weight%3E9").await, widgets);
+    assert!(list("labelSelector=weight%3C10").await.is_empty());
+    assert!(list("labelSelector=tier%3Dc").await.is_empty());
+    assert_eq!(
+        list("fieldSelector=metadata.name%3Dv1alpha1.widgets.example.io").await,
+        widgets
+    );
+    assert_eq!(
+        list("fieldSelector=metadata.name!%3Dv1alpha1.widgets.example.io").await,
+        ["v1.gadgets.example.io"]
+    );
+    assert!(list("fieldSelector=metadata.name%3Dnone").await.is_empty());
+    assert_eq!(list("fieldSelector=metadata.namespace%3D").await, both);
+    assert!(
+        list("fieldSelector=metadata.namespace%3Ddefault")
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        list("fieldSelector=metadata.name%3Dv1alpha1.widgets.example.io&labelSelector=tier%3Db")
+            .await,
+        Vec::<String>::new()
+    );
+
+    for (query, message) in [
+        (
+            "fieldSelector=spec.service.name%3Dbackend",
+            r#""spec.service.name" is not a known field selector: only "metadata.name", "metadata.namespace""#,
+        ),
+        (
+            "fieldSelector=metadata.name",
+            "invalid selector: 'metadata.name'; can't understand 'metadata.name'",
+        ),
+        (
+            "labelSelector=tier+in+a",
+            r#"unable to parse label selector "tier in a""#,
+        ),
+    ] {
+        let reply = client
+            .get(&format!(
+                "/apis/apiregistration.k8s.io/v1/apiservices?{query}"
+            ))
+            .await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{query}: {}",
+            reply.body
+        );
+        let v: serde_json::Value = serde_json::from_str(&reply.body).expect("a Status");
+        assert_eq!(
+            (v["kind"].as_str(), v["reason"].as_str(), v["code"].as_u64()),
+            (Some("Status"), Some("BadRequest"), Some(400)),
+            "{v}"
+        );
+        assert_eq!(v["message"], message, "{query}");
+    }
+}

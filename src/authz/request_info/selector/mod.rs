@@ -167,6 +167,58 @@ pub(crate) struct LabelRequirement {
     pub(crate) values: Vec<String>,
 }
 
+impl LabelRequirement {
+    /// Whether an object with `labels` meets this requirement, as apimachinery's
+    /// `Requirement.Matches`: `=`, `==`, `in` need the label with one of the values;
+    /// `!=`, `notin` are met by a missing label too; `>` and `<` need the label with a
+    /// base-10 integer value beyond the requirement's.
+    pub(crate) fn matches(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
+        let value = labels.get(&self.key);
+        let listed = || value.is_some_and(|v| self.values.contains(v));
+        match self.operator {
+            LabelOperator::Equals | LabelOperator::In => listed(),
+            LabelOperator::NotEquals | LabelOperator::NotIn => !listed(),
+            LabelOperator::Exists => value.is_some(),
+            LabelOperator::DoesNotExist => value.is_none(),
+            LabelOperator::GreaterThan | LabelOperator::LessThan => {
+                let (Some(Ok(have)), Some(Ok(bound))) = (
+                    value.map(|v| v.parse::<i64>()),
+                    self.values.first().map(|v| v.parse::<i64>()),
+                ) else {
+                    return false;
+                };
+                if self.operator == LabelOperator::GreaterThan {
+                    have > bound
+                } else {
+                    have < bound
+                }
+            }
+        }
+    }
+}
+
+/// A field selector that `fields.ParseSelector` refuses, with its error text: a term
+/// with no operator gives `invalid selector: '<selector>'; can't understand '<term>'`
+/// (apimachinery `pkg/fields/selector.go` `parseSelector`); a value with a bad escape
+/// or an unescaped `,` or `=` gives `invalid field selector: ...`.
+pub(crate) fn field_selector_error(sel: &str) -> Option<String> {
+    let mut terms: Vec<&str> = split_terms(sel).collect();
+    terms.sort_unstable();
+    for term in terms.into_iter().filter(|t| !t.is_empty()) {
+        let Some((_, _, rhs)) = split_term(term) else {
+            return Some(format!(
+                "invalid selector: '{sel}'; can't understand '{term}'"
+            ));
+        };
+        if unescape_field_value(rhs).is_err() {
+            return Some(format!(
+                "invalid field selector: invalid escape sequence or unescaped character in value {rhs:?}"
+            ));
+        }
+    }
+    None
+}
+
 /// One parsed field selector term: `field` equals (or, `equal == false`, does not
 /// equal) `value`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,6 +226,14 @@ pub(crate) struct FieldRequirement {
     pub(crate) field: String,
     pub(crate) equal: bool,
     pub(crate) value: String,
+}
+
+impl FieldRequirement {
+    /// Whether a field whose value is `value` (empty when the object has no such field,
+    /// as apimachinery's `fields.Set.Get`) meets this term.
+    pub(crate) fn matches(&self, value: &str) -> bool {
+        (self.value == value) == self.equal
+    }
 }
 
 /// apimachinery `fields.ParseSelector(sel).Requirements()`: terms sorted by their
