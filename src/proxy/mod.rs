@@ -218,9 +218,15 @@ fn unrequested_switch(authority: &http::uri::Authority, res: &Response<Body>) ->
     let text = if offered.is_empty() {
         "internal error: 101 switching protocols response with non-writable body".to_owned()
     } else if !offered.bytes().all(|b| (b' '..=b'~').contains(&b)) {
-        format!("backend tried to switch to invalid protocol {offered:?}")
+        format!(
+            "backend tried to switch to invalid protocol {}",
+            crate::gocompat::quote(&offered)
+        )
     } else {
-        format!("backend tried to switch protocol {offered:?} when \"\" was requested")
+        format!(
+            "backend tried to switch protocol {} when \"\" was requested",
+            crate::gocompat::quote(&offered)
+        )
     };
     tracing::info!(%authority, error = %text, "the backend switched protocols unasked");
     plain_text_error(StatusCode::SERVICE_UNAVAILABLE, &text)
