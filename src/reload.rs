@@ -5,14 +5,17 @@
 //! proxy client certificate are all reloaded).
 //!
 //! [`watch_files`] polls a set of files on the injected [`Timer`] and hands their new
-//! contents to a closure once any of them changed. The closure installs them
-//! ([`ClientCertificate::set_pem`](crate::transport::ClientCertificate::set_pem),
-//! [`X509Authenticator::set_ca_pem`](crate::authn::X509Authenticator::set_ca_pem),
-//! [`RequestHeaderAuthenticator::set_ca_pem`](crate::authn::RequestHeaderAuthenticator::set_ca_pem),
-//! [`ServingTls::store`](crate::server::ServingTls::store)); when it refuses them (a
-//! certificate written before its key, say), the previous good set stays in use, the
-//! refusal is logged once, and the files are tried again when they change next.
-//! Connections already open keep what they were made with; new ones use the new files.
+//! contents to a closure once any of them changed. Watch each file on its own (a
+//! certificate and its key as one pair), as upstream gives each its own controller, so
+//! that a file that does not load holds back only itself. The closure installs them
+//! ([`ClientCertificate::set_pem`](crate::transport::ClientCertificate::set_pem) for the
+//! proxy client pair, [`ClientCas`](crate::authn::ClientCas) for `--client-ca-file` and
+//! `--requestheader-client-ca-file`, which refuses a bundle that would let user
+//! certificates act as the front proxy, and `server::DynamicServing` for the serving pair
+//! and the CA names its handshake offers); when it refuses them (a certificate written
+//! before its key, say), the previous good content stays in use, the refusal is logged
+//! once, and the files are tried again when they change next. Connections already open
+//! keep what they were made with; new ones use the new files.
 //!
 //! ```
 //! use std::time::Duration;
@@ -34,15 +37,18 @@
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crate::rt::Timer;
 
 /// Polls `paths` every `interval` (through `timer`) and calls `apply` with all their
-/// contents, in order, each time one of them changed since the last call (a change of
-/// size, modification time or content). `apply` is not called for the contents the
-/// files have when the watch starts: the host loaded those itself. A file that cannot be
-/// read is skipped for that round (logged), as is a set `apply` refused (logged once).
+/// contents, in order, each time the bytes of one of them changed since the last call.
+/// The bytes themselves are compared, every interval, as upstream's dynamic file
+/// controllers re-read their files (`FileRefreshDuration`): a file replaced by one of the
+/// same size and modification time (`tar x`, `cp -p`, `rsync -t`, reproducible builds)
+/// is seen too. `apply` is not called for the contents the files have when the watch
+/// starts: the host loaded those itself. A file that cannot be read is skipped for that
+/// round (logged once per distinct error), as is a set `apply` refused (logged once).
 ///
 /// The future never ends; spawn it.
 pub fn watch_files<P, F>(
@@ -57,16 +63,11 @@ where
 {
     let paths: Vec<PathBuf> = paths.into_iter().map(Into::into).collect();
     async move {
-        let mut seen = stamps(&paths);
-        let mut contents = read_all(&paths);
+        let mut unreadable = None;
+        let mut contents = read_all(&paths, &mut unreadable);
         loop {
             timer.sleep(interval).await;
-            let now = stamps(&paths);
-            if now == seen {
-                continue;
-            }
-            seen = now;
-            let Some(next) = read_all(&paths) else {
+            let Some(next) = read_all(&paths, &mut unreadable) else {
                 continue;
             };
             if Some(&next) == contents.as_ref() {
@@ -85,27 +86,25 @@ where
     }
 }
 
-/// Size and modification time of each file (`None` when it cannot be read).
-fn stamps(paths: &[PathBuf]) -> Vec<Option<(u64, Option<SystemTime>)>> {
-    paths
+/// The bytes of every file, or `None` when one cannot be read; the error is logged when
+/// it differs from `unreadable`, the last one logged (so a missing file is named once,
+/// not every interval).
+fn read_all(paths: &[PathBuf], unreadable: &mut Option<String>) -> Option<Vec<Vec<u8>>> {
+    let read: Result<Vec<Vec<u8>>, String> = paths
         .iter()
-        .map(|p| {
-            std::fs::metadata(p)
-                .ok()
-                .map(|m| (m.len(), m.modified().ok()))
-        })
-        .collect()
-}
-
-fn read_all(paths: &[PathBuf]) -> Option<Vec<Vec<u8>>> {
-    paths
-        .iter()
-        .map(|p| match std::fs::read(p) {
-            Ok(bytes) => Some(bytes),
-            Err(e) => {
-                tracing::warn!(file = %p.display(), error = %e, "cannot read; keeping the previous contents");
-                None
+        .map(|p| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display())))
+        .collect();
+    match read {
+        Ok(contents) => {
+            *unreadable = None;
+            Some(contents)
+        }
+        Err(e) => {
+            if unreadable.as_ref() != Some(&e) {
+                tracing::warn!(error = %e, "cannot read; keeping the previous contents");
+                *unreadable = Some(e);
             }
-        })
-        .collect()
+            None
+        }
+    }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use http::{HeaderValue, Request, Response, header};
 use kube_aggregator::authn::{
-    Anonymous, BearerToken, CacheTtl, RequestHeaderAuthenticator, RequestHeaderConfig,
+    Anonymous, BearerToken, CacheTtl, ClientCas, RequestHeaderAuthenticator, RequestHeaderConfig,
     TokenFileAuthenticator, TokenReviewAuthenticator, Union, X509Authenticator,
 };
 use kube_aggregator::authz::{
@@ -26,7 +26,7 @@ use kube_aggregator::discovery::DiscoveryManager;
 use kube_aggregator::registry::Registry;
 use kube_aggregator::reload::watch_files;
 use kube_aggregator::rt::{Executor, Timer};
-use kube_aggregator::server::ServingTls;
+use kube_aggregator::server::DynamicServing;
 use kube_aggregator::source::{ApiServiceEvent, ManifestDir};
 use kube_aggregator::tenant::{TenantEvent, TenantForwarding, Tenants};
 use kube_aggregator::transport::{
@@ -34,6 +34,8 @@ use kube_aggregator::transport::{
 };
 use kube_aggregator::{Aggregator, Body, server};
 use prometheus_client::encoding::prometheus_text;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use tokio::net::TcpListener;
 use tower::Layer;
 
@@ -87,10 +89,10 @@ pub async fn start_with(
     let key = read("tls-private-key-file", &opts.tls_private_key_file)?;
     let executor = Executor::tokio();
     let timer = Timer::tokio();
-    let (authenticator, reloadable) = authenticator(&opts, &executor, &timer)?;
-    let tls = server::server_config(&cert, &key, &reloadable.hint_cas(), opts.enable_http2)
+    let (authenticator, cas) = authenticator(&opts, &executor, &timer)?;
+    let serving = DynamicServing::new(&cert, &key, Some(cas.clone()), opts.enable_http2)
         .map_err(|e| StartError(format!("--tls-cert-file/--tls-private-key-file: {e}")))?;
-    let tls = ServingTls::new(tls);
+    let tls = serving.tls();
 
     let proxy_cert = match (&opts.proxy_client_cert_file, &opts.proxy_client_key_file) {
         (Some(c), Some(k)) => ClientCertificate::from_pem(
@@ -110,7 +112,15 @@ pub async fn start_with(
             ));
         }
     };
-    reloadable.watch(&opts, &timer, tls.clone(), proxy_cert.clone());
+    let refused = Family::<Vec<(String, String)>, Counter>::default();
+    watch_certificates(
+        &opts,
+        &timer,
+        serving,
+        cas,
+        proxy_cert.clone(),
+        refused.clone(),
+    );
 
     let mut resolver = StaticServiceResolver::new();
     if let Some(path) = &opts.service_endpoints {
@@ -254,6 +264,11 @@ pub async fn start_with(
     // The registry `/metrics` encodes: the aggregator's metrics beside any of the host's.
     let mut exposition = prometheus_client::registry::Registry::default();
     metrics.register(&mut exposition);
+    exposition.register(
+        "certificate_reload_refused",
+        "Counter of changed certificate and CA files that were refused (the previous content stays in use), by flag.",
+        refused,
+    );
     let exposition = Arc::new(exposition);
     let discovery = aggregator.discovery().clone();
     let inner_discovery = discovery.clone();
@@ -298,133 +313,110 @@ pub async fn start_with(
     ))
 }
 
-/// The authenticators whose CA bundles are re-read when their files change, and the CA
-/// bundles the TLS handshake advertises (the client CA, then the request-header CA).
-struct Reloadable {
-    x509: Option<(X509Authenticator, Vec<u8>)>,
-    front_proxy: Option<(RequestHeaderAuthenticator, Vec<u8>)>,
-}
+/// Installs the new contents of a watched file (or pair), or says why not.
+type ApplyFiles = Box<dyn Fn(&[Vec<u8>]) -> Result<(), String> + Send>;
 
-impl Reloadable {
-    /// The CA certificates (PEM) whose names the TLS handshake advertises.
-    fn hint_cas(&self) -> Vec<u8> {
-        hint_cas(
-            self.x509.as_ref().map(|(_, pem)| pem.as_slice()),
-            self.front_proxy.as_ref().map(|(_, pem)| pem.as_slice()),
-        )
-    }
-
-    /// Watches the serving certificate and key, the two CA files and the proxy client
-    /// certificate every `--certificate-reload-interval`, as kube-apiserver's dynamic
-    /// certificate controllers do: a changed set is loaded without a restart (new
-    /// handshakes and new backend connections use it; open ones keep theirs); a set that
-    /// does not load (a certificate written before its key) is logged and the last good
-    /// one stays.
-    fn watch(
-        self,
-        opts: &GatewayOptions,
-        timer: &Timer,
-        serving: ServingTls,
-        proxy_cert: ClientCertificate,
-    ) {
-        let interval = opts.certificate_reload_interval;
-        let enable_http2 = opts.enable_http2;
-        // The serving files and the CA files together: the CA names are part of the
-        // serving configuration (the handshake's certificate request lists them).
-        let mut files = vec![
-            opts.tls_cert_file.clone(),
-            opts.tls_private_key_file.clone(),
-        ];
-        let ca_files = [&opts.client_ca_file, &opts.requestheader_client_ca_file];
-        files.extend(ca_files.iter().filter_map(|f| (*f).clone()));
-        let Reloadable { x509, front_proxy } = self;
-        let (x509, front_proxy) = (x509.map(|(a, _)| a), front_proxy.map(|(a, _)| a));
+/// Watches the serving certificate and key, each CA file and the proxy client certificate
+/// every `--certificate-reload-interval`, each on its own as kube-apiserver's dynamic
+/// certificate controllers do: a changed file is loaded without a restart (new handshakes
+/// and new backend connections use it; open ones keep theirs); a file that does not load
+/// (a certificate written before its key, garbage in a CA file, a CA bundle that would
+/// let user certificates act as the front proxy) is logged with its flag, counted in
+/// `certificate_reload_refused_total{flag}`, and only its own last good content stays.
+fn watch_certificates(
+    opts: &GatewayOptions,
+    timer: &Timer,
+    serving: DynamicServing,
+    cas: ClientCas,
+    proxy_cert: ClientCertificate,
+    refused: Family<Vec<(String, String)>, Counter>,
+) {
+    let interval = opts.certificate_reload_interval;
+    // Each watcher installs its own file, or counts and reports the refusal.
+    let watch = |flag: &'static str, files: Vec<std::path::PathBuf>, apply: ApplyFiles| {
+        let refused = refused.clone();
         tokio::spawn(watch_files(
             files,
             timer.clone(),
             interval,
             move |f: &[Vec<u8>]| {
-                let mut cas = f[2..].iter();
-                let client_ca = x509.as_ref().and_then(|_| cas.next());
-                let requestheader_ca = front_proxy.as_ref().and_then(|_| cas.next());
-                let hints = hint_cas(
-                    client_ca.map(Vec::as_slice),
-                    requestheader_ca.map(Vec::as_slice),
-                );
-                // Everything is checked before anything is installed: never half-applied.
-                let config = server::server_config(&f[0], &f[1], &hints, enable_http2)
-                    .map_err(|e| format!("--tls-cert-file/--tls-private-key-file: {e}"))?;
-                if let Some(pem) = client_ca {
-                    X509Authenticator::from_pem(pem)
-                        .map_err(|e| format!("--client-ca-file: {e}"))?;
-                }
-                if let (Some(front_proxy), Some(pem)) = (&front_proxy, requestheader_ca) {
-                    front_proxy
-                        .set_ca_pem(pem)
-                        .map_err(|e| format!("--requestheader-client-ca-file: {e}"))?;
-                }
-                if let (Some(x509), Some(pem)) = (&x509, client_ca) {
-                    x509.set_ca_pem(pem)
-                        .map_err(|e| format!("--client-ca-file: {e}"))?;
-                }
-                serving.store(config);
-                tracing::info!("loaded the changed serving certificate and CA files");
-                Ok(())
+                apply(f).map_err(|e| {
+                    refused
+                        .get_or_create(&vec![("flag".to_owned(), flag.to_owned())])
+                        .inc();
+                    format!("{flag}: {e}")
+                })
             },
         ));
-        if let (Some(cert), Some(key)) = (
-            opts.proxy_client_cert_file.clone(),
-            opts.proxy_client_key_file.clone(),
-        ) {
-            tokio::spawn(watch_files(
-                [cert, key],
-                timer.clone(),
-                interval,
-                move |f: &[Vec<u8>]| {
-                    proxy_cert.set_pem(&f[0], &f[1]).map_err(|e| {
-                        format!("--proxy-client-cert-file/--proxy-client-key-file: {e}")
-                    })?;
-                    tracing::info!("loaded the changed proxy client certificate");
-                    Ok(())
-                },
-            ));
-        }
+    };
+    let pair_serving = serving.clone();
+    watch(
+        "--tls-cert-file/--tls-private-key-file",
+        vec![
+            opts.tls_cert_file.clone(),
+            opts.tls_private_key_file.clone(),
+        ],
+        Box::new(move |f| {
+            pair_serving
+                .set_pair(&f[0], &f[1])
+                .map_err(|e| e.to_string())
+        }),
+    );
+    if let Some(path) = &opts.client_ca_file {
+        let (cas, serving) = (cas.clone(), serving.clone());
+        watch(
+            "--client-ca-file",
+            vec![path.clone()],
+            Box::new(move |f| {
+                cas.set_client_ca_pem(&f[0]).map_err(|e| e.to_string())?;
+                // The handshake offers the new CA's name from now on.
+                serving.refresh_hints().map_err(|e| e.to_string())
+            }),
+        );
     }
-}
-
-/// The CA bundles the TLS handshake advertises, one after the other.
-fn hint_cas(client_ca: Option<&[u8]>, requestheader_ca: Option<&[u8]>) -> Vec<u8> {
-    let mut hints = Vec::new();
-    for pem in [client_ca, requestheader_ca].into_iter().flatten() {
-        hints.extend_from_slice(pem);
-        hints.push(b'\n');
+    if let Some(path) = &opts.requestheader_client_ca_file {
+        let (cas, serving) = (cas.clone(), serving.clone());
+        watch(
+            "--requestheader-client-ca-file",
+            vec![path.clone()],
+            Box::new(move |f| {
+                cas.set_requestheader_ca_pem(&f[0])
+                    .map_err(|e| e.to_string())?;
+                serving.refresh_hints().map_err(|e| e.to_string())
+            }),
+        );
     }
-    hints
+    if let (Some(cert), Some(key)) = (
+        opts.proxy_client_cert_file.clone(),
+        opts.proxy_client_key_file.clone(),
+    ) {
+        watch(
+            "--proxy-client-cert-file/--proxy-client-key-file",
+            vec![cert, key],
+            Box::new(move |f| proxy_cert.set_pem(&f[0], &f[1]).map_err(|e| e.to_string())),
+        );
+    }
 }
 
 /// The authentication chain in kube-apiserver's order (docs/upstream-behaviour.md §7.1): request-header,
 /// x509, static tokens, the TokenReview webhook, all under fail-on-error, then anonymous.
-/// Also returns the authenticators whose CA files are reloaded.
+/// Also returns the client CAs, which are reloaded.
 fn authenticator(
     opts: &GatewayOptions,
     executor: &Executor,
     timer: &Timer,
-) -> Result<(Union, Reloadable), StartError> {
+) -> Result<(Union, ClientCas), StartError> {
     let mut union = Union::new();
-    let mut reloadable = Reloadable {
-        x509: None,
-        front_proxy: None,
-    };
     let x509 = match &opts.client_ca_file {
         Some(path) => {
             let pem = read("client-ca-file", path)?;
             let x509 = X509Authenticator::from_pem(&pem)
                 .map_err(|e| StartError(format!("--client-ca-file: {}: {e}", path.display())))?;
-            reloadable.x509 = Some((x509.clone(), pem));
             Some(x509)
         }
         None => None,
     };
+    let mut front_proxy = None;
     if let Some(path) = &opts.requestheader_client_ca_file {
         let pem = read("requestheader-client-ca-file", path)?;
         let config = RequestHeaderConfig {
@@ -433,7 +425,7 @@ fn authenticator(
             group_headers: opts.requestheader_group_headers.clone(),
             extra_header_prefixes: opts.requestheader_extra_headers_prefix.clone(),
         };
-        let front_proxy = RequestHeaderAuthenticator::from_pem(&pem, config)
+        let authenticator = RequestHeaderAuthenticator::from_pem(&pem, config)
             .map_err(|e| {
                 StartError(format!(
                     "--requestheader-client-ca-file: {}: {e}",
@@ -441,16 +433,14 @@ fn authenticator(
                 ))
             })?
             .with_allowed_names(opts.requestheader_allowed_names.iter().cloned());
-        if let Some(x509) = &x509 {
-            // A CA trusted for both user certificates and the front proxy, with no allowed
-            // names, would let any user assert any identity (known failure B06).
-            front_proxy
-                .check_client_ca_overlap(&x509.ca_certificates())
-                .map_err(|e| StartError(format!("--requestheader-allowed-names: {e}")))?;
-        }
-        reloadable.front_proxy = Some((front_proxy.clone(), pem));
-        union = union.push(front_proxy);
+        union = union.push(authenticator.clone());
+        front_proxy = Some(authenticator);
     }
+    // A CA trusted for both user certificates and the front proxy, with no allowed names,
+    // would let any user assert any identity (known failure B06): refused at start-up
+    // here, and on every reload by `ClientCas`.
+    let cas = ClientCas::new(x509.clone(), front_proxy)
+        .map_err(|e| StartError(format!("--requestheader-allowed-names: {e}")))?;
     if let Some(x509) = x509 {
         union = union.push(x509);
     }
@@ -473,7 +463,7 @@ fn authenticator(
     if opts.anonymous_auth {
         union = union.with_anonymous(Anonymous::new());
     }
-    Ok((union, reloadable))
+    Ok((union, cas))
 }
 
 /// The gateway's own handlers: `/metrics`, `/readyz` (which waits for the discovery

@@ -54,6 +54,7 @@
 //! ```
 
 mod bearer;
+mod client_cas;
 mod layer;
 mod request_header;
 mod token_cache;
@@ -70,6 +71,7 @@ use std::sync::Arc;
 use rustls_pki_types::CertificateDer;
 
 pub use bearer::{BearerToken, TokenAuthenticator, WEBSOCKET_BEARER_PREFIX, bearer_token};
+pub use client_cas::{CaReloadError, ClientCas};
 pub use layer::{AuthenticationLayer, AuthenticationService, CloseConnection};
 pub use request_header::{
     InvalidRequestHeaderConfig, RequestHeaderAuthenticator, RequestHeaderConfig,

@@ -75,6 +75,19 @@ pub enum InvalidRequestHeaderConfig {
     },
 }
 
+/// The subject of the first certificate of `requestheader_ca` that `client_ca` holds too.
+pub(crate) fn shared_ca(
+    requestheader_ca: &[CertificateDer<'static>],
+    client_ca: &[CertificateDer<'static>],
+) -> Option<String> {
+    let shared = requestheader_ca.iter().find(|a| client_ca.contains(a))?;
+    Some(
+        x509_parser::parse_x509_certificate(shared)
+            .map(|(_, c)| c.subject().to_string())
+            .unwrap_or_default(),
+    )
+}
+
 /// The parsed header lists: lower-case names and prefixes.
 #[derive(Debug, Clone, Default)]
 struct Headers {
@@ -256,23 +269,31 @@ impl RequestHeaderAuthenticator {
         &self,
         client_ca: &[CertificateDer<'static>],
     ) -> Result<(), InvalidRequestHeaderConfig> {
-        if !self.allowed_names.is_empty() {
-            return Ok(());
-        }
-        match self
-            .verifier
-            .anchors()
-            .iter()
-            .find(|a| client_ca.contains(a))
-        {
+        match self.shares_ca_with(client_ca) {
             None => Ok(()),
-            Some(shared) => {
-                let subject = x509_parser::parse_x509_certificate(shared)
-                    .map(|(_, c)| c.subject().to_string())
-                    .unwrap_or_default();
-                Err(InvalidRequestHeaderConfig::SharedCa { subject })
-            }
+            Some(subject) => Err(InvalidRequestHeaderConfig::SharedCa { subject }),
         }
+    }
+
+    /// The subject of a certificate this authenticator's CA bundle shares with
+    /// `client_ca` while every CN is allowed (the hole of
+    /// [`check_client_ca_overlap`](Self::check_client_ca_overlap)); `None` when there is
+    /// no hole.
+    pub(crate) fn shares_ca_with(&self, client_ca: &[CertificateDer<'static>]) -> Option<String> {
+        if !self.allows_any_name() {
+            return None;
+        }
+        shared_ca(&self.verifier.anchors(), client_ca)
+    }
+
+    /// True when every CN may act as the front proxy (no allowed names).
+    pub(crate) fn allows_any_name(&self) -> bool {
+        self.allowed_names.is_empty()
+    }
+
+    /// The CA certificates of the current bundle, as given.
+    pub fn ca_certificates(&self) -> std::sync::Arc<[CertificateDer<'static>]> {
+        self.verifier.anchors()
     }
 
     /// Verifies `chain` at `now` and checks the CN; `Ok(false)` for an empty chain.

@@ -174,6 +174,103 @@ impl ServingTls {
     }
 }
 
+/// The serving certificate as kube-apiserver's dynamic serving controller keeps it
+/// (k8s.io/apiserver `pkg/server/dynamiccertificates/tlsconfig.go`): the certificate and
+/// key from their files, and the acceptable issuers the handshake offers from the
+/// [`ClientCas`](crate::authn::ClientCas) now in use, each part replaced on its own. A
+/// pair that does not load ([`DynamicServing::set_pair`]) is refused and the previous
+/// pair keeps serving, with the CA names as they are; a CA change
+/// ([`DynamicServing::refresh_hints`]) keeps the pair. Clones share the configuration.
+#[derive(Clone)]
+pub struct DynamicServing {
+    tls: ServingTls,
+    /// The pair in use (certificate chain PEM, key PEM).
+    pair: Arc<std::sync::Mutex<(Vec<u8>, Vec<u8>)>>,
+    cas: Option<crate::authn::ClientCas>,
+    http2: bool,
+}
+
+impl std::fmt::Debug for DynamicServing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DynamicServing")
+            .field("http2", &self.http2)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DynamicServing {
+    /// Serves `cert_pem` and `key_pem`, offering the issuers of `cas` (none when `None`),
+    /// with ALPN `h2` when `http2` and `http/1.1`, as [`server_config`].
+    ///
+    /// # Errors
+    ///
+    /// A [`ServerConfigError`] naming the part that does not load.
+    pub fn new(
+        cert_pem: &[u8],
+        key_pem: &[u8],
+        cas: Option<crate::authn::ClientCas>,
+        http2: bool,
+    ) -> Result<DynamicServing, ServerConfigError> {
+        let hints = cas
+            .as_ref()
+            .map(crate::authn::ClientCas::handshake_hints)
+            .unwrap_or_default();
+        let config = tls::server_config_with_hints(cert_pem, key_pem, &hints, http2)?;
+        Ok(DynamicServing {
+            tls: ServingTls::new(config),
+            pair: Arc::new(std::sync::Mutex::new((cert_pem.to_vec(), key_pem.to_vec()))),
+            cas,
+            http2,
+        })
+    }
+
+    /// The configuration to serve with ([`serve_tls`]); it follows every change.
+    pub fn tls(&self) -> ServingTls {
+        self.tls.clone()
+    }
+
+    /// Serves a new certificate and key from the next handshake on.
+    ///
+    /// # Errors
+    ///
+    /// A [`ServerConfigError`] (a certificate written before its key, say); the previous
+    /// pair keeps serving.
+    pub fn set_pair(&self, cert_pem: &[u8], key_pem: &[u8]) -> Result<(), ServerConfigError> {
+        let mut pair = self
+            .pair
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let config = tls::server_config_with_hints(cert_pem, key_pem, &self.hints(), self.http2)?;
+        self.tls.store(config);
+        *pair = (cert_pem.to_vec(), key_pem.to_vec());
+        Ok(())
+    }
+
+    /// Offers the issuers of the client CAs as they are now, from the next handshake on
+    /// (call it after a CA changed).
+    ///
+    /// # Errors
+    ///
+    /// A [`ServerConfigError`] when a CA certificate's subject cannot be read; the
+    /// previous configuration stays.
+    pub fn refresh_hints(&self) -> Result<(), ServerConfigError> {
+        let pair = self
+            .pair
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let config = tls::server_config_with_hints(&pair.0, &pair.1, &self.hints(), self.http2)?;
+        self.tls.store(config);
+        Ok(())
+    }
+
+    fn hints(&self) -> Vec<rustls::pki_types::CertificateDer<'static>> {
+        self.cas
+            .as_ref()
+            .map(crate::authn::ClientCas::handshake_hints)
+            .unwrap_or_default()
+    }
+}
+
 impl From<Arc<ServerConfig>> for ServingTls {
     fn from(config: Arc<ServerConfig>) -> ServingTls {
         ServingTls::new(config)

@@ -24,6 +24,19 @@ pub fn server_config(
     client_ca_pem: &[u8],
     http2: bool,
 ) -> Result<Arc<ServerConfig>, ServerConfigError> {
+    let cas: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(client_ca_pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| ServerConfigError(format!("client CA: {e}")))?;
+    server_config_with_hints(cert_chain_pem, key_pem, &cas, http2)
+}
+
+/// [`server_config`] with the acceptable issuers given as DER certificates.
+pub(crate) fn server_config_with_hints(
+    cert_chain_pem: &[u8],
+    key_pem: &[u8],
+    client_cas: &[CertificateDer<'static>],
+    http2: bool,
+) -> Result<Arc<ServerConfig>, ServerConfigError> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_chain_pem)
         .collect::<Result<_, _>>()
         .map_err(|e| ServerConfigError(format!("serving certificate: {e}")))?;
@@ -35,9 +48,8 @@ pub fn server_config(
     let key = PrivateKeyDer::from_pem_slice(key_pem)
         .map_err(|e| ServerConfigError(format!("serving key: {e}")))?;
     let mut hints = Vec::new();
-    for ca in CertificateDer::pem_slice_iter(client_ca_pem) {
-        let ca = ca.map_err(|e| ServerConfigError(format!("client CA: {e}")))?;
-        let (_, parsed) = x509_parser::parse_x509_certificate(&ca)
+    for ca in client_cas {
+        let (_, parsed) = x509_parser::parse_x509_certificate(ca)
             .map_err(|e| ServerConfigError(format!("client CA: {e}")))?;
         hints.push(DistinguishedName::from(parsed.subject().as_raw().to_vec()));
     }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -27,16 +27,25 @@ pub struct ManifestError {
 
 /// Watches a directory of APIService manifests by polling it.
 ///
-/// Each change of a file's size, modification time or presence triggers a re-read; the
-/// source then yields [`ApiServiceEvent::Resynced`] with every APIService of every file.
-/// A file that does not parse is logged (with file, document index and field) and its
-/// last good content is kept, so one bad edit never drops routes. Reading uses blocking
-/// `std::fs` calls; manifest directories are small.
+/// Every scan reads every file and compares its bytes with the last scan's, so a file
+/// replaced by one of the same size and modification time is seen too. A changed file is
+/// applied when it is complete:
+///
+/// - replaced by a rename (a new file under the old name, as rotation tools, editors that
+///   write a copy and Kubernetes' ConfigMap volumes do): at once;
+/// - rewritten in place (same file, new bytes), or new: once a second scan finds the same
+///   bytes, so a file caught half-written (even truncated to empty) is not applied until
+///   its writer is done; a file that really was emptied is applied a scan later;
+/// - removed: at once.
+///
+/// The source then yields [`ApiServiceEvent::Resynced`] with every APIService of every
+/// file. A file that does not parse is logged (with file, document index and field) and
+/// its last good content is kept, so one bad edit never drops routes. Reading uses
+/// blocking `std::fs` calls; manifest directories are small.
 ///
 /// The first event comes at once (the directory as it is, even empty or unreadable);
-/// later ones only after a scan sees a change, so an unchanged directory costs one
-/// `stat` per file per interval. Files are read in name order; subdirectories and other
-/// extensions are ignored. The source never ends.
+/// later ones only after a scan applied a change. Files are read in name order;
+/// subdirectories and other extensions are ignored. The source never ends.
 ///
 /// ```
 /// use kube_aggregator::source::ManifestDir;
@@ -70,9 +79,21 @@ pub struct ManifestDir {
     dir: PathBuf,
     timer: Timer,
     interval: Duration,
-    seen: BTreeMap<PathBuf, (u64, Option<SystemTime>)>,
+    seen: BTreeMap<PathBuf, Seen>,
     good: BTreeMap<PathBuf, Vec<ApiService>>,
     started: bool,
+}
+
+/// What a scan found in one file.
+#[derive(Debug)]
+struct Seen {
+    /// Which file it is (device and inode), where the platform tells: a different one
+    /// under the same name was renamed in.
+    id: Option<(u64, u64)>,
+    /// Its bytes.
+    bytes: Vec<u8>,
+    /// Whether these bytes were applied (parsed, and kept if good).
+    applied: bool,
 }
 
 impl ManifestDir {
@@ -127,8 +148,11 @@ impl ManifestDir {
         Ok(out)
     }
 
-    /// Re-reads the directory; true when anything changed since the last scan.
+    /// Re-reads the directory and applies the files that changed and are complete (see
+    /// [`ManifestDir`]; on the first scan, all of them); true when that changed the
+    /// APIServices.
     fn scan(&mut self) -> bool {
+        let first = !self.started;
         let files = match manifest_files(&self.dir) {
             Ok(f) => f,
             Err(e) => {
@@ -136,35 +160,74 @@ impl ManifestDir {
                 return false;
             }
         };
-        let mut now_seen = BTreeMap::new();
-        for f in &files {
-            let meta = std::fs::metadata(f).ok();
-            let stamp = (
-                meta.as_ref().map_or(0, |m| m.len()),
-                meta.and_then(|m| m.modified().ok()),
-            );
-            now_seen.insert(f.clone(), stamp);
-        }
-        if now_seen == self.seen {
-            return false;
-        }
-        let mut good = BTreeMap::new();
-        for f in &files {
-            match parse_file(f) {
-                Ok(list) => {
-                    good.insert(f.clone(), list);
+        let mut changed = false;
+        let mut seen = BTreeMap::new();
+        for f in files {
+            let Some(now) = read_seen(&f) else {
+                // Unreadable this time (being replaced, say): as it was.
+                if let Some(prev) = self.seen.remove(&f) {
+                    seen.insert(f, prev);
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "invalid APIService manifest; keeping its last good content");
-                    if let Some(prev) = self.good.get(f) {
-                        good.insert(f.clone(), prev.clone());
-                    }
-                }
+                continue;
+            };
+            let prev = self.seen.remove(&f);
+            let complete = match &prev {
+                None => first,
+                Some(prev) if prev.bytes == now.bytes => true,
+                // A different file under the name: renamed in whole.
+                Some(prev) => now.id.is_some() && prev.id != now.id,
+            };
+            let already = prev
+                .as_ref()
+                .is_some_and(|p| p.applied && p.bytes == now.bytes);
+            let applied = already || complete;
+            if complete && !already {
+                changed |= self.apply(&f, &now.bytes);
+            } else if !applied {
+                tracing::debug!(file = %f.display(), "manifest changed; applied once a scan finds it unchanged");
+            }
+            seen.insert(f, Seen { applied, ..now });
+        }
+        // Removed files.
+        let gone: Vec<PathBuf> = self
+            .good
+            .keys()
+            .filter(|f| !seen.contains_key(*f))
+            .cloned()
+            .collect();
+        for f in gone {
+            self.good.remove(&f);
+            changed = true;
+        }
+        self.seen = seen;
+        changed || first
+    }
+
+    /// Parses `bytes` as `file`'s manifests and keeps them; true when that changed its
+    /// APIServices. A file that does not parse is logged and its last good content kept.
+    fn apply(&mut self, file: &Path, bytes: &[u8]) -> bool {
+        let parsed = std::str::from_utf8(bytes)
+            .map_err(|e| ManifestError {
+                file: file.to_owned(),
+                detail: format!("cannot read: {e}"),
+            })
+            .and_then(|text| {
+                parse_manifests(text).map_err(|detail| ManifestError {
+                    file: file.to_owned(),
+                    detail,
+                })
+            });
+        match parsed {
+            Ok(list) => {
+                let same = self.good.get(file) == Some(&list);
+                self.good.insert(file.to_owned(), list);
+                !same
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "invalid APIService manifest; keeping its last good content");
+                false
             }
         }
-        self.seen = now_seen;
-        self.good = good;
-        true
     }
 
     /// Every APIService of the last good content of every file, in file order.
@@ -176,8 +239,8 @@ impl ManifestDir {
 impl ApiServiceSource for ManifestDir {
     async fn next_event(&mut self) -> Option<ApiServiceEvent> {
         if !self.started {
-            self.started = true;
             self.scan();
+            self.started = true;
             return Some(ApiServiceEvent::Resynced(self.all()));
         }
         loop {
@@ -209,19 +272,33 @@ fn manifest_files(dir: &Path) -> Result<Vec<PathBuf>, ManifestError> {
     Ok(files)
 }
 
+/// `file`'s bytes and identity; `None` (logged) when it cannot be read.
+fn read_seen(file: &Path) -> Option<Seen> {
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(file = %file.display(), error = %e, "cannot read an APIService manifest; keeping its last good content");
+            return None;
+        }
+    };
+    #[cfg(unix)]
+    let id = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(file).ok().map(|m| (m.dev(), m.ino()))
+    };
+    #[cfg(not(unix))]
+    let id = None;
+    Some(Seen {
+        id,
+        bytes,
+        applied: false,
+    })
+}
+
 fn read_file(file: &Path) -> Result<String, ManifestError> {
     std::fs::read_to_string(file).map_err(|e| ManifestError {
         file: file.to_owned(),
         detail: format!("cannot read: {e}"),
-    })
-}
-
-/// Parses one manifest file into its APIServices.
-pub(crate) fn parse_file(file: &Path) -> Result<Vec<ApiService>, ManifestError> {
-    let text = read_file(file)?;
-    parse_manifests(&text).map_err(|detail| ManifestError {
-        file: file.to_owned(),
-        detail,
     })
 }
 
@@ -364,6 +441,138 @@ items:
         );
         std::fs::remove_file(dir.join("b.yaml")).unwrap();
         assert_eq!(ManifestDir::load(&dir).unwrap().len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A remote APIService's manifest, and the part of it before `service:`, which
+    /// alone parses as a local APIService.
+    const REMOTE: &str = "kind: APIService\nmetadata: {name: v1.a.io}\nspec:\n  group: a.io\n  version: v1\n  groupPriorityMinimum: 1\n  versionPriority: 1\n  insecureSkipTLSVerify: true\n  service: {namespace: ns, name: svc}\n";
+
+    fn scratch(name: &str) -> (PathBuf, ManifestDir) {
+        let dir = std::env::temp_dir().join(format!("ka-manifests-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = ManifestDir::new(
+            &dir,
+            crate::testing::StoppedClock::new().timer(),
+            Duration::from_secs(1),
+        );
+        (dir, source)
+    }
+
+    /// Rewrites `path` in place (the same file, truncated), as `>` in a shell does.
+    fn write_in_place(path: &Path, text: &str) {
+        use std::io::Write;
+        let mut f = std::fs::File::options()
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// The APIServices the source holds: name and whether local.
+    fn held(source: &ManifestDir) -> Vec<(String, bool)> {
+        source
+            .all()
+            .iter()
+            .map(|s| (s.name().to_owned(), s.is_local()))
+            .collect()
+    }
+
+    #[test]
+    fn a_manifest_rewritten_in_place_is_applied_once_it_is_whole() {
+        let (dir, mut source) = scratch("in-place");
+        let file = dir.join("a.yaml");
+        std::fs::write(&file, REMOTE).unwrap();
+        assert!(source.scan(), "the first scan applies");
+        source.started = true;
+        let remote = vec![("v1.a.io".to_owned(), false)];
+        assert_eq!(held(&source), remote);
+
+        // Caught half-written: the part before `service:` is a valid local APIService.
+        let (head, _) = REMOTE.split_at(REMOTE.find("  service:").unwrap());
+        write_in_place(&file, head);
+        assert!(!source.scan());
+        assert_eq!(held(&source), remote, "a half-written file was applied");
+        // Finished, but only seen once: still waiting.
+        let edited = REMOTE.replace("name: svc", "name: svc2");
+        write_in_place(&file, &edited);
+        assert!(!source.scan());
+        assert_eq!(held(&source), remote);
+        // The same bytes a second time: applied.
+        assert!(source.scan());
+        let service = source.all()[0].spec.service.clone().unwrap();
+        assert_eq!(service.name, "svc2");
+        assert!(!source.scan(), "nothing more to apply");
+
+        // Truncated to empty, then written again: never dropped.
+        write_in_place(&file, "");
+        assert!(!source.scan());
+        assert_eq!(held(&source), remote, "an emptied file was applied at once");
+        write_in_place(&file, &edited);
+        assert!(!source.scan());
+        assert!(!source.scan(), "the same content as applied");
+        assert_eq!(held(&source), remote);
+        // Emptied for good: applied once a scan finds it still empty.
+        write_in_place(&file, "");
+        assert!(!source.scan());
+        assert_eq!(held(&source), remote);
+        assert!(source.scan());
+        assert!(held(&source).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn replaced_by_rename_applies_at_once_and_new_files_once_whole() {
+        let (dir, mut source) = scratch("rename");
+        let file = dir.join("a.yaml");
+        std::fs::write(&file, REMOTE).unwrap();
+        assert!(source.scan());
+        source.started = true;
+        // A new file under the name, with the same size and modification time.
+        let edited = REMOTE.replace("name: svc}", "name: svx}");
+        assert_eq!(edited.len(), REMOTE.len());
+        let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+        let tmp = dir.join("a.yaml.tmp");
+        std::fs::write(&tmp, &edited).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&tmp)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        std::fs::rename(&tmp, &file).unwrap();
+        assert!(source.scan(), "a file renamed in is applied at once");
+        let service = source.all()[0].spec.service.clone().unwrap();
+        assert_eq!(service.name, "svx");
+
+        // The same size and time, rewritten in place: seen by its bytes, a scan later.
+        write_in_place(&file, REMOTE);
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        assert!(!source.scan());
+        assert!(source.scan());
+        assert_eq!(source.all()[0].spec.service.clone().unwrap().name, "svc");
+
+        // A new file: once a second scan finds it whole. A removed one: at once.
+        let other = REMOTE
+            .replace("v1.a.io", "v1.b.io")
+            .replace("a.io\n", "b.io\n");
+        std::fs::write(dir.join("b.yaml"), &other).unwrap();
+        assert!(!source.scan());
+        assert!(source.scan());
+        assert_eq!(
+            held(&source),
+            [("v1.a.io".to_owned(), false), ("v1.b.io".to_owned(), false)]
+        );
+        std::fs::remove_file(&file).unwrap();
+        assert!(source.scan());
+        assert_eq!(held(&source), [("v1.b.io".to_owned(), false)]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
