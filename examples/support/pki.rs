@@ -44,6 +44,24 @@ impl Ca {
         self.leaf(common_name, &[], sans, ExtendedKeyUsagePurpose::ServerAuth)
     }
 
+    /// [`Ca::server`] valid only from `not_before` to `not_after` (`(year, month, day)`,
+    /// midnight UTC): an expired or not-yet-valid certificate.
+    pub fn server_valid(
+        &self,
+        common_name: &str,
+        sans: &[&str],
+        not_before: (i32, u8, u8),
+        not_after: (i32, u8, u8),
+    ) -> Leaf {
+        let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
+        let mut params = CertificateParams::new(sans).expect("valid SANs");
+        params.distinguished_name = dn(common_name, &[]);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
+        params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+        self.sign(params)
+    }
+
     /// A client certificate: CN = user, O = groups.
     pub fn client(&self, user: &str, groups: &[&str]) -> Leaf {
         self.leaf(user, groups, &[], ExtendedKeyUsagePurpose::ClientAuth)
@@ -54,6 +72,12 @@ impl Ca {
         let mut params = CertificateParams::new(sans).expect("valid SANs");
         params.distinguished_name = dn(cn, orgs);
         params.extended_key_usages = vec![eku];
+        self.sign(params)
+    }
+
+    /// A leaf for `params` (digital signature and key encipherment usages added), signed
+    /// by this CA.
+    fn sign(&self, mut params: CertificateParams) -> Leaf {
         params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,

@@ -183,17 +183,21 @@ impl UnavailableCause {
         if let Some(e) = crate::transport::serving_certificate_error(err) {
             return UnavailableCause::ServingCertificate { url, error: e };
         }
-        if let Some(rustls::Error::AlertReceived(alert)) = crate::transport::find_rustls_error(err)
-        {
-            if let Some(alert) = certificate_alert(*alert) {
-                return UnavailableCause::ClientCertificateRejected {
-                    url,
-                    alert: alert.to_owned(),
-                    client,
-                };
-            }
-        }
         let detail = crate::status::error_chain(err);
+        let alert = match crate::transport::find_rustls_error(err) {
+            Some(rustls::Error::AlertReceived(alert)) => certificate_alert(*alert),
+            // Over HTTP/2 an alert that arrives after the handshake (TLS 1.3 servers check
+            // the client certificate then) reaches us as text only: h2 keeps a connection's
+            // I/O error as its kind and message for every stream.
+            _ => alert_in_text(&detail),
+        };
+        if let Some(alert) = alert {
+            return UnavailableCause::ClientCertificateRejected {
+                url,
+                alert: alert.to_owned(),
+                client,
+            };
+        }
         let connect = sources
             .iter()
             .find_map(|e| e.downcast_ref::<ConnectError>());
@@ -298,6 +302,30 @@ fn certificate_alert(alert: rustls::AlertDescription) -> Option<&'static str> {
         A::CertificateRequired => "certificate_required",
         _ => return None,
     })
+}
+
+/// The certificate alert named in rustls' text of a received alert (`received fatal
+/// alert: UnknownCA`), in the TLS specification's words; `None` for the others.
+fn alert_in_text(text: &str) -> Option<&'static str> {
+    use rustls::AlertDescription as A;
+    let (_, rest) = text.split_once("received fatal alert: ")?;
+    let name: String = rest
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    [
+        A::BadCertificate,
+        A::UnsupportedCertificate,
+        A::CertificateRevoked,
+        A::CertificateExpired,
+        A::CertificateUnknown,
+        A::UnknownCA,
+        A::AccessDenied,
+        A::CertificateRequired,
+    ]
+    .into_iter()
+    .find(|a| format!("{a:?}") == name)
+    .and_then(certificate_alert)
 }
 
 /// `subject "..." issued by "..."` of our certificate, or that there is none.
