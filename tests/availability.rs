@@ -215,6 +215,12 @@ struct BackendState {
     probe_status: AtomicU16,
     /// How long the discovery path takes to answer, in milliseconds.
     probe_delay_ms: AtomicU64,
+    /// When not zero, the discovery path answers by check, not by `probe_delay_ms`: the
+    /// requests of one check (each check sends `config().probe_attempts`) take half this
+    /// many milliseconds, those of the next two this many, and so on.
+    flapping_ms: AtomicU64,
+    /// Discovery requests received.
+    probes: AtomicU64,
     connections: AtomicUsize,
     requests: Mutex<Vec<Seen>>,
 }
@@ -241,6 +247,8 @@ impl Backend {
             tls,
             probe_status: AtomicU16::new(200),
             probe_delay_ms: AtomicU64::new(0),
+            flapping_ms: AtomicU64::new(0),
+            probes: AtomicU64::new(0),
             connections: AtomicUsize::new(0),
             requests: Mutex::new(Vec::new()),
         });
@@ -299,9 +307,10 @@ async fn serve_backend(listener: TcpListener, state: Arc<BackendState>) {
                 .and_then(|leaf| common_name(leaf));
             let service = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let response = respond(&state, &req, peer.clone());
-                let delay = match state.probe_delay_ms.load(Ordering::SeqCst) {
-                    ms if req.uri().path() == PROBE_PATH => Duration::from_millis(ms),
-                    _ => Duration::ZERO,
+                let delay = if req.uri().path() == PROBE_PATH {
+                    probe_delay(&state)
+                } else {
+                    Duration::ZERO
                 };
                 async move {
                     if !delay.is_zero() {
@@ -315,6 +324,21 @@ async fn serve_backend(listener: TcpListener, state: Arc<BackendState>) {
                 .await;
         });
         while connections.try_join_next().is_some() {}
+    }
+}
+
+/// How long this discovery request takes (see [`BackendState::flapping_ms`]).
+fn probe_delay(state: &BackendState) -> Duration {
+    let n = state.probes.fetch_add(1, Ordering::SeqCst);
+    let flapping = state.flapping_ms.load(Ordering::SeqCst);
+    if flapping == 0 {
+        return Duration::from_millis(state.probe_delay_ms.load(Ordering::SeqCst));
+    }
+    let check = n / config().probe_attempts as u64;
+    if check % 3 == 0 {
+        Duration::from_millis(flapping / 2)
+    } else {
+        Duration::from_millis(flapping)
     }
 }
 
@@ -646,13 +670,14 @@ async fn wall_clock_past(stamp: &str) {
 fn spawn_controller(
     registry: &Registry,
     resolver: StaticServiceResolver,
+    config: AvailabilityConfig,
 ) -> Arc<AvailabilityMetrics> {
     let metrics = Arc::new(AvailabilityMetrics::default());
     let controller = AvailabilityController::new(
         registry.clone(),
         resolver,
         Timer::tokio(),
-        config(),
+        config,
         metrics.clone(),
     );
     tokio::spawn(controller.run());
@@ -681,6 +706,11 @@ struct Fixture {
 
 impl Fixture {
     async fn start() -> Fixture {
+        Fixture::start_with(config()).await
+    }
+
+    /// [`Fixture::start`] with the controller's timing `config`.
+    async fn start_with(config: AvailabilityConfig) -> Fixture {
         let pki = Pki::new();
         let backend = Backend::start(pki.backend_tls());
         let mut resolver = StaticServiceResolver::new();
@@ -690,7 +720,7 @@ impl Fixture {
         let registry = registry(&pki);
         let sink = RecordingSink::default();
         registry.add_status_sink(sink.clone());
-        let metrics = spawn_controller(&registry, resolver.clone());
+        let metrics = spawn_controller(&registry, resolver.clone(), config);
         let gateway = Gateway::start(&pki, &registry, resolver).await;
         Fixture {
             pki,
@@ -959,7 +989,7 @@ async fn resolver_failures_name_the_service() {
             .insert("extensions", "listed", 443, "127.0.0.1:9")
             .expect("address");
         let registry = registry(&pki);
-        let metrics = spawn_controller(&registry, resolver);
+        let metrics = spawn_controller(&registry, resolver, config());
         let remote = |version: &str, service: &str, port: Option<i32>| {
             let mut svc = remote_apiservice(&pki);
             svc.metadata.name = format!("{version}.{GROUP}");
@@ -1169,7 +1199,7 @@ async fn local_apiservice_is_available_on_apply() {
         );
         assert!(c.last_transition_time.is_some(), "{c:?}");
 
-        let metrics = spawn_controller(&registry, StaticServiceResolver::new());
+        let metrics = spawn_controller(&registry, StaticServiceResolver::new(), config());
         let gauge = format!("aggregator_unavailable_apiservice{{name=\"{name}\"}}");
         eventually("the local APIService's gauge at 0", SOON, || {
             let m = metrics.render();
@@ -1195,4 +1225,81 @@ async fn local_apiservice_is_available_on_apply() {
     })
     .await
     .expect("test finished within 20 s");
+}
+
+/// No flapping: a server whose discovery answers in time, then overruns the budget on
+/// two checks in a row, over and over (the 5 s budget of a server answering in 5 s ± 0.5 s,
+/// at its worst), never turns `Available=False`: two soft failures are under the default
+/// threshold of three, the condition only says it is degraded, and every proxied request
+/// succeeds meanwhile. A server that is gone (connection refused: a hard failure) still
+/// turns unavailable at its next check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_discovery_never_flaps_and_a_dead_server_still_flips() {
+    with_timeout(async {
+        // Times shortened (upstream's 5 s budget to 300 ms) so that 20 checks take a few
+        // seconds; the soft-failure threshold and the attempts are the defaults.
+        let budget = Duration::from_millis(300);
+        let config = AvailabilityConfig {
+            probe_timeout: budget,
+            resync_period: Duration::from_millis(200),
+            degraded_recheck: Duration::from_millis(100),
+            ..AvailabilityConfig::default()
+        };
+        let mut f = Fixture::start_with(config.clone()).await;
+        // 1.5 times the budget, then 0.75 times: wide margins against a busy machine.
+        let slow = budget.as_millis() as u64 * 3 / 2;
+        f.backend.state.flapping_ms.store(slow, Ordering::SeqCst);
+        f.registry
+            .apply(ApiServiceEvent::Applied(remote_apiservice(&f.pki)))
+            .expect("valid APIService");
+        wait_condition(&f.registry, "Available=True", SOON, |c| c.status == "True").await;
+        let attempts = config.probe_attempts as u64;
+        let mut degraded = None;
+        let mut requests = 0;
+        while f.backend.state.probes.load(Ordering::SeqCst) < 21 * attempts {
+            if let Some(c) = condition(&f.registry, NAME) {
+                assert_ne!(c.status, "False", "flipped: {c:?}");
+                if c.message.starts_with("degraded: ") {
+                    degraded = Some(c);
+                }
+            }
+            let reply = f.gateway.get(RESOURCE_PATH).await;
+            assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+            requests += 1;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let degraded = degraded.expect("a degraded condition was seen");
+        assert_eq!((degraded.status.as_str(), degraded.reason.as_str()), ("True", "Passed"));
+        assert!(
+            degraded.message.contains("of 3 checks in a row failed; requests still flow")
+                && degraded.message.contains("(the budget is 300ms)"),
+            "{}",
+            degraded.message
+        );
+        assert!(requests > 20, "{requests} requests");
+        f.metrics_eventually("the soft failures counted", |m| {
+            m.contains(&format!(
+                "aggregator_apiservice_failed_checks_total{{name=\"{NAME}\",cause=\"DiscoveryTimeout\"}}"
+            ))
+        })
+        .await;
+
+        // Gone: the connection ends or is refused, hard failures, so it flips at once.
+        f.backend.stop().await;
+        let stopped = Instant::now();
+        let down =
+            wait_condition(&f.registry, "Available=False", SOON, |c| c.status == "False").await;
+        // A check in flight when it went sees the connection end; the next ones are
+        // refused: both are hard failures.
+        assert_eq!(down.reason, "FailedDiscoveryCheck", "{down:?}");
+        let within = config.resync_period + budget;
+        assert!(
+            stopped.elapsed() <= within + Duration::from_secs(1),
+            "flipped {:?} after the server went, one resync is {:?}",
+            stopped.elapsed(),
+            config.resync_period
+        );
+    })
+    .await
+    .expect("within 20 s");
 }

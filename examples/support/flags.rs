@@ -234,6 +234,12 @@ pub struct GatewayFlags {
     /// Timeout of one availability (discovery) check.
     #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "5s", value_parser = duration)]
     discovery_check_timeout: Duration,
+    /// How many availability checks in a row must fail softly (timed out, 5xx, 429) before an available APIService turns Available=False; until then it stays available, its condition saying it is degraded. 1 flips on every failed check, as kube-apiserver. Not a kube-apiserver flag.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "3", value_parser = int::<u32>)]
+    availability_soft_failure_threshold: u32,
+    /// How long after a soft failure an APIService is checked again, doubling per failure up to 30s, so a struggling extension server is not probed harder. Not a kube-apiserver flag.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "5s", value_parser = duration)]
+    availability_degraded_recheck: Duration,
     /// How often --apiservice-dir is scanned for changes.
     #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "2s", value_parser = duration)]
     apiservice_dir_poll_interval: Duration,
@@ -669,6 +675,11 @@ pub struct GatewayOptions {
     pub availability_resync_period: Duration,
     /// `--discovery-check-timeout`, default 5s, greater than zero.
     pub discovery_check_timeout: Duration,
+    /// `--availability-soft-failure-threshold`, default 3, at least 1: soft failures in a
+    /// row before an APIService turns unavailable.
+    pub availability_soft_failure_threshold: u32,
+    /// `--availability-degraded-recheck`, default 5s, greater than zero.
+    pub availability_degraded_recheck: Duration,
     /// `--apiservice-dir-poll-interval`, default 2s, greater than zero.
     pub apiservice_dir_poll_interval: Duration,
     /// `--certificate-reload-interval`, default 1m, greater than zero: how often the
@@ -743,6 +754,8 @@ impl GatewayOptions {
             authorization_webhook_version: f.authorization_webhook_version,
             availability_resync_period: f.availability_resync_period,
             discovery_check_timeout: f.discovery_check_timeout,
+            availability_soft_failure_threshold: f.availability_soft_failure_threshold,
+            availability_degraded_recheck: f.availability_degraded_recheck,
             apiservice_dir_poll_interval: f.apiservice_dir_poll_interval,
             certificate_reload_interval: f.certificate_reload_interval,
             v: f.v,
@@ -830,6 +843,10 @@ impl GatewayOptions {
             ),
             ("discovery-check-timeout", self.discovery_check_timeout),
             (
+                "availability-degraded-recheck",
+                self.availability_degraded_recheck,
+            ),
+            (
                 "apiservice-dir-poll-interval",
                 self.apiservice_dir_poll_interval,
             ),
@@ -841,6 +858,9 @@ impl GatewayOptions {
             if value.is_zero() {
                 return invalid(format!("--{name} must be greater than zero"));
             }
+        }
+        if self.availability_soft_failure_threshold == 0 {
+            return invalid("--availability-soft-failure-threshold must be at least 1".to_owned());
         }
         Ok(())
     }
@@ -878,6 +898,8 @@ impl Default for GatewayOptions {
             authorization_webhook_version: "v1beta1".to_owned(),
             availability_resync_period: Duration::from_secs(30),
             discovery_check_timeout: Duration::from_secs(5),
+            availability_soft_failure_threshold: 3,
+            availability_degraded_recheck: Duration::from_secs(5),
             apiservice_dir_poll_interval: Duration::from_secs(2),
             certificate_reload_interval: Duration::from_secs(60),
             v: 0,
@@ -1309,6 +1331,14 @@ mod tests {
         assert_eq!(
             err(&["--discovery-check-timeout=0"]),
             "--discovery-check-timeout must be greater than zero"
+        );
+        assert_eq!(
+            err(&["--availability-soft-failure-threshold=0"]),
+            "--availability-soft-failure-threshold must be at least 1"
+        );
+        assert_eq!(
+            err(&["--availability-degraded-recheck=0s"]),
+            "--availability-degraded-recheck must be greater than zero"
         );
     }
 

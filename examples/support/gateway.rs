@@ -203,6 +203,8 @@ pub async fn start_with(
         .availability(AvailabilityConfig {
             resync_period: opts.availability_resync_period,
             probe_timeout: opts.discovery_check_timeout,
+            soft_failure_threshold: opts.availability_soft_failure_threshold,
+            degraded_recheck: opts.availability_degraded_recheck,
             ..AvailabilityConfig::default()
         })
         .request_timeout(opts.request_timeout)

@@ -162,12 +162,18 @@ struct DialFailure {
     connect: bool,
     /// The proxy client certificate's generation the dial presented.
     generation: u64,
+    /// The kind of the I/O error under the failure, if any (a refused connection, a
+    /// timeout), so that the waiters' errors tell it as the dialler's does.
+    io_kind: Option<std::io::ErrorKind>,
 }
 
 impl DialFailure {
     fn error(&self) -> BoxError {
         if self.connect {
-            Box::new(ConnectError::new(self.message.to_string(), None))
+            let source = self
+                .io_kind
+                .map(|kind| Box::new(std::io::Error::from(kind)) as BoxError);
+            Box::new(ConnectError::new(self.message.to_string(), source))
         } else {
             BoxError::from(self.message.to_string())
         }
@@ -521,10 +527,14 @@ impl PoolInner {
         let (io, h2) = match self.connector.connect(authority).await {
             Ok(dialed) => dialed,
             Err(e) => {
+                let io_kind = crate::transport::error_sources(&e)
+                    .find_map(|e| e.downcast_ref::<std::io::Error>())
+                    .map(std::io::Error::kind);
                 dialling.end(DialEnd::Failed(DialFailure {
                     message: e.to_string().into(),
                     connect: true,
                     generation,
+                    io_kind,
                 }));
                 return Err(AttemptError {
                     error: Box::new(e),
@@ -558,6 +568,7 @@ impl PoolInner {
                         .into(),
                     connect: false,
                     generation,
+                    io_kind: None,
                 };
                 let error = failure.error();
                 dialling.end(DialEnd::Failed(failure));
