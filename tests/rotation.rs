@@ -308,11 +308,16 @@ impl Rig {
     /// Starts a rig in a scratch directory of its own for the test `name`, its manifest
     /// directory polled every 100 ms.
     async fn start(name: &str) -> Rig {
-        Rig::start_polling(name, Duration::from_millis(100)).await
+        Rig::start_with(name, Duration::from_millis(100), &[]).await
     }
 
     /// [`Rig::start`] with the manifest directory polled every `dir_poll`.
     async fn start_polling(name: &str, dir_poll: Duration) -> Rig {
+        Rig::start_with(name, dir_poll, &[]).await
+    }
+
+    /// [`Rig::start_polling`] with more gateway flags.
+    async fn start_with(name: &str, dir_poll: Duration, more: &[&str]) -> Rig {
         let cas = Cas {
             serving: pki::Ca::new("gateway-ca"),
             serving2: pki::Ca::new("gateway-ca-2"),
@@ -361,23 +366,27 @@ impl Rig {
         );
         let tokens = files.write("tokens.csv", &format!("{TOKEN},loader,1\n"));
         let flag = |name: &str, path: &Path| format!("--{name}={}", path.display());
-        let opts = GatewayOptions::parse([
-            flag("tls-cert-file", &tls_crt),
-            flag("tls-private-key-file", &tls_key),
-            flag("client-ca-file", &client_ca_file),
-            flag("requestheader-client-ca-file", &rh_ca_file),
-            "--requestheader-username-headers=X-Remote-User".to_owned(),
-            "--requestheader-group-headers=X-Remote-Group".to_owned(),
-            "--requestheader-extra-headers-prefix=X-Remote-Extra-".to_owned(),
-            flag("token-auth-file", &tokens),
-            flag("proxy-client-cert-file", &proxy_crt),
-            flag("proxy-client-key-file", &proxy_key),
-            flag("apiservice-dir", &apiservices),
-            format!("--apiservice-dir-poll-interval={}ms", dir_poll.as_millis()),
-            flag("service-endpoints", &endpoints),
-            "--authorization-mode=AlwaysAllow".to_owned(),
-            format!("--certificate-reload-interval={}ms", RELOAD.as_millis()),
-        ])
+        let opts = GatewayOptions::parse(
+            [
+                flag("tls-cert-file", &tls_crt),
+                flag("tls-private-key-file", &tls_key),
+                flag("client-ca-file", &client_ca_file),
+                flag("requestheader-client-ca-file", &rh_ca_file),
+                "--requestheader-username-headers=X-Remote-User".to_owned(),
+                "--requestheader-group-headers=X-Remote-Group".to_owned(),
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-".to_owned(),
+                flag("token-auth-file", &tokens),
+                flag("proxy-client-cert-file", &proxy_crt),
+                flag("proxy-client-key-file", &proxy_key),
+                flag("apiservice-dir", &apiservices),
+                format!("--apiservice-dir-poll-interval={}ms", dir_poll.as_millis()),
+                flag("service-endpoints", &endpoints),
+                "--authorization-mode=AlwaysAllow".to_owned(),
+                format!("--certificate-reload-interval={}ms", RELOAD.as_millis()),
+            ]
+            .into_iter()
+            .chain(more.iter().map(|f| (*f).to_owned())),
+        )
         .unwrap_or_else(|e| panic!("gateway flags: {e:?}"));
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let (gateway, _serving) = gateway::start(opts, Some(listener), std::future::pending())
@@ -879,5 +888,51 @@ async fn a_reload_into_a_shared_ca_is_refused() {
         status == StatusCode::OK && headers["x-seen-user"] == "carol"
     })
     .await;
+    let _ = std::fs::remove_dir_all(&rig.files.dir);
+}
+
+/// The rotation that costs operators the most: the proxy client certificate rotated to a
+/// new issuer the extension server does not trust. Within one resync the APIService's
+/// condition names the new issuer and says where it must be trusted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_certificate_from_an_untrusted_issuer_is_named_in_the_condition() {
+    let resync = Duration::from_millis(500);
+    let rig = Rig::start_with(
+        "untrusted-proxy-issuer",
+        Duration::from_millis(100),
+        &[&format!(
+            "--availability-resync-period={}ms",
+            resync.as_millis()
+        )],
+    )
+    .await;
+    let new_ca = pki::Ca::new("front-proxy-ca-next");
+    let proxy = new_ca.client("front-proxy-client", &[]);
+    rotate(&rig.proxy_key, &proxy.key_pem);
+    rotate(&rig.proxy_crt, &proxy.cert_pem);
+    let rotated = Instant::now();
+    let message = loop {
+        let condition = rig
+            .registry
+            .snapshot()
+            .get(APISERVICE)
+            .and_then(|r| r.apiservice.available_condition().cloned())
+            .expect("a condition");
+        if condition.status.as_str() == "False" {
+            break condition.message;
+        }
+        assert!(
+            rotated.elapsed() < RELOAD * 4 + resync * 2 + Duration::from_secs(2),
+            "still {condition:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    for words in [
+        "the extension server refused our client certificate during the TLS handshake",
+        r#"issued by "CN=front-proxy-ca-next""#,
+        r#"the extension server's --requestheader-client-ca-file must contain the CA "CN=front-proxy-ca-next""#,
+    ] {
+        assert!(message.contains(words), "{words:?} not in {message:?}");
+    }
     let _ = std::fs::remove_dir_all(&rig.files.dir);
 }
