@@ -60,6 +60,8 @@ pub struct Demo {
     pub crud: super::crud::Crud,
     /// True when the adapter runs behind loopback mTLS, false when in process.
     pub custom_metrics_over_mtls: bool,
+    /// The gateway's command-line flags.
+    pub gateway_args: Vec<String>,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -393,7 +395,7 @@ pub async fn start_with_options(
         "--authorization-webhook-version=v1".to_string(),
         "--availability-resync-period=10s".to_string(),
     ];
-    let opts = GatewayOptions::parse(args).map_err(|e| e.to_string())?;
+    let opts = GatewayOptions::parse(args.clone()).map_err(|e| e.to_string())?;
     let (gateway, handle) =
         gateway::start_with(opts, Some(gateway_listener), until_stopped(), in_process)
             .await
@@ -427,6 +429,7 @@ pub async fn start_with_options(
         adapter: servers.adapter,
         crud: servers.crud,
         custom_metrics_over_mtls: options.custom_metrics_over_mtls,
+        gateway_args: args,
         stop,
         tasks,
     })

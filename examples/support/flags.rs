@@ -488,7 +488,7 @@ pub fn usage() -> String {
         })
         .collect();
     let width = lefts.iter().map(String::len).max().unwrap_or(0) + 3;
-    let mut out = "Usage:\n  gateway [flags]\n\nFlags:\n".to_owned();
+    let mut out = "Usage:\n  gateway [flags]\n  gateway check [flags]   check every APIService once and the proxy client certificate, print what is wrong and how to fix it, and exit (0: all passed, 1: one failed)\n\nFlags:\n".to_owned();
     for (arg, left) in flags.iter().zip(lefts) {
         let default = arg
             .get_default_values()
@@ -1272,9 +1272,10 @@ mod tests {
         }
         let text = usage();
         assert!(
-            text.starts_with("Usage:\n  gateway [flags]\n\nFlags:\n"),
+            text.starts_with("Usage:\n  gateway [flags]\n  gateway check [flags]   "),
             "{text}"
         );
+        assert!(text.contains("\n\nFlags:\n"), "{text}");
         assert!(text.contains("      --secure-port int "), "{text}");
         assert!(
             text.contains("(default 6443)") && text.contains("(default 30s)"),

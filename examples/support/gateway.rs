@@ -20,7 +20,8 @@ use kube_aggregator::authz::{
     Union as AuthorizerUnion, WebhookVersion,
 };
 use kube_aggregator::availability::{
-    AvailabilityConfig, AvailabilityMetrics, ServiceResolver, StaticServiceResolver,
+    AvailabilityConfig, AvailabilityController, AvailabilityMetrics, ServiceResolver,
+    StaticServiceResolver, proxy_certificate_warnings,
 };
 use kube_aggregator::discovery::DiscoveryManager;
 use kube_aggregator::registry::Registry;
@@ -94,24 +95,7 @@ pub async fn start_with(
         .map_err(|e| StartError(format!("--tls-cert-file/--tls-private-key-file: {e}")))?;
     let tls = serving.tls();
 
-    let proxy_cert = match (&opts.proxy_client_cert_file, &opts.proxy_client_key_file) {
-        (Some(c), Some(k)) => ClientCertificate::from_pem(
-            &read("proxy-client-cert-file", c)?,
-            &read("proxy-client-key-file", k)?,
-        )
-        .map_err(|e| {
-            StartError(format!(
-                "--proxy-client-cert-file/--proxy-client-key-file: {e}"
-            ))
-        })?,
-        (None, None) => ClientCertificate::none(),
-        _ => {
-            return Err(StartError(
-                "--proxy-client-cert-file and --proxy-client-key-file must be given together"
-                    .into(),
-            ));
-        }
-    };
+    let proxy_cert = proxy_certificate(&opts)?;
     let refused = Family::<Vec<(String, String)>, Counter>::default();
     watch_certificates(
         &opts,
@@ -122,23 +106,7 @@ pub async fn start_with(
         refused.clone(),
     );
 
-    let mut resolver = StaticServiceResolver::new();
-    if let Some(path) = &opts.service_endpoints {
-        for (i, ep) in load_service_endpoints(path)
-            .map_err(|e| StartError(format!("--service-endpoints: {e}")))?
-            .iter()
-            .enumerate()
-        {
-            resolver
-                .insert(&ep.namespace, &ep.name, i32::from(ep.port), &ep.address)
-                .map_err(|e| {
-                    StartError(format!(
-                        "--service-endpoints: {}: entry {i}: {e}",
-                        path.display()
-                    ))
-                })?;
-        }
-    }
+    let resolver = service_resolver(&opts)?;
 
     // As kube-apiserver: system:masters is allowed before any configured mode is asked,
     // so a break-glass administrator never waits on a webhook that is down.
@@ -313,6 +281,116 @@ pub async fn start_with(
         },
         handle,
     ))
+}
+
+/// The proxy client certificate of `--proxy-client-cert-file`/`--proxy-client-key-file`,
+/// or none.
+fn proxy_certificate(opts: &GatewayOptions) -> Result<ClientCertificate, StartError> {
+    match (&opts.proxy_client_cert_file, &opts.proxy_client_key_file) {
+        (Some(c), Some(k)) => ClientCertificate::from_pem(
+            &read("proxy-client-cert-file", c)?,
+            &read("proxy-client-key-file", k)?,
+        )
+        .map_err(|e| {
+            StartError(format!(
+                "--proxy-client-cert-file/--proxy-client-key-file: {e}"
+            ))
+        }),
+        (None, None) => Ok(ClientCertificate::none()),
+        _ => Err(StartError(
+            "--proxy-client-cert-file and --proxy-client-key-file must be given together".into(),
+        )),
+    }
+}
+
+/// The Services of `--service-endpoints`.
+fn service_resolver(opts: &GatewayOptions) -> Result<StaticServiceResolver, StartError> {
+    let mut resolver = StaticServiceResolver::new();
+    if let Some(path) = &opts.service_endpoints {
+        for (i, ep) in load_service_endpoints(path)
+            .map_err(|e| StartError(format!("--service-endpoints: {e}")))?
+            .iter()
+            .enumerate()
+        {
+            resolver
+                .insert(&ep.namespace, &ep.name, i32::from(ep.port), &ep.address)
+                .map_err(|e| {
+                    StartError(format!(
+                        "--service-endpoints: {}: entry {i}: {e}",
+                        path.display()
+                    ))
+                })?;
+        }
+    }
+    Ok(resolver)
+}
+
+/// The preflight check (`gateway check` with the gateway's usual flags): every
+/// APIService of `--apiservice-dir` checked once with the real certificates, as the
+/// availability controller checks it, and the proxy client certificate read for the
+/// mistakes that make extension servers refuse it. Returns the report, one line per
+/// APIService (`OK` or `FAIL`, the cause's name and the message that says what to
+/// change) after any warning, and whether every APIService passed.
+pub async fn check(opts: &GatewayOptions) -> Result<(String, bool), StartError> {
+    use std::fmt::Write as _;
+    let timer = Timer::tokio();
+    let registry = Registry::new(RustlsTransport::new(
+        proxy_certificate(opts)?,
+        Executor::tokio(),
+        timer.clone(),
+    ));
+    let apiservices = match &opts.apiservice_dir {
+        Some(dir) => {
+            ManifestDir::load(dir).map_err(|e| StartError(format!("--apiservice-dir: {e}")))?
+        }
+        None => Vec::new(),
+    };
+    registry
+        .apply(ApiServiceEvent::Resynced(apiservices))
+        .map_err(|e| StartError(format!("--apiservice-dir: {e}")))?;
+    let controller = AvailabilityController::new(
+        registry,
+        service_resolver(opts)?,
+        timer,
+        AvailabilityConfig {
+            probe_timeout: opts.discovery_check_timeout,
+            ..AvailabilityConfig::default()
+        },
+        Arc::new(AvailabilityMetrics::default()),
+    );
+    let mut report = String::new();
+    match &opts.proxy_client_cert_file {
+        Some(path) => {
+            let pem = read("proxy-client-cert-file", path)?;
+            let front_proxy_cas = match &opts.requestheader_client_ca_file {
+                Some(path) => Some(read("requestheader-client-ca-file", path)?),
+                None => None,
+            };
+            for w in proxy_certificate_warnings(
+                &pem,
+                front_proxy_cas.as_deref(),
+                std::time::SystemTime::now(),
+            ) {
+                let _ = writeln!(report, "warning: --proxy-client-cert-file: {w}");
+            }
+        }
+        None => {
+            let _ = writeln!(
+                report,
+                "warning: no --proxy-client-cert-file: extension servers cannot tell the aggregator's requests from anyone's, and refuse the identities it forwards"
+            );
+        }
+    }
+    let results = controller.check_once().await;
+    let passed = results.iter().filter(|(_, r)| r.is_ok()).count();
+    for (name, result) in &results {
+        let _ = match result {
+            Ok(()) => writeln!(report, "OK    {name}"),
+            Err(cause) => writeln!(report, "FAIL  {name}: {}: {cause}", cause.name()),
+        };
+    }
+    let _ = writeln!(report, "{passed} of {} APIServices passed", results.len());
+    Ok((report, passed == results.len()))
 }
 
 /// Installs the new contents of a watched file (or pair), or says why not.
@@ -507,7 +585,13 @@ fn local(
 }
 
 /// `main` of the gateway example: parses flags, starts, serves until Ctrl-C.
+///
+/// `gateway check <flags>` runs the preflight check instead ([`check`]): it prints the
+/// report and exits 0 when every APIService passed, 1 when one failed, 2 when the flags
+/// or files are wrong.
 pub fn main_from_args(args: impl Iterator<Item = String>) -> ExitCode {
+    let mut args = args.peekable();
+    let checking = args.next_if(|a| a == "check").is_some();
     let opts = match GatewayOptions::parse(args) {
         Ok(o) => o,
         Err(FlagError::Help) => {
@@ -547,6 +631,20 @@ pub fn main_from_args(args: impl Iterator<Item = String>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if checking {
+        return rt.block_on(async move {
+            match check(&opts).await {
+                Ok((report, ok)) => {
+                    print!("{report}");
+                    ExitCode::from(if ok { 0 } else { 1 })
+                }
+                Err(StartError(line)) => {
+                    eprintln!("gateway check: {line}");
+                    ExitCode::from(2)
+                }
+            }
+        });
+    }
     rt.block_on(async move {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;

@@ -190,6 +190,25 @@ impl AvailabilityController {
         &self.metrics
     }
 
+    /// Checks every APIService of the registry once, all at once, as a check of
+    /// [`AvailabilityController::run`] would, and writes nothing (no condition, no
+    /// metric): the preflight of a host, which reports what each check found before it
+    /// serves (the gateway's `check`). Local APIServices pass. In name order.
+    pub async fn check_once(&self) -> Vec<(String, Result<(), UnavailableCause>)> {
+        let table = self.registry.snapshot_owned();
+        let client = self.registry.client_certificate();
+        let checks = table.routes().map(|route| {
+            let client = client.clone();
+            async move {
+                let result = self.check(route, client).await;
+                (route.apiservice.name().to_owned(), result)
+            }
+        });
+        let mut results = join_all(checks).await;
+        results.sort_by(|a, b| a.0.cmp(&b.0));
+        results
+    }
+
     /// Checks the APIServices of every tenant of `tenants` too (see [`crate::tenant`]),
     /// with the same workers, schedule and resolver: one controller for the whole stack.
     /// A tenant's conditions go to its own registry, and its metrics carry a `cluster`

@@ -75,6 +75,7 @@
 mod cause;
 mod controller;
 mod metrics;
+mod preflight;
 mod probe;
 
 pub use crate::resolver::{
@@ -83,3 +84,4 @@ pub use crate::resolver::{
 pub use cause::UnavailableCause;
 pub use controller::{AvailabilityConfig, AvailabilityController};
 pub use metrics::AvailabilityMetrics;
+pub use preflight::proxy_certificate_warnings;

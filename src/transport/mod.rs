@@ -68,6 +68,7 @@ use std::sync::Arc;
 use http::{Request, Response};
 use tower::util::BoxCloneSyncService;
 
+pub(crate) use certificate::bundle_subjects;
 pub use certificate::{CertificateParseError, CertificateSummary};
 pub use memory::{InMemoryResolver, InMemoryTransport};
 #[cfg(feature = "tokio")]
