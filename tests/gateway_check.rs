@@ -3,6 +3,7 @@
 //! Service points at a port nothing listens on). The report names each APIService, OK or
 //! the cause with what to change, and says whether all passed (the exit status).
 
+mod kubectl_cli;
 #[path = "../examples/support/mod.rs"]
 mod support;
 
@@ -69,6 +70,40 @@ async fn gateway_check_reports_every_apiservice_and_the_broken_one() {
     assert_eq!(lines.last(), Some(&"5 of 6 APIServices passed"), "{report}");
     // The demo's proxy client certificate is fine: no warning.
     assert!(!report.contains("warning:"), "{report}");
+
+    // The running gateway found the same: kubectl shows the cause and the fix.
+    let cache = dir.join("kube-cache");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let yaml = loop {
+        let yaml = kubectl_cli::kubectl(
+            &demo.kubeconfig,
+            &cache,
+            &["get", "apiservice", "v1.broken.example.io", "-o", "yaml"],
+        )
+        .await;
+        if yaml.contains("status: \"False\"") || std::time::Instant::now() > deadline {
+            break yaml;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for words in [
+        "reason: FailedDiscoveryCheck",
+        "status: \"False\"",
+        "type: Available",
+        &format!("nothing listens at {dead}"),
+    ] {
+        assert!(yaml.contains(words), "{words:?} not in\n{yaml}");
+    }
+    let described = kubectl_cli::kubectl(
+        &demo.kubeconfig,
+        &cache,
+        &["describe", "apiservice", "v1.broken.example.io"],
+    )
+    .await;
+    assert!(
+        described.contains("FailedDiscoveryCheck") && described.contains("connection refused"),
+        "{described}"
+    );
 
     // Fixed (the APIService removed): all pass.
     std::fs::remove_file(dir.join("apiservices/broken.yaml")).expect("remove the broken one");
