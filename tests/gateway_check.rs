@@ -16,9 +16,13 @@ use support::flags::GatewayOptions;
 async fn gateway_check_reports_every_apiservice_and_the_broken_one() {
     let dir = std::env::temp_dir().join(format!("kube-aggregator-check-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    // Bound and never listening: connections to it are refused, and no other listener
+    // can take the port while the test runs.
+    let closed = tokio::net::TcpSocket::new_v4().expect("socket");
+    closed
+        .bind("127.0.0.1:0".parse().expect("address"))
+        .expect("bind");
     let dead = closed.local_addr().expect("address");
-    drop(closed);
     let broken = ExtraApiService {
         file: "broken.yaml".into(),
         manifest: "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: v1.broken.example.io}\nspec:\n  service: {namespace: broken, name: gone, port: 443}\n  group: broken.example.io\n  version: v1\n  insecureSkipTLSVerify: true\n  groupPriorityMinimum: 1000\n  versionPriority: 15\n".into(),
@@ -117,5 +121,6 @@ async fn gateway_check_reports_every_apiservice_and_the_broken_one() {
         "{report}"
     );
     demo.shutdown().await;
+    drop(closed);
     let _ = std::fs::remove_dir_all(&dir);
 }

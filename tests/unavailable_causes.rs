@@ -356,10 +356,15 @@ async fn ca_bundle_of_another_ca() {
 #[tokio::test]
 async fn closed_port() {
     let c = Cluster::new();
-    let closed = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    // Bound and never listening: connections are refused, and no other listener can
+    // take the port meanwhile.
+    let closed = tokio::net::TcpSocket::new_v4().expect("socket");
+    closed
+        .bind("127.0.0.1:0".parse().expect("address"))
+        .expect("bind");
     let addr = closed.local_addr().expect("address");
-    drop(closed);
     let f = first_failure(c.apiservice(), &addr.to_string(), c.proxy_identity()).await;
+    drop(closed);
     f.assert_cause("ConnectionRefused");
     f.assert_message(&[
         &format!("dial tcp {addr}: connect: connection refused: nothing listens at {addr}"),
