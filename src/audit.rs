@@ -168,10 +168,12 @@ fn new_uuid() -> HeaderValue {
         let (buf, used) = &mut *pool;
         if *used == BATCH {
             use ring::rand::SecureRandom as _;
-            // The system source does not fail on supported platforms; should it, the IDs
-            // of this batch are still unique per process by the counter below.
+            // The system source does not fail on supported platforms; should it, each ID
+            // of this batch still differs from every other of the process: its first
+            // eight bytes are a process-wide counter, the rest the clock's nanoseconds.
             if ring::rand::SystemRandom::new().fill(&mut buf[..]).is_err() {
                 tracing::warn!("the system random source failed; audit IDs are less random");
+                fill_unique(&mut buf[..]);
             }
             *used = 0;
         }
@@ -186,6 +188,22 @@ fn new_uuid() -> HeaderValue {
     HeaderValue::from_str(s).unwrap_or(HeaderValue::from_static(
         "00000000-0000-4000-8000-000000000000",
     ))
+}
+
+/// Fills `buf`, 16 bytes per ID, with IDs unique in the process without randomness: a
+/// process-wide counter, then the wall clock's nanoseconds.
+fn fill_unique(buf: &mut [u8]) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for id in buf.chunks_exact_mut(16) {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        id[..8].copy_from_slice(&n.to_le_bytes());
+        id[8..12].copy_from_slice(&nanos.to_le_bytes());
+        id[12..].fill(0);
+    }
 }
 
 #[cfg(test)]
@@ -225,5 +243,16 @@ mod tests {
             assert_eq!(id, id.to_ascii_lowercase());
             assert!(ids.insert(id), "IDs are unique");
         }
+    }
+
+    #[test]
+    fn ids_without_randomness_are_still_unique() {
+        let mut first = [0u8; 64];
+        let mut second = [0u8; 64];
+        fill_unique(&mut first);
+        fill_unique(&mut second);
+        let ids: std::collections::HashSet<&[u8]> =
+            first.chunks(16).chain(second.chunks(16)).collect();
+        assert_eq!(ids.len(), 8, "a batch repeated an ID");
     }
 }
