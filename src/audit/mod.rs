@@ -1,6 +1,8 @@
-//! The `Audit-Id` every answer carries: kube-apiserver's
+//! Auditing as kube-apiserver does it: the `Audit-Id` every answer carries (its
 //! outermost filter, k8s.io/apiserver
-//! [`pkg/endpoints/filters/audit_init.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit_init.go).
+//! [`pkg/endpoints/filters/audit_init.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit_init.go)),
+//! and the `audit.k8s.io/v1` [`Policy`] of `--audit-policy-file`, which says at which
+//! [`Level`] and in which [`Stage`]s a request is audited.
 //!
 //! [`AuditIdLayer`] takes the request's own `Audit-ID` header when it is not empty (as it
 //! is, unchecked), or makes a new random UUID (lower-case, hyphenated), puts it into the
@@ -34,6 +36,12 @@
 //! assert_eq!(res.headers()["audit-id"].len(), 36);
 //! # }
 //! ```
+
+mod policy;
+
+pub use policy::{
+    GroupResources, Level, Policy, PolicyError, PolicyRule, RequestAuditConfig, Stage,
+};
 
 use std::cell::RefCell;
 use std::future::Future;
