@@ -547,12 +547,17 @@ impl AvailabilityController {
             &outcome.reason,
             &outcome.message,
         ) {
-            let cause = result.as_ref().err().map_or("", UnavailableCause::name);
+            // In the log only when a check failed (a passing one has no cause).
+            let cause = result.as_ref().err().map(UnavailableCause::name);
             if was_available && !available {
                 self.metrics
                     .unavailable_transition_in(tenant, name, &outcome.reason);
-                self.metrics
-                    .unavailable_cause_in(tenant, name, &outcome.reason, cause);
+                self.metrics.unavailable_cause_in(
+                    tenant,
+                    name,
+                    &outcome.reason,
+                    cause.unwrap_or_default(),
+                );
             }
             if was_available != available && tenant.is_empty() {
                 tracing::info!(apiservice = name, available, reason = %outcome.reason, cause, condition_message = %outcome.message, "availability changed");
