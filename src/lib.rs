@@ -13,7 +13,7 @@
 //! | module | what | upstream |
 //! |---|---|---|
 //! | [`builder`] | the whole stack in one step, and its [`Worker`] | kube-apiserver's `DefaultBuildHandlerChain` ([`pkg/server/config.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/config.go)) |
-//! | [`audit`] | the `Audit-Id` response header | [`pkg/endpoints/filters/audit_init.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit_init.go) |
+//! | [`audit`] | the `Audit-Id` response header; the audit policy, events, layer and sink seam | [`pkg/endpoints/filters/audit_init.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit_init.go), [`audit.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit.go) |
 //! | [`timeout`] | request deadlines, long-running requests | [`pkg/server/filters/timeout.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/filters/timeout.go) |
 //! | [`authn`] | who is calling: x509, front proxy, tokens, anonymous | [`pkg/endpoints/filters/authentication.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/authentication.go) |
 //! | [`impersonation`] | `kubectl --as` | [`pkg/endpoints/filters/impersonation/impersonation.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/impersonation/impersonation.go) |
@@ -40,6 +40,7 @@ pub mod aggregator;
 mod apiregistration;
 pub mod apiservice;
 pub mod audit;
+mod audit_context;
 pub mod authn;
 pub mod authz;
 pub mod availability;

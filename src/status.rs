@@ -58,7 +58,7 @@ pub struct Status {
     #[serde(rename = "apiVersion", skip_serializing_if = "str::is_empty")]
     pub(crate) api_version: &'static str,
     metadata: Empty,
-    status: &'static str,
+    pub(crate) status: &'static str,
     /// Human-readable description.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
@@ -210,7 +210,8 @@ impl Status {
     }
 
     /// The response: this Status as `application/json` with its code,
-    /// `X-Content-Type-Options: nosniff`, and `Retry-After` when details ask for it.
+    /// `X-Content-Type-Options: nosniff`, and `Retry-After` when details ask for it. The
+    /// Status itself rides along in the response extensions, for the audit layer.
     pub fn into_response(self) -> Response<Body> {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let retry_after = self
@@ -232,6 +233,8 @@ impl Status {
         if retry_after > 0 {
             h.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
         }
+        // The audit layer records what the answer said (upstream's `LogResponseObject`).
+        res.extensions_mut().insert(self);
         res
     }
 }

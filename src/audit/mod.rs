@@ -1,8 +1,14 @@
 //! Auditing as kube-apiserver does it: the `Audit-Id` every answer carries (its
 //! outermost filter, k8s.io/apiserver
 //! [`pkg/endpoints/filters/audit_init.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit_init.go)),
-//! and the `audit.k8s.io/v1` [`Policy`] of `--audit-policy-file`, which says at which
-//! [`Level`] and in which [`Stage`]s a request is audited.
+//! the `audit.k8s.io/v1` [`Policy`] of `--audit-policy-file`, which says at which
+//! [`Level`] and in which [`Stage`]s a request is audited, the [`AuditLayer`] that writes
+//! each request's [`Event`]s to an [`AuditSink`], and the [`AuditContext`] through which
+//! the layers behind it add to the event.
+//!
+//! This module uses the leaf types (the user, the request's `RequestInfo`, `Status`) and
+//! the long-running check of [`timeout`](crate::timeout); the
+//! [`builder`](crate::builder) uses it.
 //!
 //! [`AuditIdLayer`] takes the request's own `Audit-ID` header when it is not empty (as it
 //! is, unchecked), or makes a new random UUID (lower-case, hyphenated), puts it into the
@@ -37,11 +43,22 @@
 //! # }
 //! ```
 
+mod event;
+mod layer;
 mod policy;
+mod sink;
 
+pub use event::{Event, EventUser, ObjectReference, ResponseStatus, source_ips};
+pub use layer::{
+    AuditLayer, AuditService, FailedAuthenticationAuditLayer, FailedAuthenticationAuditService,
+    ResponseFuture as AuditResponseFuture,
+};
 pub use policy::{
     GroupResources, Level, Policy, PolicyError, PolicyRule, RequestAuditConfig, Stage,
 };
+pub use sink::AuditSink;
+
+pub use crate::audit_context::AuditContext;
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -166,7 +183,7 @@ where
 
 /// A random (version 4) UUID. The randomness comes from the operating system, 256 IDs'
 /// worth per call, so a request does not pay for a system call.
-fn new_uuid() -> HeaderValue {
+pub(crate) fn new_uuid() -> HeaderValue {
     const BATCH: usize = 16 * 256;
     thread_local! {
         static POOL: RefCell<(Box<[u8; BATCH]>, usize)> = RefCell::new((Box::new([0; BATCH]), BATCH));

@@ -47,6 +47,13 @@ pub struct AuthenticationLayer<A> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CloseConnection;
 
+/// Response extension of the 401 a refused request gets: the request's head, with its
+/// credentials removed, so a layer outside can record what was refused (the
+/// [`FailedAuthenticationAuditLayer`](crate::audit::FailedAuthenticationAuditLayer) does,
+/// as upstream's failed-authentication handler does).
+#[derive(Debug, Clone)]
+pub struct Unauthenticated(pub Arc<http::request::Parts>);
+
 impl<A: Authenticator> AuthenticationLayer<A> {
     /// A layer using `authenticator`. Its
     /// [`credential_headers`](Authenticator::credential_headers) are read once, here.
@@ -205,13 +212,26 @@ fn admit(
         }
         Ok(None) => {
             tracing::debug!(uri = %parts.uri, "no authenticator recognised the request");
-            Admitted::Refuse(unauthorized(http2))
+            Admitted::Refuse(refused(parts, strip))
         }
         Err(err) => {
             tracing::info!(uri = %parts.uri, error = %err, "Unable to authenticate the request");
-            Admitted::Refuse(unauthorized(http2))
+            Admitted::Refuse(refused(parts, strip))
         }
     }
+}
+
+/// The 401 for a request with head `parts`, which it carries as [`Unauthenticated`],
+/// without credentials.
+fn refused(mut parts: http::request::Parts, strip: &CredentialHeaders) -> Response<Body> {
+    let mut res = unauthorized(parts.version == http::Version::HTTP_2);
+    crate::identity::strip(&mut parts.headers);
+    strip.strip(&mut parts.headers);
+    strip_websocket_bearer(&mut parts.headers);
+    parts.headers.remove(http::header::AUTHORIZATION);
+    res.extensions_mut()
+        .insert(Unauthenticated(Arc::new(parts)));
+    res
 }
 
 /// The inner service's answer, as a [`Body`], marked to close the connection if `close`.

@@ -72,7 +72,7 @@ use rustls_pki_types::CertificateDer;
 
 pub use bearer::{BearerToken, TokenAuthenticator, WEBSOCKET_BEARER_PREFIX, bearer_token};
 pub use client_cas::{CaReloadError, ClientCas};
-pub use layer::{AuthenticationLayer, AuthenticationService, CloseConnection};
+pub use layer::{AuthenticationLayer, AuthenticationService, CloseConnection, Unauthenticated};
 pub use request_header::{
     InvalidRequestHeaderConfig, RequestHeaderAuthenticator, RequestHeaderConfig,
 };

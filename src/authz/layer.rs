@@ -165,6 +165,11 @@ where
     }
 }
 
+/// The audit annotation with the decision: `allow` or `forbid`.
+pub const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";
+/// The audit annotation with the authorizer's reason (`internal error` when it failed).
+pub const REASON_ANNOTATION: &str = "authorization.k8s.io/reason";
+
 /// What an authorizer's decision makes of a request.
 enum Allowed<B> {
     /// Serve it, with the user back in its extensions.
@@ -180,17 +185,38 @@ fn allowed<B>(
     attrs: Attributes,
     mut req: Request<B>,
 ) -> Allowed<B> {
+    // The audit event's annotations, as upstream's filter writes them.
+    let annotate = |req: &Request<B>, pairs: &[(&str, &str)]| {
+        crate::audit_context::annotate(req.extensions(), pairs);
+    };
     match decision {
         Ok(a) if a.decision == Decision::Allow => {
+            annotate(
+                &req,
+                &[
+                    (DECISION_ANNOTATION, "allow"),
+                    (REASON_ANNOTATION, &a.reason),
+                ],
+            );
             req.extensions_mut().insert(attrs.user);
             Allowed::Serve(req)
         }
         Ok(a) => {
             tracing::debug!(user = %attrs.user.name, verb = %attrs.verb, path = %attrs.path, reason = %a.reason, "forbidden");
+            annotate(
+                &req,
+                &[
+                    (DECISION_ANNOTATION, "forbid"),
+                    (REASON_ANNOTATION, &a.reason),
+                ],
+            );
             Allowed::Refuse(forbidden_response(&attrs, &a.reason))
         }
         // Fail closed: an authorizer that could not decide never allows (§8.2).
-        Err(e) => Allowed::Refuse(internal_error(&req.uri().to_string(), &e)),
+        Err(e) => {
+            annotate(&req, &[(REASON_ANNOTATION, "internal error")]);
+            Allowed::Refuse(internal_error(&req.uri().to_string(), &e))
+        }
     }
 }
 

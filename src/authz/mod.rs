@@ -51,7 +51,7 @@ use std::sync::Arc;
 
 pub use forbidden::forbidden_message;
 pub(crate) use forbidden::forbidden_response;
-pub use layer::{AuthorizationLayer, AuthorizationService};
+pub use layer::{AuthorizationLayer, AuthorizationService, DECISION_ANNOTATION, REASON_ANNOTATION};
 pub use request_info::{ApiPath, RequestInfo, RequestInfoError};
 pub use rules::{NonResourceRule, ResourceRule, Rules, RulesFuture};
 pub use webhook::{

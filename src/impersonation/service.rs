@@ -203,6 +203,9 @@ where
                     "impersonating"
                 );
                 remove_impersonation_headers(req.headers_mut());
+                if let Some(audit) = req.extensions().get::<crate::audit_context::AuditContext>() {
+                    audit.log_impersonated_user(&user);
+                }
                 req.extensions_mut().insert(Impersonated {
                     requester: requester.clone(),
                 });

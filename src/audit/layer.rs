@@ -1,0 +1,524 @@
+//! The audit filter: [`AuditLayer`] writes a request's events at each stage, as
+//! k8s.io/apiserver
+//! [`pkg/endpoints/filters/audit.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit.go)
+//! does, and [`FailedAuthenticationAuditLayer`] the one event of a request refused by
+//! authentication (`authn_audit.go`).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::SystemTime;
+
+use http::{Request, Response};
+use http_body::Frame;
+use pin_project_lite::pin_project;
+use tower::{Layer, Service};
+
+use super::event::{Event, EventUser, RequestMetadata, ResponseStatus};
+use super::{AuditContext, AuditSink, Level, Policy, Stage};
+use crate::authn::{Unauthenticated, UserInfo};
+use crate::authz::RequestInfo;
+use crate::body::{Body, BoxError};
+use crate::status::Status;
+use crate::timeout::LongRunningCheck;
+
+/// Layer that audits every request the [`Policy`] gives a level, placed as upstream
+/// places it: after authentication (the event's `user` is the authenticated one), before
+/// impersonation and authorization, which record into the request's [`AuditContext`]
+/// (`impersonatedUser`, the `authorization.k8s.io/decision` and `/reason` annotations).
+///
+/// Per request at `Metadata` level or above: a `RequestReceived` event before the request
+/// goes on; for a long-running request (a watch, an exec; the [`LongRunningCheck`]) a
+/// `ResponseStarted` event when the answer's head is ready; and a `ResponseComplete`
+/// event when its body has been sent, or the request was given up (the client went away,
+/// the deadline passed: then, as upstream, `responseStatus` is 200 `Connection closed
+/// early` unless a code was known). Stages the policy omits are not written. The
+/// `responseStatus` carries the code, plus the `Status`'s message, reason and details
+/// when the stack itself refused the request. A sink that refuses the `RequestReceived`
+/// event fails the request with 500 `failed to store audit event`.
+///
+/// Request and response bodies are not recorded yet: `Request` and `RequestResponse`
+/// write what `Metadata` writes.
+///
+/// [`AuditLayer::off`] audits nothing and costs nothing.
+#[derive(Clone, Default)]
+pub struct AuditLayer {
+    shared: Option<Arc<Shared>>,
+}
+
+/// What the layers of one [`AuditLayer`] share.
+pub struct Shared {
+    policy: Policy,
+    sink: Arc<dyn AuditSink>,
+    long_running: LongRunningCheck,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("policy", &self.policy)
+            .field("long_running", &self.long_running)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("event", &self.event)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for AuditLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLayer")
+            .field("policy", &self.shared.as_ref().map(|s| &s.policy))
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuditLayer {
+    /// Audits by `policy` into `sink`, with kube-apiserver's long-running requests.
+    pub fn new(policy: Policy, sink: impl AuditSink) -> AuditLayer {
+        AuditLayer::with_sink(policy, Arc::new(sink))
+    }
+
+    /// As [`AuditLayer::new`], with a sink already shared.
+    pub fn with_sink(policy: Policy, sink: Arc<dyn AuditSink>) -> AuditLayer {
+        AuditLayer {
+            shared: Some(Arc::new(Shared {
+                policy,
+                sink,
+                long_running: LongRunningCheck::kube_apiserver(),
+            })),
+        }
+    }
+
+    /// A layer that audits nothing.
+    pub fn off() -> AuditLayer {
+        AuditLayer { shared: None }
+    }
+
+    /// Which requests are long-running (they get a `ResponseStarted` event); the same
+    /// check the [`TimeoutLayer`](crate::timeout::TimeoutLayer) is given.
+    pub fn long_running(self, check: LongRunningCheck) -> AuditLayer {
+        AuditLayer {
+            shared: self.shared.map(|s| {
+                Arc::new(Shared {
+                    policy: s.policy.clone(),
+                    sink: s.sink.clone(),
+                    long_running: check,
+                })
+            }),
+        }
+    }
+
+    /// Whether this layer audits at all.
+    pub fn is_on(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// The layer that goes outside the
+    /// [`AuthenticationLayer`](crate::authn::AuthenticationLayer) to audit the requests
+    /// it refuses, with the same policy and sink.
+    pub fn failed_authentication(&self) -> FailedAuthenticationAuditLayer {
+        FailedAuthenticationAuditLayer {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<S> Layer<S> for AuditLayer {
+    type Service = AuditService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        AuditService {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Service of [`AuditLayer`].
+#[derive(Clone)]
+pub struct AuditService<S> {
+    inner: S,
+    shared: Option<Arc<Shared>>,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for AuditService<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditService")
+            .field("inner", &self.inner)
+            .field("on", &self.shared.is_some())
+            .finish()
+    }
+}
+
+impl<S, B, RB> Service<Request<B>> for AuditService<S>
+where
+    S: Service<Request<B>, Response = Response<RB>>,
+    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let Some(shared) = &self.shared else {
+            return ResponseFuture::passthrough(self.inner.call(req));
+        };
+        let received = SystemTime::now();
+        // A path without a RequestInfo is refused behind, before any handler: upstream's
+        // RequestInfo filter refuses it before auditing.
+        if crate::authz::request_info::ensure(&mut req).is_err() {
+            return ResponseFuture::passthrough(self.inner.call(req));
+        }
+        let (mut parts, body) = req.into_parts();
+        let Some(info) = parts.extensions.get::<RequestInfo>() else {
+            return ResponseFuture::passthrough(self.inner.call(Request::from_parts(parts, body)));
+        };
+        let user = parts.extensions.get::<UserInfo>();
+        let config = shared.policy.evaluate(user, info);
+        if config.level == Level::None {
+            return ResponseFuture::passthrough(self.inner.call(Request::from_parts(parts, body)));
+        }
+        let long_running = shared.long_running.is_long_running(&parts, info);
+        let metadata = RequestMetadata::of(&parts, info, user, received);
+        let context = AuditContext::default();
+        parts.extensions.insert(context.clone());
+        let mut pending = Pending {
+            event: Event::new(config.level, metadata),
+            sink: shared.sink.clone(),
+            omit: mask(&config.omit_stages),
+            context,
+            long_running,
+            done: false,
+        };
+        if !pending.emit(Stage::RequestReceived) {
+            pending.done = true;
+            let res = crate::status::internal_error(
+                &pending.event.request_uri,
+                &"failed to store audit event",
+            );
+            return ResponseFuture::Ready {
+                response: Some(res),
+            };
+        }
+        ResponseFuture::Audited {
+            inner: self.inner.call(Request::from_parts(parts, body)),
+            pending: Some(pending),
+        }
+    }
+}
+
+/// The stages `omit` names, as bits.
+fn mask(omit: &[Stage]) -> u8 {
+    omit.iter().fold(0, |m, s| m | bit(*s))
+}
+
+fn bit(stage: Stage) -> u8 {
+    1 << stage as u8
+}
+
+/// A request's event between its stages. Whatever happens to the request, dropping it
+/// writes the `ResponseComplete` event (once).
+pub struct Pending {
+    event: Event,
+    sink: Arc<dyn AuditSink>,
+    omit: u8,
+    context: AuditContext,
+    long_running: bool,
+    /// The last event was written (or the request was refused before it went on).
+    done: bool,
+}
+
+impl Pending {
+    /// Writes the event at `stage` unless the policy omits it; whether the sink kept it.
+    fn emit(&mut self, stage: Stage) -> bool {
+        if self.omit & bit(stage) != 0 {
+            return true;
+        }
+        self.event.stage = stage;
+        self.event.stage_timestamp = if stage == Stage::RequestReceived {
+            self.event.request_received_timestamp
+        } else {
+            SystemTime::now()
+        };
+        self.sink.process_event(&self.event)
+    }
+
+    /// Takes in what the layers behind recorded.
+    fn gather(&mut self) {
+        let recorded = self.context.take();
+        for (k, v) in recorded.annotations {
+            self.event.annotations.entry(k).or_insert(v);
+        }
+        if let Some(user) = recorded.impersonated_user {
+            self.event.impersonated_user = Some(EventUser::from(&user));
+        }
+    }
+
+    /// The answer's head is ready.
+    fn started<RB>(&mut self, res: &Response<RB>) {
+        self.event.response_status = Some(response_status(res));
+        self.gather();
+        if self.long_running {
+            self.emit(Stage::ResponseStarted);
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        if self.event.response_status.is_none() {
+            self.event.response_status = Some(ResponseStatus::closed_early());
+            if self.long_running {
+                self.emit(Stage::ResponseStarted);
+            }
+        }
+        self.gather();
+        self.emit(Stage::ResponseComplete);
+    }
+}
+
+/// The `responseStatus` of an answer: the `Status` the stack wrote, or just the code.
+fn response_status<RB>(res: &Response<RB>) -> ResponseStatus {
+    match res.extensions().get::<Status>() {
+        Some(status) => ResponseStatus::of_status(status),
+        None => ResponseStatus::code(res.status().as_u16()),
+    }
+}
+
+pin_project! {
+    /// Response future of [`AuditService`] and [`FailedAuthenticationAuditService`].
+    #[project = Projected]
+    // The variants are documented; their fields are the inner call and the event.
+    #[allow(missing_docs)]
+    pub enum ResponseFuture<F> {
+        /// Not audited.
+        Passthrough { #[pin] inner: F },
+        /// Audited: the event waits for the answer (and then its body).
+        Audited { #[pin] inner: F, pending: Option<Pending> },
+        /// Refused by authentication, perhaps: audited if so.
+        Authentication { #[pin] inner: F, audit: Option<(Arc<Shared>, SystemTime)> },
+        /// Answered here.
+        Ready { response: Option<Response<Body>> },
+    }
+}
+
+impl<F> ResponseFuture<F> {
+    fn passthrough(inner: F) -> Self {
+        ResponseFuture::Passthrough { inner }
+    }
+}
+
+impl<F> std::fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ResponseFuture::Passthrough { .. } => "ResponseFuture::Passthrough",
+            ResponseFuture::Audited { .. } => "ResponseFuture::Audited",
+            ResponseFuture::Authentication { .. } => "ResponseFuture::Authentication",
+            ResponseFuture::Ready { .. } => "ResponseFuture::Ready",
+        })
+    }
+}
+
+impl<F, RB, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<Response<RB>, E>>,
+    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    type Output = Result<Response<Body>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            Projected::Passthrough { inner } => inner.poll(cx).map_ok(|res| res.map(Body::new)),
+            Projected::Audited { inner, pending } => {
+                let res = std::task::ready!(inner.poll(cx))?;
+                let Some(mut pending) = pending.take() else {
+                    return Poll::Ready(Ok(res.map(Body::new)));
+                };
+                pending.started(&res);
+                Poll::Ready(Ok(res.map(|body| {
+                    Body::new(AuditedBody {
+                        inner: body,
+                        pending: Some(pending),
+                    })
+                })))
+            }
+            Projected::Authentication { inner, audit } => {
+                let mut res = std::task::ready!(inner.poll(cx))?;
+                if let (Some(refused), Some((shared, received))) = (
+                    res.extensions_mut().remove::<Unauthenticated>(),
+                    audit.take(),
+                ) {
+                    audit_failed_authentication(&shared, &refused, received, &res);
+                }
+                Poll::Ready(Ok(res.map(Body::new)))
+            }
+            Projected::Ready { response } => match response.take() {
+                Some(res) => Poll::Ready(Ok(res)),
+                None => Poll::Pending,
+            },
+        }
+    }
+}
+
+pin_project! {
+    /// A response body whose end (or abandonment) writes the `ResponseComplete` event.
+    struct AuditedBody<B> {
+        #[pin]
+        inner: B,
+        pending: Option<Pending>,
+    }
+}
+
+impl<B> http_body::Body for AuditedBody<B>
+where
+    B: http_body::Body<Data = bytes::Bytes>,
+{
+    type Data = bytes::Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<bytes::Bytes>, B::Error>>> {
+        let this = self.project();
+        let frame = std::task::ready!(this.inner.poll_frame(cx));
+        if frame.is_none() {
+            // The body is complete: write the event now rather than when it is dropped.
+            this.pending.take();
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Layer that audits the requests the
+/// [`AuthenticationLayer`](crate::authn::AuthenticationLayer) inside it refuses, as
+/// upstream's `WithFailedAuthenticationAudit`: one `ResponseStarted` event with an empty
+/// `user` and the 401 `Unauthorized` Status, if the policy audits the request when no
+/// user is known. Made by [`AuditLayer::failed_authentication`].
+#[derive(Clone, Default)]
+pub struct FailedAuthenticationAuditLayer {
+    shared: Option<Arc<Shared>>,
+}
+
+impl std::fmt::Debug for FailedAuthenticationAuditLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FailedAuthenticationAuditLayer")
+            .field("on", &self.shared.is_some())
+            .finish()
+    }
+}
+
+impl<S> Layer<S> for FailedAuthenticationAuditLayer {
+    type Service = FailedAuthenticationAuditService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        FailedAuthenticationAuditService {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Service of [`FailedAuthenticationAuditLayer`].
+#[derive(Clone)]
+pub struct FailedAuthenticationAuditService<S> {
+    inner: S,
+    shared: Option<Arc<Shared>>,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for FailedAuthenticationAuditService<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FailedAuthenticationAuditService")
+            .field("inner", &self.inner)
+            .field("on", &self.shared.is_some())
+            .finish()
+    }
+}
+
+impl<S, B, RB> Service<Request<B>> for FailedAuthenticationAuditService<S>
+where
+    S: Service<Request<B>, Response = Response<RB>>,
+    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    RB::Error: Into<BoxError>,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let Some(shared) = &self.shared else {
+            return ResponseFuture::passthrough(self.inner.call(req));
+        };
+        // The refused request's head comes back with the 401; its RequestInfo is parsed
+        // now, once, for every layer behind.
+        let _ = crate::authz::request_info::ensure(&mut req);
+        ResponseFuture::Authentication {
+            audit: Some((shared.clone(), SystemTime::now())),
+            inner: self.inner.call(req),
+        }
+    }
+}
+
+/// Writes the event of a request authentication refused with `res`.
+fn audit_failed_authentication<RB>(
+    shared: &Arc<Shared>,
+    refused: &Unauthenticated,
+    received: SystemTime,
+    res: &Response<RB>,
+) {
+    let parts = &refused.0;
+    let Some(info) = parts.extensions.get::<RequestInfo>() else {
+        return;
+    };
+    let config = shared.policy.evaluate(None, info);
+    if config.level == Level::None {
+        return;
+    }
+    let mut pending = Pending {
+        event: Event::new(
+            config.level,
+            RequestMetadata::of(parts, info, None, received),
+        ),
+        sink: shared.sink.clone(),
+        omit: mask(&config.omit_stages),
+        context: AuditContext::default(),
+        long_running: false,
+        done: true,
+    };
+    pending.event.response_status = Some(response_status(res));
+    pending.emit(Stage::ResponseStarted);
+}
+
+#[cfg(test)]
+#[path = "layer_tests.rs"]
+mod tests;

@@ -1,0 +1,89 @@
+//! What the layers behind the audit layer add to a request's audit event: annotations
+//! (`authorization.k8s.io/decision`, ...) and the impersonated user. A leaf, so the
+//! authorization and impersonation layers can record into it without importing the audit
+//! layer that reads it; public as [`crate::audit::AuditContext`].
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::identity::UserInfo;
+
+/// The part of a request's audit event that layers behind the
+/// [`AuditLayer`](crate::audit::AuditLayer) fill in, found in the request extensions of
+/// every request that is audited (at `Metadata` level or above) and only of those.
+///
+/// Mirrors k8s.io/apiserver `pkg/audit/context.go` (`AddAuditAnnotation`,
+/// `LogImpersonatedUser`): an annotation keeps its first value (a second, different one
+/// is refused with a warning, as upstream logs it).
+///
+/// ```
+/// use kube_aggregator::audit::AuditContext;
+///
+/// let context = AuditContext::default();
+/// context.annotate("authorization.k8s.io/decision", "allow");
+/// context.annotate("authorization.k8s.io/decision", "forbid"); // refused: already set
+/// assert_eq!(context.annotations()["authorization.k8s.io/decision"], "allow");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct AuditContext(Arc<Mutex<Recorded>>);
+
+/// What was recorded.
+#[derive(Debug, Default)]
+pub(crate) struct Recorded {
+    /// The event's `annotations`.
+    pub(crate) annotations: BTreeMap<String, String>,
+    /// The event's `impersonatedUser`.
+    pub(crate) impersonated_user: Option<UserInfo>,
+}
+
+impl AuditContext {
+    /// Adds an annotation to the event; a key already set to another value keeps it.
+    pub fn annotate(&self, key: &str, value: &str) {
+        let mut recorded = self.lock();
+        match recorded.annotations.get(key) {
+            Some(v) if v != value => {
+                tracing::warn!(key, value, set = %v, "audit annotation already set; kept");
+            }
+            Some(_) => {}
+            None => {
+                recorded
+                    .annotations
+                    .insert(key.to_owned(), value.to_owned());
+            }
+        }
+    }
+
+    /// Records the user the request runs as after impersonation (`impersonatedUser`).
+    pub fn log_impersonated_user(&self, user: &UserInfo) {
+        self.lock().impersonated_user = Some(user.clone());
+    }
+
+    /// The annotations recorded so far.
+    pub fn annotations(&self) -> BTreeMap<String, String> {
+        self.lock().annotations.clone()
+    }
+
+    /// The impersonated user recorded, if any.
+    pub fn impersonated_user(&self) -> Option<UserInfo> {
+        self.lock().impersonated_user.clone()
+    }
+
+    /// Everything recorded, taken out (the context is left empty).
+    pub(crate) fn take(&self) -> Recorded {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Recorded> {
+        // A panic elsewhere while holding the lock leaves plain data behind: keep using it.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Adds annotations to the request's audit event, if it is audited.
+pub(crate) fn annotate(extensions: &http::Extensions, pairs: &[(&str, &str)]) {
+    if let Some(context) = extensions.get::<AuditContext>() {
+        for (k, v) in pairs {
+            context.annotate(k, v);
+        }
+    }
+}
