@@ -36,6 +36,16 @@ pub const TENANTS: [(&str, &[&str]); 2] = [
     ("team-b", &[super::demo_servers::CATALOG_APISERVICE]),
 ];
 
+/// The demo's audit policy: who did what, for every request but the health checks.
+pub const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+# Probes are not worth a line.
+- level: None
+  nonResourceURLs: [/healthz*, /livez*, /readyz*]
+- level: Metadata
+";
+
 /// How the demo runs.
 #[derive(Clone, Copy, Default)]
 pub struct DemoOptions<'a> {
@@ -372,6 +382,9 @@ pub async fn start_with_options(
         }
     }));
 
+    // Every request but the health checks is audited at Metadata level into audit.log.
+    write(&p("audit-policy.yaml"), AUDIT_POLICY)?;
+
     // The gateway gets its configuration as command-line flags, exactly as a user would
     // start it, so the demo exercises the real flag parsing.
     let arg = |flag: &str, path: &str| format!("--{flag}={}", p(path).display());
@@ -394,6 +407,8 @@ pub async fn start_with_options(
         ),
         "--authorization-webhook-version=v1".to_string(),
         "--availability-resync-period=10s".to_string(),
+        arg("audit-policy-file", "audit-policy.yaml"),
+        arg("audit-log-path", "audit.log"),
     ];
     let opts = GatewayOptions::parse(args.clone()).map_err(|e| e.to_string())?;
     let (gateway, handle) =

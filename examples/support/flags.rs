@@ -228,6 +228,24 @@ pub struct GatewayFlags {
     /// The API version of the authorization.k8s.io SubjectAccessReview to send to and expect from the webhook.
     #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "v1beta1")]
     authorization_webhook_version: String,
+    /// Path to the file with the audit policy (audit.k8s.io/v1 Policy, YAML or JSON).
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    audit_policy_file: OptionalPath,
+    /// If set, every audited request is written to this file; '-' means standard out.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    audit_log_path: OptionalPath,
+    /// The most days old audit log files are kept, by the time in their name. 0 keeps them whatever their age.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "366", value_parser = int::<i64>)]
+    audit_log_maxage: i64,
+    /// The most old audit log files kept. 0 keeps them all.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "100", value_parser = int::<i64>)]
+    audit_log_maxbackup: i64,
+    /// The size in megabytes the audit log file reaches before it is rotated. 0 never rotates it.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "100", value_parser = int::<i64>)]
+    audit_log_maxsize: i64,
+    /// How audit events are written: "json" (one audit.k8s.io/v1 Event per line) or "legacy" (one line of text). Known formats are legacy,json.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "json")]
+    audit_log_format: String,
     /// How often every APIService's availability is re-checked.
     #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "30s", value_parser = duration)]
     availability_resync_period: Duration,
@@ -671,6 +689,18 @@ pub struct GatewayOptions {
     pub authorization_webhook_cache_unauthorized_ttl: Duration,
     /// `--authorization-webhook-version`, `v1beta1` (kube-apiserver's default) or `v1`.
     pub authorization_webhook_version: String,
+    /// `--audit-policy-file`: the audit policy; without it nothing is audited.
+    pub audit_policy_file: Option<PathBuf>,
+    /// `--audit-log-path`: where audit events go, `-` for standard output.
+    pub audit_log_path: Option<PathBuf>,
+    /// `--audit-log-maxage`, default 366 days; 0 keeps old files whatever their age.
+    pub audit_log_maxage: u64,
+    /// `--audit-log-maxbackup`, default 100; 0 keeps every old file.
+    pub audit_log_maxbackup: usize,
+    /// `--audit-log-maxsize`, default 100 (MiB); 0 never rotates.
+    pub audit_log_maxsize: u64,
+    /// `--audit-log-format`, `json` (default) or `legacy`.
+    pub audit_log_format: String,
     /// `--availability-resync-period`, default 30s, greater than zero.
     pub availability_resync_period: Duration,
     /// `--discovery-check-timeout`, default 5s, greater than zero.
@@ -720,6 +750,12 @@ impl GatewayOptions {
             usize::try_from(v)
                 .map_err(|_| FlagError::Invalid(format!("--{name} can not be negative value")))
         };
+        // kube-apiserver's AuditLogOptions.Validate, with its messages.
+        let audit_non_negative = |name: &str, v: i64| -> Result<u64, FlagError> {
+            u64::try_from(v).map_err(|_| {
+                FlagError::Invalid(format!("--audit-log-{name} {v} can't be a negative number"))
+            })
+        };
         let request_timeout = f.request_timeout.non_negative().ok_or_else(|| {
             FlagError::Invalid("--request-timeout can not be negative value".to_owned())
         })?;
@@ -752,6 +788,12 @@ impl GatewayOptions {
             authorization_webhook_cache_unauthorized_ttl: f
                 .authorization_webhook_cache_unauthorized_ttl,
             authorization_webhook_version: f.authorization_webhook_version,
+            audit_policy_file: f.audit_policy_file.0,
+            audit_log_path: f.audit_log_path.0,
+            audit_log_maxage: audit_non_negative("maxage", f.audit_log_maxage)?,
+            audit_log_maxbackup: audit_non_negative("maxbackup", f.audit_log_maxbackup)? as usize,
+            audit_log_maxsize: audit_non_negative("maxsize", f.audit_log_maxsize)?,
+            audit_log_format: f.audit_log_format,
             availability_resync_period: f.availability_resync_period,
             discovery_check_timeout: f.discovery_check_timeout,
             availability_soft_failure_threshold: f.availability_soft_failure_threshold,
@@ -859,6 +901,14 @@ impl GatewayOptions {
                 return invalid(format!("--{name} must be greater than zero"));
             }
         }
+        if self.audit_log_path.is_some() {
+            if let Err(e) = self
+                .audit_log_format
+                .parse::<kube_aggregator::audit::LogFormat>()
+            {
+                return invalid(e.to_string());
+            }
+        }
         if self.availability_soft_failure_threshold == 0 {
             return invalid("--availability-soft-failure-threshold must be at least 1".to_owned());
         }
@@ -896,6 +946,12 @@ impl Default for GatewayOptions {
             authorization_webhook_cache_authorized_ttl: Duration::from_secs(300),
             authorization_webhook_cache_unauthorized_ttl: Duration::from_secs(30),
             authorization_webhook_version: "v1beta1".to_owned(),
+            audit_policy_file: None,
+            audit_log_path: None,
+            audit_log_maxage: 366,
+            audit_log_maxbackup: 100,
+            audit_log_maxsize: 100,
+            audit_log_format: "json".to_owned(),
             availability_resync_period: Duration::from_secs(30),
             discovery_check_timeout: Duration::from_secs(5),
             availability_soft_failure_threshold: 3,
@@ -1083,6 +1139,43 @@ mod tests {
         };
         assert_eq!(o, expected);
         assert_eq!(o.listen_addr().to_string(), "0.0.0.0:6443");
+    }
+
+    #[test]
+    fn audit_flags_are_checked_as_kube_apiserver_checks_them() {
+        let o = parse(&[
+            "--audit-policy-file=policy.yaml",
+            "--audit-log-path=-",
+            "--audit-log-maxsize=0",
+            "--audit-log-maxbackup=3",
+            "--audit-log-maxage=7",
+            "--audit-log-format=legacy",
+        ])
+        .expect("parse");
+        assert_eq!(o.audit_policy_file, Some(PathBuf::from("policy.yaml")));
+        assert_eq!(o.audit_log_path, Some(PathBuf::from("-")));
+        assert_eq!(
+            (
+                o.audit_log_maxsize,
+                o.audit_log_maxbackup,
+                o.audit_log_maxage
+            ),
+            (0, 3, 7)
+        );
+        assert_eq!(
+            err(&["--audit-log-maxage=-1"]),
+            "--audit-log-maxage -1 can't be a negative number"
+        );
+        assert_eq!(
+            err(&["--audit-log-maxbackup=-2"]),
+            "--audit-log-maxbackup -2 can't be a negative number"
+        );
+        assert_eq!(
+            err(&["--audit-log-path=a.log", "--audit-log-format=yaml"]),
+            "invalid audit log format yaml, allowed formats are \"legacy,json\""
+        );
+        // The format is only checked when the log is written.
+        assert!(parse(&["--audit-log-format=yaml"]).is_ok());
     }
 
     #[test]

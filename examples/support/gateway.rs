@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use http::{HeaderValue, Request, Response, header};
+use kube_aggregator::audit::{LogConfig, LogSink, Policy};
 use kube_aggregator::authn::{
     Anonymous, BearerToken, CacheTtl, ClientCas, RequestHeaderAuthenticator, RequestHeaderConfig,
     TokenFileAuthenticator, TokenReviewAuthenticator, Union, X509Authenticator,
@@ -216,6 +217,9 @@ pub async fn start_with(
         }
         None => None,
     };
+    if let Some((policy, sink)) = audit(&opts)? {
+        builder = builder.audit(policy, sink);
+    }
     let (aggregator, worker) = builder.build().map_err(|e| StartError(e.to_string()))?;
     if let Some((dir, initial)) = initial {
         aggregator
@@ -679,4 +683,45 @@ pub fn init_logging(v: u8) {
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// The audit policy and the log backend of `--audit-policy-file` and `--audit-log-*`, as
+/// kube-apiserver pairs them: nothing is audited without both.
+fn audit(opts: &GatewayOptions) -> Result<Option<(Policy, LogSink)>, StartError> {
+    let policy = match &opts.audit_policy_file {
+        Some(path) => Some(
+            Policy::from_file(path).map_err(|e| StartError(format!("--audit-policy-file: {e}")))?,
+        ),
+        None => None,
+    };
+    match (policy, &opts.audit_log_path) {
+        (Some(policy), Some(path)) => {
+            let format = opts
+                .audit_log_format
+                .parse()
+                .map_err(|e| StartError(format!("--audit-log-format: {e}")))?;
+            let sink = LogSink::open(LogConfig {
+                path: path.clone(),
+                max_size: opts.audit_log_maxsize.saturating_mul(1024 * 1024),
+                max_backups: opts.audit_log_maxbackup,
+                max_age_days: opts.audit_log_maxage,
+                format,
+            })
+            .map_err(|e| StartError(format!("--audit-log-path: {e}")))?;
+            Ok(Some((policy, sink)))
+        }
+        (None, Some(_)) => {
+            tracing::info!(
+                "No audit policy file provided, no events will be recorded for log backend"
+            );
+            Ok(None)
+        }
+        (Some(_), None) => {
+            tracing::warn!(
+                "--audit-policy-file is set but no audit backend (--audit-log-path): no events will be recorded"
+            );
+            Ok(None)
+        }
+        (None, None) => Ok(None),
+    }
 }

@@ -45,6 +45,7 @@
 
 mod event;
 mod layer;
+mod log;
 mod policy;
 mod sink;
 
@@ -53,6 +54,7 @@ pub use layer::{
     AuditLayer, AuditService, FailedAuthenticationAuditLayer, FailedAuthenticationAuditService,
     ResponseFuture as AuditResponseFuture,
 };
+pub use log::{LogConfig, LogError, LogFormat, LogSink, legacy_line};
 pub use policy::{
     GroupResources, Level, Policy, PolicyError, PolicyRule, RequestAuditConfig, Stage,
 };

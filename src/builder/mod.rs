@@ -31,9 +31,10 @@
 //! [`pkg/server/config.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/config.go)):
 //! [`AuditIdLayer`], `Cache-Control: no-cache, private` when the handler set none,
 //! [`TenantLayer`] (with [`AggregatorBuilder::tenants`]; a pass-through otherwise),
-//! [`TimeoutLayer`], [`AuthenticationLayer`] (with the
+//! [`TimeoutLayer`], [`FailedAuthenticationAuditLayer`], [`AuthenticationLayer`] (with the
 //! builder's authenticator, or, without one, the [`UserInfo`] the host put into the
-//! request extensions), [`ImpersonationLayer`], [`InFlightLayer`],
+//! request extensions), [`AuditLayer`] (with [`AggregatorBuilder::audit`]; a pass-through
+//! otherwise), [`ImpersonationLayer`], [`InFlightLayer`],
 //! [`AuthorizationLayer`], [`TenantGateLayer`], [`SelfReviewLayer`], then
 //! [`AggregatorLayer`] with aggregated discovery and OpenAPI. Impersonation, authorization and the self reviews ask the one
 //! authorizer. The [`Worker`] runs the
@@ -57,7 +58,10 @@ use tower::Layer;
 use tower_http::set_header::{SetResponseHeader, SetResponseHeaderLayer};
 
 use crate::aggregator::{AggregatorLayer, AggregatorService};
-use crate::audit::{AuditIdLayer, AuditIdService};
+use crate::audit::{
+    AuditIdLayer, AuditIdService, AuditLayer, AuditService, AuditSink,
+    FailedAuthenticationAuditLayer, FailedAuthenticationAuditService, Policy,
+};
 use crate::authn::{
     AuthenticateFuture, AuthenticationLayer, AuthenticationService, Authenticator, UserInfo,
 };
@@ -91,11 +95,13 @@ pub type SharedAuthorizer = Arc<dyn Authorizer>;
 /// kube-apiserver's filter chain and the aggregator.
 #[derive(Clone)]
 pub struct Aggregator {
-    audit: AuditIdLayer,
+    audit_id: AuditIdLayer,
     cache_control: SetResponseHeaderLayer<HeaderValue>,
     tenant: TenantLayer,
     timeout: TimeoutLayer,
+    failed_authentication_audit: FailedAuthenticationAuditLayer,
     authentication: AuthenticationLayer<Box<dyn Authenticator>>,
+    audit: AuditLayer,
     impersonation: ImpersonationLayer<SharedAuthorizer>,
     inflight: InFlightLayer,
     authorization: AuthorizationLayer<SharedAuthorizer>,
@@ -122,19 +128,26 @@ pub type AggregatorStack<S> = AuditIdService<
     SetResponseHeader<
         TenantService<
             TimeoutService<
-                AuthenticationService<
-                    ImpersonationService<
-                        InFlightService<
-                            AuthorizationService<
-                                TenantGate<
-                                    SelfReviewService<AggregatorService<S>, SharedAuthorizer>,
+                FailedAuthenticationAuditService<
+                    AuthenticationService<
+                        AuditService<
+                            ImpersonationService<
+                                InFlightService<
+                                    AuthorizationService<
+                                        TenantGate<
+                                            SelfReviewService<
+                                                AggregatorService<S>,
+                                                SharedAuthorizer,
+                                            >,
+                                        >,
+                                        SharedAuthorizer,
+                                    >,
                                 >,
                                 SharedAuthorizer,
                             >,
                         >,
-                        SharedAuthorizer,
+                        Box<dyn Authenticator>,
                     >,
-                    Box<dyn Authenticator>,
                 >,
             >,
         >,
@@ -165,6 +178,7 @@ impl Aggregator {
             request_timeout: crate::timeout::DEFAULT_REQUEST_TIMEOUT,
             long_running: LongRunningCheck::kube_apiserver(),
             inflight: InFlightLayer::default(),
+            audit: AuditLayer::off(),
         }
     }
 
@@ -209,13 +223,14 @@ impl<S> Layer<S> for Aggregator {
         // An unknown tenant is 404 once authorized, before the self reviews answer for it.
         let reviewed = self.tenant_gate.layer(self.selfreview.layer(aggregator));
         let authorized = self.authorization.layer(reviewed);
+        let impersonated = self.impersonation.layer(self.inflight.layer(authorized));
         let authenticated = self
-            .authentication
-            .layer(self.impersonation.layer(self.inflight.layer(authorized)));
+            .failed_authentication_audit
+            .layer(self.authentication.layer(self.audit.layer(impersonated)));
         // The tenant comes off the path before anything reads it: the timeout, in-flight
         // and authorization layers all parse the path that remains, once.
         let timed = self.tenant.layer(self.timeout.layer(authenticated));
-        self.audit.layer(self.cache_control.layer(timed))
+        self.audit_id.layer(self.cache_control.layer(timed))
     }
 }
 
@@ -239,6 +254,7 @@ pub struct AggregatorBuilder {
     request_timeout: Duration,
     long_running: LongRunningCheck,
     inflight: InFlightLayer,
+    audit: AuditLayer,
 }
 
 impl std::fmt::Debug for AggregatorBuilder {
@@ -373,6 +389,15 @@ impl AggregatorBuilder {
         self
     }
 
+    /// Audits requests by `policy` (`--audit-policy-file`) into `sink` (a
+    /// [`LogSink`](crate::audit::LogSink), or the host's own): the [`AuditLayer`] after
+    /// authentication and the [`FailedAuthenticationAuditLayer`] around it. Without this,
+    /// nothing is audited (requests still get their `Audit-Id`).
+    pub fn audit(mut self, policy: Policy, sink: impl AuditSink) -> Self {
+        self.audit = AuditLayer::new(policy, sink);
+        self
+    }
+
     /// Mounts tenants under `/clusters/<name>/...` (kcp's shape, see [`crate::tenant`]):
     /// each with its own APIServices, discovery, OpenAPI and availability, on this
     /// builder's transport, resolver and worker; their requests reach their backends as
@@ -500,9 +525,10 @@ impl AggregatorBuilder {
             .authenticator
             .unwrap_or_else(|| Box::new(HostAuthenticated));
         let authorizer: SharedAuthorizer = Arc::from(authorizer);
+        let audit = self.audit.long_running(self.long_running.clone());
         Ok((
             Aggregator {
-                audit: AuditIdLayer::new(),
+                audit_id: AuditIdLayer::new(),
                 cache_control: SetResponseHeaderLayer::if_not_present(
                     http::header::CACHE_CONTROL,
                     HeaderValue::from_static("no-cache, private"),
@@ -515,7 +541,9 @@ impl AggregatorBuilder {
                 timeout: TimeoutLayer::new(timer.clone())
                     .request_timeout(self.request_timeout)
                     .long_running(self.long_running.clone()),
+                failed_authentication_audit: audit.failed_authentication(),
                 authentication: AuthenticationLayer::new(authenticator),
+                audit,
                 impersonation: ImpersonationLayer::new(authorizer.clone()),
                 inflight: self.inflight.long_running(self.long_running),
                 authorization: AuthorizationLayer::new(authorizer.clone()),

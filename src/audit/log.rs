@@ -1,0 +1,429 @@
+//! The log backend: audit events as lines in a file (or on standard output), with the
+//! file rotated by size as kube-apiserver's `--audit-log-*` flags rotate it
+//! (k8s.io/apiserver `plugin/pkg/audit/log/backend.go`, `pkg/server/options/audit.go`,
+//! whose writer is `gopkg.in/natefinch/lumberjack.v2`).
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::{AuditSink, Event};
+use crate::gocompat::quote;
+
+/// `--audit-log-format`: how an event is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// `json`: the event as one line of `audit.k8s.io/v1` JSON (the default).
+    #[default]
+    Json,
+    /// `legacy`: upstream's one-line text (`<time> AUDIT: id="..." stage="..." ...`).
+    Legacy,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = LogError;
+
+    /// `json` or `legacy`; anything else is refused with upstream's message.
+    fn from_str(s: &str) -> Result<LogFormat, LogError> {
+        match s {
+            "json" => Ok(LogFormat::Json),
+            "legacy" => Ok(LogFormat::Legacy),
+            _ => Err(LogError(format!(
+                "invalid audit log format {s}, allowed formats are \"legacy,json\""
+            ))),
+        }
+    }
+}
+
+/// The `--audit-log-*` settings. The defaults are kube-apiserver's: rotation at 100 MiB,
+/// 100 backups kept for at most 366 days, JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConfig {
+    /// `--audit-log-path`: the file (its directory is made if missing), or `-` for
+    /// standard output.
+    pub path: PathBuf,
+    /// `--audit-log-maxsize`, in bytes (the flag's megabytes times 1 MiB): the file is
+    /// renamed to a backup before a line would take it past this size. 0: never rotated.
+    pub max_size: u64,
+    /// `--audit-log-maxbackup`: backups kept, newest first; 0 keeps all.
+    pub max_backups: usize,
+    /// `--audit-log-maxage`, in days: backups older than this (by the time in their name)
+    /// are removed; 0 keeps them.
+    pub max_age_days: u64,
+    /// `--audit-log-format`.
+    pub format: LogFormat,
+}
+
+impl LogConfig {
+    /// Upstream's defaults, writing to `path`.
+    pub fn new(path: impl Into<PathBuf>) -> LogConfig {
+        LogConfig {
+            path: path.into(),
+            max_size: 100 * MIB,
+            max_backups: 100,
+            max_age_days: 366,
+            format: LogFormat::Json,
+        }
+    }
+}
+
+/// A mebibyte: lumberjack's megabyte, the unit of `--audit-log-maxsize`.
+const MIB: u64 = 1024 * 1024;
+
+/// Why the log backend could not start, naming the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LogError(String);
+
+/// Events queued before a request waits for the writer (upstream's blocking mode: the
+/// request waits while its event cannot be taken).
+const QUEUE: usize = 10_000;
+
+/// An [`AuditSink`] that writes each event as a line of a file, or of standard output.
+///
+/// Events are handed to a writer thread through a queue of 10,000 lines, written in
+/// batches; when the queue is full the request waits (upstream's default `blocking`
+/// mode for the log backend). A write that fails is logged (at most once a minute, with
+/// the count since) and the line lost, as upstream's backend loses it; the writer goes on
+/// with the next. Cloning shares the writer; it ends, after writing what was queued, when
+/// the last clone is dropped.
+#[derive(Debug, Clone)]
+pub struct LogSink {
+    queue: SyncSender<Message>,
+    format: LogFormat,
+}
+
+enum Message {
+    Line(Vec<u8>),
+    Flush(SyncSender<()>),
+}
+
+impl LogSink {
+    /// Opens (creating with mode 0600, and its directory with 0700) the file and starts
+    /// the writer thread.
+    ///
+    /// # Errors
+    ///
+    /// The file or its directory cannot be made or opened, or the thread cannot start.
+    pub fn open(config: LogConfig) -> Result<LogSink, LogError> {
+        let output = Output::open(&config)?;
+        let (queue, lines) = std::sync::mpsc::sync_channel(QUEUE);
+        std::thread::Builder::new()
+            .name("audit-log".into())
+            .spawn(move || write_lines(output, lines))
+            .map_err(|e| LogError(format!("starting the audit log writer: {e}")))?;
+        Ok(LogSink {
+            queue,
+            format: config.format,
+        })
+    }
+
+    /// Waits until every event handed over before the call has been written.
+    pub fn flush(&self) {
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        if self.queue.send(Message::Flush(done)).is_ok() {
+            let _ = wait.recv();
+        }
+    }
+}
+
+impl AuditSink for LogSink {
+    fn process_event(&self, event: &Event) -> bool {
+        let line = match self.format {
+            LogFormat::Json => event.to_json_line(),
+            LogFormat::Legacy => legacy_line(event).into_bytes(),
+        };
+        match self.queue.try_send(Message::Line(line)) {
+            Ok(()) => true,
+            // Blocking mode: wait for room.
+            Err(TrySendError::Full(line)) => self.queue.send(line).is_ok(),
+            Err(TrySendError::Disconnected(_)) => false,
+        }
+    }
+}
+
+/// Upstream's `EventString`, the `legacy` format, with a newline.
+pub fn legacy_line(event: &Event) -> String {
+    let quoted_list =
+        |items: &[String]| items.iter().map(|g| quote(g)).collect::<Vec<_>>().join(",");
+    let (mut username, mut groups) = ("<none>".to_owned(), "<none>".to_owned());
+    if !event.user.username.is_empty() {
+        username.clone_from(&event.user.username);
+        if !event.user.groups.is_empty() {
+            groups = quoted_list(&event.user.groups);
+        }
+    }
+    let (mut as_user, mut as_groups) = ("<self>".to_owned(), "<lookup>".to_owned());
+    if let Some(imp) = &event.impersonated_user {
+        as_user.clone_from(&imp.username);
+        // Upstream tests for a nil list; an impersonated user always has one here.
+        as_groups = quoted_list(&imp.groups);
+    }
+    let namespace = match &event.object_ref {
+        Some(r) if !r.namespace.is_empty() => r.namespace.as_str(),
+        _ => "<none>",
+    };
+    let response = match &event.response_status {
+        Some(s) => s.code.to_string(),
+        None => "<deferred>".to_owned(),
+    };
+    let ip = event.source_ips.first().map_or("<unknown>", String::as_str);
+    format!(
+        "{} AUDIT: id={} stage={} ip={} method={} user={} groups={} as={} asgroups={} user-agent={} namespace={} uri={} response=\"{}\"\n",
+        rfc3339_nano(event.request_received_timestamp),
+        quote(&event.audit_id),
+        quote(event.stage.as_str()),
+        quote(ip),
+        quote(&event.verb),
+        quote(&username),
+        quote(&groups),
+        quote(&as_user),
+        quote(&as_groups),
+        quote(&event.user_agent),
+        quote(namespace),
+        quote(&event.request_uri),
+        response,
+    )
+}
+
+/// Go's `time.RFC3339Nano` in UTC: the fraction without trailing zeros, none when zero.
+fn rfc3339_nano(t: SystemTime) -> String {
+    let text = humantime::format_rfc3339_nanos(t).to_string();
+    // `2026-12-06T14:05:00.123450000Z`
+    match text.split_once('.') {
+        Some((whole, fraction)) => {
+            let digits = fraction.trim_end_matches('Z').trim_end_matches('0');
+            if digits.is_empty() {
+                format!("{whole}Z")
+            } else {
+                format!("{whole}.{digits}Z")
+            }
+        }
+        None => text,
+    }
+}
+
+/// Where lines go.
+enum Output {
+    Stdout,
+    File(RotatingFile),
+}
+
+impl Output {
+    fn open(config: &LogConfig) -> Result<Output, LogError> {
+        if config.path.as_os_str() == "-" {
+            return Ok(Output::Stdout);
+        }
+        let file = RotatingFile::open(config).map_err(|e| {
+            LogError(format!(
+                "opening the audit log {}: {e}",
+                config.path.display()
+            ))
+        })?;
+        Ok(Output::File(file))
+    }
+
+    fn write(&mut self, lines: &[Vec<u8>]) -> io::Result<()> {
+        match self {
+            Output::Stdout => {
+                let mut out = io::stdout().lock();
+                for line in lines {
+                    out.write_all(line)?;
+                }
+                out.flush()
+            }
+            Output::File(file) => file.write(lines),
+        }
+    }
+}
+
+/// The writer thread: takes what is queued, writes it in one go, until every sender is
+/// gone.
+fn write_lines(mut output: Output, queue: Receiver<Message>) {
+    let mut batch: Vec<Vec<u8>> = Vec::new();
+    let mut waiting: Vec<SyncSender<()>> = Vec::new();
+    let mut failures = FailureLog::default();
+    while let Ok(first) = queue.recv() {
+        let mut next = Some(first);
+        while let Some(message) = next.take() {
+            match message {
+                Message::Line(line) => batch.push(line),
+                Message::Flush(done) => waiting.push(done),
+            }
+            if batch.len() < 512 {
+                next = queue.try_recv().ok();
+            }
+        }
+        if let Err(e) = output.write(&batch) {
+            failures.record(e, batch.len());
+        }
+        batch.clear();
+        for done in waiting.drain(..) {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Write errors, logged at most once a minute.
+#[derive(Default)]
+struct FailureLog {
+    last: Option<Instant>,
+    lost: usize,
+}
+
+impl FailureLog {
+    fn record(&mut self, error: io::Error, lines: usize) {
+        self.lost += lines;
+        if self
+            .last
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(60))
+        {
+            tracing::error!(%error, lost = self.lost, "writing the audit log failed; events lost");
+            self.last = Some(Instant::now());
+            self.lost = 0;
+        }
+    }
+}
+
+/// A file renamed to a timestamped backup when it would grow past its size, as
+/// lumberjack does: `audit.log` becomes `audit-2026-12-06T14-05-00.123.log` (UTC,
+/// milliseconds), and old backups beyond the count or the age are removed.
+struct RotatingFile {
+    path: PathBuf,
+    file: File,
+    size: u64,
+    max_size: u64,
+    max_backups: usize,
+    max_age: Option<Duration>,
+}
+
+impl RotatingFile {
+    fn open(config: &LogConfig) -> io::Result<RotatingFile> {
+        if let Some(dir) = config.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(dir)?;
+        }
+        let file = open_append(&config.path)?;
+        let size = file.metadata()?.len();
+        Ok(RotatingFile {
+            path: config.path.clone(),
+            file,
+            size,
+            max_size: config.max_size,
+            max_backups: config.max_backups,
+            max_age: (config.max_age_days > 0)
+                .then(|| Duration::from_secs(config.max_age_days * 24 * 3600)),
+        })
+    }
+
+    fn write(&mut self, lines: &[Vec<u8>]) -> io::Result<()> {
+        let mut chunk: Vec<u8> = Vec::new();
+        for line in lines {
+            let len = line.len() as u64;
+            if self.max_size > 0 && self.size > 0 && self.size + len > self.max_size {
+                self.file.write_all(&chunk)?;
+                chunk.clear();
+                self.rotate()?;
+            }
+            chunk.extend_from_slice(line);
+            self.size += len;
+        }
+        self.file.write_all(&chunk)
+    }
+
+    fn rotate(&mut self) -> io::Result<()> {
+        let (dir, prefix, ext) = self.name_parts();
+        let mut at = SystemTime::now();
+        let mut backup = dir.join(backup_name(&prefix, &ext, at));
+        // Two rotations in one millisecond must not overwrite the first backup.
+        while backup.exists() {
+            at += Duration::from_millis(1);
+            backup = dir.join(backup_name(&prefix, &ext, at));
+        }
+        std::fs::rename(&self.path, &backup)?;
+        self.file = open_append(&self.path)?;
+        self.size = 0;
+        if let Err(e) = self.remove_old(&dir, &prefix, &ext) {
+            tracing::warn!(error = %e, "removing old audit log backups failed");
+        }
+        Ok(())
+    }
+
+    /// The directory, the name before its extension, and the extension (with its dot).
+    fn name_parts(&self) -> (PathBuf, String, String) {
+        let dir = self
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (prefix, ext) = match name.rfind('.') {
+            Some(i) if i > 0 => (name[..i].to_owned(), name[i..].to_owned()),
+            _ => (name, String::new()),
+        };
+        (dir, prefix, ext)
+    }
+
+    /// Removes backups beyond `max_backups` (oldest first) and older than `max_age`.
+    fn remove_old(&self, dir: &Path, prefix: &str, ext: &str) -> io::Result<()> {
+        let mut backups: Vec<(SystemTime, PathBuf)> = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(at) = backup_time(&name, prefix, ext) {
+                backups.push((at, entry.path()));
+            }
+        }
+        backups.sort_by_key(|b| std::cmp::Reverse(b.0));
+        let now = SystemTime::now();
+        for (i, (at, path)) in backups.iter().enumerate() {
+            let too_many = self.max_backups > 0 && i >= self.max_backups;
+            let too_old = self
+                .max_age
+                .is_some_and(|age| now.duration_since(*at).is_ok_and(|d| d > age));
+            if too_many || too_old {
+                std::fs::remove_file(path)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn open_append(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+/// `<prefix>-2006-01-02T15-04-05.000<ext>` in UTC.
+fn backup_name(prefix: &str, ext: &str, at: SystemTime) -> String {
+    // `2026-12-06T14:05:00.123Z`
+    let stamp = humantime::format_rfc3339_millis(at).to_string();
+    let stamp = stamp.trim_end_matches('Z').replace(':', "-");
+    format!("{prefix}-{stamp}{ext}")
+}
+
+/// The time in a backup's name, if `name` is one of `prefix`/`ext`'s backups.
+fn backup_time(name: &str, prefix: &str, ext: &str) -> Option<SystemTime> {
+    let stamp = name.strip_prefix(prefix)?.strip_prefix('-')?;
+    let stamp = stamp.strip_suffix(ext)?;
+    // `2026-12-06T14-05-00.123` back to RFC 3339.
+    let (date, time) = stamp.split_once('T')?;
+    let time = time.replacen('-', ":", 2);
+    humantime::parse_rfc3339(&format!("{date}T{time}Z")).ok()
+}
+
+#[cfg(test)]
+#[path = "log_tests.rs"]
+mod tests;

@@ -1,0 +1,267 @@
+//! The audit log end to end: the demo's gateway started with `--audit-policy-file` and
+//! `--audit-log-path`, real kubectl over TLS, and the log read back as `audit.k8s.io/v1`
+//! events, field by field, for a proxied GET, a proxied watch, a forbidden request, an
+//! impersonated one and a refused authentication.
+
+mod kubectl_cli;
+#[path = "../examples/support/mod.rs"]
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use kubectl_cli::{Kubectl, scratch_dir};
+use serde_json::{Value, json};
+
+/// `uri` with its query parameters sorted and kubectl's `timeout` left out: kubectl adds
+/// `timeout=20s` and sorts the query of `get --raw`.
+fn normalized(uri: &str) -> (String, Vec<String>) {
+    let (path, query) = uri.split_once('?').unwrap_or((uri, ""));
+    let mut params: Vec<String> = query
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("timeout="))
+        .map(str::to_owned)
+        .collect();
+    params.sort();
+    (path.to_owned(), params)
+}
+
+/// The events of `log` for the request to `uri`, once `count` of them are there.
+async fn events_for(log: &Path, uri: &str, count: usize) -> Vec<Value> {
+    let wanted = normalized(uri);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let events: Vec<Value> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l)
+                    .unwrap_or_else(|e| panic!("not a JSON event ({e}): {l}"))
+            })
+            .filter(|e| normalized(e["requestURI"].as_str().unwrap_or_default()) == wanted)
+            .collect();
+        if events.len() >= count {
+            return events;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{count} events for {uri} not written within 10 s; the log has:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn stages(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["stage"].as_str().unwrap_or_default())
+        .collect()
+}
+
+/// Checks what every event of a request carries, whatever its stage.
+fn check_common(event: &Value, verb: &str, user: &str) {
+    assert_eq!(event["kind"], "Event", "{event}");
+    assert_eq!(event["apiVersion"], "audit.k8s.io/v1", "{event}");
+    assert_eq!(event["level"], "Metadata", "{event}");
+    assert_eq!(event["verb"], verb, "{event}");
+    assert_eq!(event["user"]["username"], user, "{event}");
+    assert_eq!(event["sourceIPs"], json!(["127.0.0.1"]), "{event}");
+    let agent = event["userAgent"].as_str().unwrap_or_default();
+    assert!(agent.starts_with("kubectl/v1."), "{event}");
+    let id = event["auditID"].as_str().unwrap_or_default();
+    assert!(uuid_like(id), "{event}");
+    for key in ["requestReceivedTimestamp", "stageTimestamp"] {
+        let t = event[key].as_str().unwrap_or_default();
+        assert!(
+            t.len() == 27 && t.ends_with('Z') && t.as_bytes()[19] == b'.',
+            "{key} with microseconds: {event}"
+        );
+    }
+}
+
+fn uuid_like(id: &str) -> bool {
+    id.len() == 36 && id.bytes().filter(|b| *b == b'-').count() == 4
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_records_who_did_what_as_kube_apiserver_does() {
+    let dir = scratch_dir("audit");
+    let demo = support::demo::start(&dir, Duration::from_secs(30))
+        .await
+        .expect("the demo starts");
+    let log = dir.canonicalize().expect("dir").join("audit.log");
+    let kubectl = Kubectl::beside(&demo.kubeconfig);
+
+    // A proxied GET, by the admin (x509, system:masters): received, then complete.
+    let nodes = "/apis/metrics.k8s.io/v1beta1/nodes";
+    let (ok, _, stderr) = kubectl.run(&["get", "--raw", nodes, "-v=8"]).await;
+    assert!(ok, "{stderr}");
+    let events = events_for(&log, nodes, 2).await;
+    assert_eq!(stages(&events), ["RequestReceived", "ResponseComplete"]);
+    for e in &events {
+        check_common(e, "list", "demo-admin");
+        assert_eq!(
+            e["user"]["groups"],
+            json!(["system:masters", "system:authenticated"])
+        );
+        assert_eq!(
+            e["objectRef"],
+            json!({"resource": "nodes", "apiGroup": "metrics.k8s.io", "apiVersion": "v1beta1"})
+        );
+    }
+    assert_eq!(events[0]["auditID"], events[1]["auditID"]);
+    assert!(events[0].get("responseStatus").is_none(), "{}", events[0]);
+    assert_eq!(
+        events[1]["responseStatus"],
+        json!({"metadata": {}, "code": 200})
+    );
+    assert_eq!(
+        events[1]["annotations"]["authorization.k8s.io/decision"],
+        "allow"
+    );
+    // The ID in the log is the one the answer carried.
+    let id = events[0]["auditID"].as_str().expect("id");
+    assert!(
+        stderr.contains(&format!("Audit-Id: {id}")),
+        "kubectl saw another Audit-Id than {id}:\n{stderr}"
+    );
+
+    // A proxied watch: received, started when the stream opened, complete when the
+    // extension server ended it (timeoutSeconds=1).
+    let watch = "/apis/servicecatalog.example.io/v1beta1/namespaces/default/serviceinstances?watch=true&timeoutSeconds=1";
+    kubectl.ok(&["get", "--raw", watch]).await;
+    let events = events_for(&log, watch, 3).await;
+    assert_eq!(
+        stages(&events),
+        ["RequestReceived", "ResponseStarted", "ResponseComplete"]
+    );
+    for e in &events {
+        check_common(e, "watch", "demo-admin");
+        assert_eq!(e["objectRef"]["namespace"], "default");
+        assert_eq!(e["objectRef"]["resource"], "serviceinstances");
+    }
+    assert_eq!(events[1]["responseStatus"]["code"], 200);
+    let started = events[1]["stageTimestamp"].as_str().expect("time");
+    let complete = events[2]["stageTimestamp"].as_str().expect("time");
+    assert!(complete > started, "the watch ran for a second");
+
+    // A forbidden request: the decision and the authorizer's reason, and the Status.
+    let pods = "/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods";
+    let (ok, _, stderr) = kubectl
+        .run(&["--user=demo-viewer", "get", "--raw", pods])
+        .await;
+    assert!(!ok, "the viewer may not read pod metrics");
+    let events = events_for(&log, pods, 2).await;
+    let complete = &events[1];
+    check_common(complete, "list", "demo-viewer");
+    let status = &complete["responseStatus"];
+    assert_eq!(status["code"], 403, "{complete}");
+    assert_eq!(status["reason"], "Forbidden");
+    assert_eq!(status["status"], "Failure");
+    let message = status["message"].as_str().expect("message");
+    assert!(
+        message.starts_with(
+            "pods.metrics.k8s.io is forbidden: User \"demo-viewer\" cannot list resource \"pods\" in API group \"metrics.k8s.io\" in the namespace \"kube-system\""
+        ),
+        "{message}"
+    );
+    assert!(stderr.contains(message), "kubectl saw: {stderr}");
+    assert_eq!(
+        status["details"],
+        json!({"group": "metrics.k8s.io", "kind": "pods"})
+    );
+    assert_eq!(
+        complete["annotations"]["authorization.k8s.io/decision"],
+        "forbid"
+    );
+    let reason = complete["annotations"]["authorization.k8s.io/reason"]
+        .as_str()
+        .expect("reason");
+    if !reason.is_empty() {
+        assert!(
+            message.ends_with(&format!(": {reason}")),
+            "{message} / {reason}"
+        );
+    }
+
+    // Impersonation: the admin asks as bob of team, who may read node metrics.
+    let (ok, _, stderr) = kubectl
+        .run(&[
+            "--as=bob",
+            "--as-group=team",
+            "get",
+            "--raw",
+            &format!("{nodes}?limit=5"),
+        ])
+        .await;
+    assert!(ok, "{stderr}");
+    let uri = format!("{nodes}?limit=5");
+    let events = events_for(&log, &uri, 2).await;
+    for e in &events {
+        check_common(e, "list", "demo-admin");
+    }
+    assert!(events[0].get("impersonatedUser").is_none());
+    assert_eq!(
+        events[1]["impersonatedUser"],
+        json!({"username": "bob", "groups": ["team", "system:authenticated"]})
+    );
+    assert_eq!(
+        events[1]["annotations"]["authorization.k8s.io/decision"],
+        "allow"
+    );
+
+    // A refused authentication: one ResponseStarted event, no user, the 401 Status.
+    let refused = "/apis/metrics.k8s.io/v1beta1/nodes?refused=1";
+    let (ok, _, _) = kubectl
+        .run(&[
+            "--user=demo-token",
+            "--token=not-a-token",
+            "get",
+            "--raw",
+            refused,
+        ])
+        .await;
+    assert!(!ok);
+    let events = events_for(&log, refused, 1).await;
+    assert_eq!(stages(&events), ["ResponseStarted"]);
+    let e = &events[0];
+    assert_eq!(e["user"], json!({}), "{e}");
+    assert_eq!(e["verb"], "list");
+    assert_eq!(
+        e["responseStatus"],
+        json!({"metadata": {}, "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
+    );
+    assert!(e.get("annotations").is_none(), "{e}");
+
+    // The health checks the policy leaves out are not in the log.
+    kubectl.ok(&["get", "--raw", "/readyz"]).await;
+    kubectl.ok(&["get", "--raw", "/version"]).await;
+    // (kubectl's dispatcher asks for /version too, before each command.)
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let version = loop {
+        let events = events_for(&log, "/version", 2).await;
+        let ours: Vec<Value> = events
+            .into_iter()
+            .filter(|e| {
+                e["userAgent"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("kubectl/v1.")
+            })
+            .collect();
+        if ours.len() == 2 || Instant::now() > deadline {
+            break ours;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(stages(&version), ["RequestReceived", "ResponseComplete"]);
+    check_common(&version[1], "get", "demo-admin");
+    assert!(
+        version[1].get("objectRef").is_none(),
+        "a non-resource request"
+    );
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(!text.contains("\"/readyz\""), "level None is not written");
+
+    demo.shutdown().await;
+}
