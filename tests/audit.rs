@@ -233,6 +233,40 @@ async fn the_audit_log_records_who_did_what_as_kube_apiserver_does() {
     );
     assert!(e.get("annotations").is_none(), "{e}");
 
+    // An access review at Request level: what was asked, not what was answered.
+    let ssar = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    let answer = kubectl
+        .ok(&["--user=demo-viewer", "auth", "can-i", "list", "nodes"])
+        .await;
+    assert_eq!(answer.trim(), "yes");
+    let events = events_for(&log, ssar, 2).await;
+    assert_eq!(events[1]["level"], "Request");
+    assert!(events[0].get("requestObject").is_none(), "not yet decoded");
+    let asked = &events[1]["requestObject"];
+    assert_eq!(asked["kind"], "SelfSubjectAccessReview", "{}", events[1]);
+    assert_eq!(
+        asked["spec"]["resourceAttributes"],
+        json!({"namespace": "default", "verb": "list", "resource": "nodes"})
+    );
+    assert_eq!(asked["status"], json!({"allowed": false}));
+    assert!(events[1].get("responseObject").is_none(), "{}", events[1]);
+    assert_eq!(
+        events[1]["responseStatus"],
+        json!({"metadata": {}, "code": 201})
+    );
+
+    // whoami at RequestResponse level: the answer too.
+    let ssr = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+    kubectl.ok(&["--user=demo-viewer", "auth", "whoami"]).await;
+    let events = events_for(&log, ssr, 2).await;
+    assert_eq!(events[1]["level"], "RequestResponse");
+    assert_eq!(events[1]["requestObject"]["kind"], "SelfSubjectReview");
+    assert_eq!(
+        events[1]["responseObject"]["status"]["userInfo"]["username"], "demo-viewer",
+        "{}",
+        events[1]
+    );
+
     // The health checks the policy leaves out are not in the log.
     kubectl.ok(&["get", "--raw", "/readyz"]).await;
     kubectl.ok(&["get", "--raw", "/version"]).await;

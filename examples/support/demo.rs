@@ -36,13 +36,19 @@ pub const TENANTS: [(&str, &[&str]); 2] = [
     ("team-b", &[super::demo_servers::CATALOG_APISERVICE]),
 ];
 
-/// The demo's audit policy: who did what, for every request but the health checks.
+/// The demo's audit policy: who did what, for every request but the health checks; what
+/// was asked of the access reviews (`kubectl auth can-i`), and what `kubectl auth whoami`
+/// was told.
 pub const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
 kind: Policy
 rules:
 # Probes are not worth a line.
 - level: None
   nonResourceURLs: [/healthz*, /livez*, /readyz*]
+- level: Request
+  resources: [{group: authorization.k8s.io}]
+- level: RequestResponse
+  resources: [{group: authentication.k8s.io}]
 - level: Metadata
 ";
 

@@ -55,6 +55,13 @@ pub struct Event {
     /// `None` in `RequestReceived` events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_status: Option<ResponseStatus>,
+    /// The object the request carried, at `Request` level and above, when the handler
+    /// decoded one (see [`AuditContext::log_request_object`](super::AuditContext::log_request_object)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_object: Option<serde_json::Value>,
+    /// The object answered, at `RequestResponse` level, when the handler encoded one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_object: Option<serde_json::Value>,
     /// When the request was received.
     #[serde(serialize_with = "micro_time")]
     pub request_received_timestamp: SystemTime,
@@ -214,6 +221,8 @@ impl Event {
             user_agent: metadata.user_agent,
             object_ref: metadata.object_ref,
             response_status: None,
+            request_object: None,
+            response_object: None,
             request_received_timestamp: metadata.received,
             stage_timestamp: metadata.received,
             annotations: BTreeMap::new(),

@@ -17,6 +17,7 @@ use tower::{Layer, Service};
 
 use super::event::{Event, EventUser, RequestMetadata, ResponseStatus};
 use super::{AuditContext, AuditSink, Level, Policy, Stage};
+use crate::audit_context::Bodies;
 use crate::authn::{Unauthenticated, UserInfo};
 use crate::authz::RequestInfo;
 use crate::body::{Body, BoxError};
@@ -38,8 +39,10 @@ use crate::timeout::LongRunningCheck;
 /// when the stack itself refused the request. A sink that refuses the `RequestReceived`
 /// event fails the request with 500 `failed to store audit event`.
 ///
-/// Request and response bodies are not recorded yet: `Request` and `RequestResponse`
-/// write what `Metadata` writes.
+/// At `Request` level and above, `requestObject` is what the handler behind recorded with
+/// [`AuditContext::log_request_object`], and at `RequestResponse` `responseObject` what it
+/// recorded with [`AuditContext::log_response_object`]: the self reviews record theirs;
+/// proxied requests have none, as upstream's proxy decodes no body.
 ///
 /// [`AuditLayer::off`] audits nothing and costs nothing.
 #[derive(Clone, Default)]
@@ -193,7 +196,11 @@ where
         }
         let long_running = shared.long_running.is_long_running(&parts, info);
         let metadata = RequestMetadata::of(&parts, info, user, received);
-        let context = AuditContext::default();
+        let context = AuditContext::new(Bodies {
+            request: config.level >= Level::Request,
+            response: config.level >= Level::RequestResponse,
+            omit_managed_fields: config.omit_managed_fields,
+        });
         parts.extensions.insert(context.clone());
         let mut pending = Pending {
             event: Event::new(config.level, metadata),
@@ -264,6 +271,12 @@ impl Pending {
         }
         if let Some(user) = recorded.impersonated_user {
             self.event.impersonated_user = Some(EventUser::from(&user));
+        }
+        if recorded.request_object.is_some() {
+            self.event.request_object = recorded.request_object;
+        }
+        if recorded.response_object.is_some() {
+            self.event.response_object = recorded.response_object;
         }
     }
 

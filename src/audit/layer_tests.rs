@@ -455,3 +455,70 @@ async fn off_audits_nothing_and_passes_answers_through() {
         .unwrap();
     assert_eq!(body_of(res).await, "ok");
 }
+
+#[tokio::test]
+async fn bodies_are_recorded_at_the_levels_that_carry_them() {
+    let object = json!({
+        "kind": "Widget",
+        "metadata": {"name": "w", "managedFields": [{"manager": "kubectl"}]}
+    });
+    let list = json!({"kind": "WidgetList", "items": [object.clone()]});
+    for (level, omit, with_request, with_response) in [
+        ("Metadata", false, false, false),
+        ("Request", false, true, false),
+        ("RequestResponse", false, true, true),
+        ("RequestResponse", true, true, true),
+    ] {
+        let events: Events = Arc::default();
+        let kept = events.clone();
+        let policy = format!(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitManagedFields: {omit}\nrules:\n- level: {level}\n"
+        );
+        let audit = AuditLayer::new(
+            Policy::from_bytes(policy.as_bytes()).unwrap(),
+            move |event: &Event| {
+                kept.lock()
+                    .unwrap()
+                    .push(serde_json::from_slice(&event.to_json_line()).unwrap());
+                true
+            },
+        );
+        let (sent, answered) = (object.clone(), list.clone());
+        let handler = tower::service_fn(move |req: Request<Body>| {
+            let (sent, answered) = (sent.clone(), answered.clone());
+            async move {
+                let context = req.extensions().get::<AuditContext>().unwrap();
+                assert_eq!(context.records_request_object(), with_request);
+                assert_eq!(context.records_response_object(), with_response);
+                context.log_request_object(sent);
+                context.log_response_object(answered);
+                Ok::<_, Infallible>(Response::new(Body::full("{}")))
+            }
+        });
+        let mut req = request("/apis/example.com/v1/widgets", "x");
+        req.extensions_mut()
+            .insert(crate::authn::UserInfo::new("alice", ["admins"]));
+        let res = audit.layer(handler).oneshot(req).await.unwrap();
+        body_of(res).await;
+        let complete = events.lock().unwrap()[1].clone();
+        let managed = |v: &Value| v.to_string().contains("managedFields");
+        match complete.get("requestObject") {
+            Some(o) => {
+                assert!(with_request, "{level}: {complete}");
+                assert_eq!(o["metadata"]["name"], "w");
+                assert_eq!(managed(o), !omit, "{level} omit {omit}: {o}");
+            }
+            None => assert!(!with_request, "{level}: {complete}"),
+        }
+        match complete.get("responseObject") {
+            Some(o) => {
+                assert!(with_response, "{level}: {complete}");
+                assert_eq!(o["items"][0]["metadata"]["name"], "w");
+                assert_eq!(managed(o), !omit, "{level} omit {omit}: {o}");
+            }
+            None => assert!(!with_response, "{level}: {complete}"),
+        }
+        // The request was received before any body was decoded.
+        assert!(events.lock().unwrap()[0].get("requestObject").is_none());
+    }
+}

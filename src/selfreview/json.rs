@@ -155,6 +155,31 @@ pub(super) fn rules_review_answer(rules: &Rules) -> Value {
     Value::Object(m)
 }
 
+/// The `SelfSubjectRulesReview` a request for `namespace` decodes to, as the audit log
+/// records it: the spec, and the empty status Go writes (`null` lists).
+pub(super) fn rules_review_request(namespace: &str) -> Value {
+    let mut m = head(Kind::RulesReview, no_timestamp());
+    let spec = if namespace.is_empty() {
+        json!({})
+    } else {
+        json!({ "namespace": namespace })
+    };
+    m.insert("spec".into(), spec);
+    m.insert(
+        "status".into(),
+        json!({"resourceRules": null, "nonResourceRules": null, "incomplete": false}),
+    );
+    Value::Object(m)
+}
+
+/// The `SelfSubjectReview` every request decodes to (it has no spec), as the audit log
+/// records it.
+pub(super) fn subject_review_request() -> Value {
+    let mut m = head(Kind::SubjectReview, no_timestamp());
+    m.insert("status".into(), json!({"userInfo": {}}));
+    Value::Object(m)
+}
+
 /// A `SelfSubjectReview` whose `status.userInfo` is `user`, created at `created` (RFC
 /// 3339).
 pub(super) fn subject_review_answer(user: &UserInfo, created: &str) -> Value {

@@ -14,8 +14,9 @@ use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::{AccessReview, Format, Kind, ReviewError, json, proto, review};
+use crate::audit_context::AuditContext;
 use crate::authn::UserInfo;
-use crate::authz::{Authorizer, RequestInfo, Rules};
+use crate::authz::{Authorizer, RequestInfo, Rules, SubjectAccessReviewStatus};
 use crate::body::{Body, BoxError};
 use crate::status::{Status, StatusCause, StatusDetails};
 
@@ -257,7 +258,12 @@ where
     };
     // A self review in a tenant asks about that tenant.
     let tenant = parts.extensions.get::<crate::tenant::Tenant>();
-    match respond(kind, input, output, &bytes, &user, tenant, authorizer).await {
+    let audit = parts.extensions.get::<AuditContext>();
+    match respond(
+        kind, input, output, &bytes, &user, tenant, authorizer, audit,
+    )
+    .await
+    {
         Ok(res) => res,
         Err(ReviewError::Decode(message)) => bad_request(message),
     }
@@ -266,7 +272,10 @@ where
 /// Decodes the review, answers it, and encodes the answer: `201 Created` with the review
 /// in `output`'s media type. The access review's spec is echoed back with its status;
 /// the rules review answers for the namespace it names (400 without one); the subject
-/// review is stamped with the system clock's time, as the API server stamps it.
+/// review is stamped with the system clock's time, as the API server stamps it. The
+/// review decoded and the review answered go to the request's audit event (as JSON,
+/// whatever the wire format), when its level records them.
+#[allow(clippy::too_many_arguments)]
 async fn respond<Z: Authorizer + ?Sized>(
     kind: Kind,
     input: Format,
@@ -275,6 +284,7 @@ async fn respond<Z: Authorizer + ?Sized>(
     user: &UserInfo,
     tenant: Option<&crate::tenant::Tenant>,
     authorizer: &Z,
+    audit: Option<&AuditContext>,
 ) -> Result<Response<Body>, ReviewError> {
     // The request as JSON, or the protobuf object's bytes.
     let (value, raw) = match input {
@@ -294,6 +304,10 @@ async fn respond<Z: Authorizer + ?Sized>(
                 Some(v) => json::access_review(v)?,
                 None => proto::decode_access_review(raw)?,
             };
+            if let Some(audit) = audit {
+                let decoded = SubjectAccessReviewStatus::default();
+                audit.log_request_object(json::access_review_answer(&review, &decoded));
+            }
             if let Some(res) = invalid_access_review(&review) {
                 return Ok(res);
             }
@@ -301,6 +315,9 @@ async fn respond<Z: Authorizer + ?Sized>(
             let attrs = attrs.in_tenant(tenant);
             let status = review::status(authorizer.authorize(&attrs).await, &notes);
             if output == Format::Protobuf {
+                if let Some(audit) = audit {
+                    audit.log_response_object(json::access_review_answer(&review, &status));
+                }
                 (None, Some(proto::encode_access_review(&review, &status)))
             } else {
                 (Some(json::access_review_answer(&review, &status)), None)
@@ -311,11 +328,17 @@ async fn respond<Z: Authorizer + ?Sized>(
                 Some(v) => json::rules_review_namespace(v)?,
                 None => proto::decode_rules_review(raw)?,
             };
+            if let Some(audit) = audit {
+                audit.log_request_object(json::rules_review_request(&namespace));
+            }
             if namespace.is_empty() {
                 return Ok(bad_request("no namespace on request"));
             }
             let rules: Rules = authorizer.rules_for(user, &namespace).await;
             if output == Format::Protobuf {
+                if let Some(audit) = audit {
+                    audit.log_response_object(json::rules_review_answer(&rules));
+                }
                 (None, Some(proto::encode_rules_review(&rules)))
             } else {
                 (Some(json::rules_review_answer(&rules)), None)
@@ -325,11 +348,18 @@ async fn respond<Z: Authorizer + ?Sized>(
             if value.is_none() {
                 proto::decode_subject_review(raw)?;
             }
+            if let Some(audit) = audit {
+                audit.log_request_object(json::subject_review_request());
+            }
             let now = std::time::SystemTime::now();
             if output == Format::Protobuf {
                 let secs = now
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs());
+                if let Some(audit) = audit {
+                    let created = humantime::format_rfc3339_seconds(now).to_string();
+                    audit.log_response_object(json::subject_review_answer(user, &created));
+                }
                 (None, Some(proto::encode_subject_review(user, secs)))
             } else {
                 let created = humantime::format_rfc3339_seconds(now).to_string();
@@ -337,6 +367,11 @@ async fn respond<Z: Authorizer + ?Sized>(
             }
         }
     };
+    if let (Some(audit), Some(doc)) = (audit, &doc) {
+        if audit.records_response_object() {
+            audit.log_response_object(doc.clone());
+        }
+    }
     let body = match (pb, doc, output) {
         (Some(pb), _, _) => pb,
         (None, Some(doc), Format::Yaml) => json::to_yaml(&doc),
