@@ -20,7 +20,7 @@ use super::{AuditContext, AuditSink, Level, Policy, Stage};
 use crate::audit_context::Bodies;
 use crate::authn::{Unauthenticated, UserInfo};
 use crate::authz::RequestInfo;
-use crate::body::{Body, BoxError};
+use crate::body::Body;
 use crate::status::Status;
 use crate::timeout::LongRunningCheck;
 
@@ -51,7 +51,7 @@ pub struct AuditLayer {
 }
 
 /// What the layers of one [`AuditLayer`] share.
-pub struct Shared {
+pub(crate) struct Shared {
     policy: Policy,
     sink: Arc<dyn AuditSink>,
     long_running: LongRunningCheck,
@@ -126,11 +126,16 @@ impl AuditLayer {
 
     /// The layer that goes outside the
     /// [`AuthenticationLayer`](crate::authn::AuthenticationLayer) to audit the requests
-    /// it refuses, with the same policy and sink.
+    /// it refuses, with the same policy and sink. ([`AuditIdLayer::audit_refused`](super::AuditIdLayer::audit_refused)
+    /// does the same without a layer of its own.)
     pub fn failed_authentication(&self) -> FailedAuthenticationAuditLayer {
         FailedAuthenticationAuditLayer {
             shared: self.shared.clone(),
         }
+    }
+
+    pub(crate) fn shared(&self) -> Option<&Arc<Shared>> {
+        self.shared.as_ref()
     }
 }
 
@@ -161,11 +166,11 @@ impl<S: std::fmt::Debug> std::fmt::Debug for AuditService<S> {
     }
 }
 
-impl<S, B, RB> Service<Request<B>> for AuditService<S>
+// The inner answers with `Body`, as every layer of the stack does: a body type inferred
+// through each of a dozen nested layers makes the stack's type checking explode.
+impl<S, B> Service<Request<B>> for AuditService<S>
 where
-    S: Service<Request<B>, Response = Response<RB>>,
-    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-    RB::Error: Into<BoxError>,
+    S: Service<Request<B>, Response = Response<Body>>,
 {
     type Response = Response<Body>;
     type Error = S::Error;
@@ -175,7 +180,17 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        self.start(req)
+    }
+}
+
+impl<S> AuditService<S> {
+    /// The request's audit begun, and the inner call.
+    fn start<B>(&mut self, mut req: Request<B>) -> ResponseFuture<S::Future>
+    where
+        S: Service<Request<B>, Response = Response<Body>>,
+    {
         let Some(shared) = &self.shared else {
             return ResponseFuture::passthrough(self.inner.call(req));
         };
@@ -216,14 +231,12 @@ where
                 &pending.event.request_uri,
                 &"failed to store audit event",
             );
-            return ResponseFuture::Ready {
-                response: Some(res),
-            };
+            return ResponseFuture::ready(res);
         }
-        ResponseFuture::Audited {
-            inner: self.inner.call(Request::from_parts(parts, body)),
-            pending: Some(pending),
-        }
+        ResponseFuture::new(
+            self.inner.call(Request::from_parts(parts, body)),
+            State::Audited(Some(Box::new(pending))),
+        )
     }
 }
 
@@ -238,7 +251,7 @@ fn bit(stage: Stage) -> u8 {
 
 /// A request's event between its stages. Whatever happens to the request, dropping it
 /// writes the `ResponseComplete` event (once).
-pub struct Pending {
+struct Pending {
     event: Event,
     sink: Arc<dyn AuditSink>,
     omit: u8,
@@ -317,77 +330,95 @@ fn response_status<RB>(res: &Response<RB>) -> ResponseStatus {
 
 pin_project! {
     /// Response future of [`AuditService`] and [`FailedAuthenticationAuditService`].
-    #[project = Projected]
-    // The variants are documented; their fields are the inner call and the event.
-    #[allow(missing_docs)]
-    pub enum ResponseFuture<F> {
-        /// Not audited.
-        Passthrough { #[pin] inner: F },
-        /// Audited: the event waits for the answer (and then its body).
-        Audited { #[pin] inner: F, pending: Option<Pending> },
-        /// Refused by authentication, perhaps: audited if so.
-        Authentication { #[pin] inner: F, audit: Option<(Arc<Shared>, SystemTime)> },
-        /// Answered here.
-        Ready { response: Option<Response<Body>> },
+    ///
+    /// The inner future appears once, not once per state: every copy of it in an enum's
+    /// variants multiplies what the compiler proves of the stack's nested futures.
+    pub struct ResponseFuture<F> {
+        #[pin]
+        inner: Option<F>,
+        state: State,
     }
 }
 
+/// What a [`ResponseFuture`] does with the answer.
+#[derive(Debug)]
+enum State {
+    /// Not audited.
+    Passthrough,
+    /// Audited: the event waits for the answer (and then its body).
+    Audited(Option<Box<Pending>>),
+    /// Refused by authentication, perhaps: audited if so.
+    Authentication(Option<(Arc<Shared>, SystemTime)>),
+    /// Answered here, without the inner service.
+    Ready(Option<Response<Body>>),
+}
+
 impl<F> ResponseFuture<F> {
+    fn new(inner: F, state: State) -> Self {
+        ResponseFuture {
+            inner: Some(inner),
+            state,
+        }
+    }
+
     fn passthrough(inner: F) -> Self {
-        ResponseFuture::Passthrough { inner }
+        ResponseFuture::new(inner, State::Passthrough)
+    }
+
+    fn ready(response: Response<Body>) -> Self {
+        ResponseFuture {
+            inner: None,
+            state: State::Ready(Some(response)),
+        }
     }
 }
 
 impl<F> std::fmt::Debug for ResponseFuture<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ResponseFuture::Passthrough { .. } => "ResponseFuture::Passthrough",
-            ResponseFuture::Audited { .. } => "ResponseFuture::Audited",
-            ResponseFuture::Authentication { .. } => "ResponseFuture::Authentication",
-            ResponseFuture::Ready { .. } => "ResponseFuture::Ready",
-        })
+        f.debug_struct("ResponseFuture")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
     }
 }
 
-impl<F, RB, E> Future for ResponseFuture<F>
+impl<F, E> Future for ResponseFuture<F>
 where
-    F: Future<Output = Result<Response<RB>, E>>,
-    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-    RB::Error: Into<BoxError>,
+    F: Future<Output = Result<Response<Body>, E>>,
 {
     type Output = Result<Response<Body>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            Projected::Passthrough { inner } => inner.poll(cx).map_ok(|res| res.map(Body::new)),
-            Projected::Audited { inner, pending } => {
-                let res = std::task::ready!(inner.poll(cx))?;
-                let Some(mut pending) = pending.take() else {
-                    return Poll::Ready(Ok(res.map(Body::new)));
-                };
-                pending.started(&res);
-                Poll::Ready(Ok(res.map(|body| {
-                    Body::new(AuditedBody {
-                        inner: body,
-                        pending: Some(pending),
-                    })
-                })))
-            }
-            Projected::Authentication { inner, audit } => {
-                let mut res = std::task::ready!(inner.poll(cx))?;
-                if let (Some(refused), Some((shared, received))) = (
-                    res.extensions_mut().remove::<Unauthenticated>(),
-                    audit.take(),
-                ) {
-                    audit_failed_authentication(&shared, &refused, received, &res);
-                }
-                Poll::Ready(Ok(res.map(Body::new)))
-            }
-            Projected::Ready { response } => match response.take() {
+        let this = self.project();
+        if let State::Ready(response) = this.state {
+            return match response.take() {
                 Some(res) => Poll::Ready(Ok(res)),
                 None => Poll::Pending,
-            },
+            };
         }
+        let Some(inner) = this.inner.as_pin_mut() else {
+            return Poll::Pending;
+        };
+        let mut res = std::task::ready!(inner.poll(cx))?;
+        match this.state {
+            State::Audited(pending) => {
+                if let Some(mut pending) = pending.take() {
+                    pending.started(&res);
+                    res = res.map(|body| {
+                        Body::new(AuditedBody {
+                            inner: body,
+                            pending: Some(*pending),
+                        })
+                    });
+                }
+            }
+            State::Authentication(audit) => {
+                if let Some((shared, received)) = audit.take() {
+                    audit_refused(&shared, received, &mut res);
+                }
+            }
+            State::Passthrough | State::Ready(_) => {}
+        }
+        Poll::Ready(Ok(res))
     }
 }
 
@@ -474,11 +505,9 @@ impl<S: std::fmt::Debug> std::fmt::Debug for FailedAuthenticationAuditService<S>
     }
 }
 
-impl<S, B, RB> Service<Request<B>> for FailedAuthenticationAuditService<S>
+impl<S, B> Service<Request<B>> for FailedAuthenticationAuditService<S>
 where
-    S: Service<Request<B>, Response = Response<RB>>,
-    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-    RB::Error: Into<BoxError>,
+    S: Service<Request<B>, Response = Response<Body>>,
 {
     type Response = Response<Body>;
     type Error = S::Error;
@@ -495,10 +524,16 @@ where
         // The refused request's head comes back with the 401; its RequestInfo is parsed
         // now, once, for every layer behind.
         let _ = crate::authz::request_info::ensure(&mut req);
-        ResponseFuture::Authentication {
-            audit: Some((shared.clone(), SystemTime::now())),
-            inner: self.inner.call(req),
-        }
+        let audit = Some((shared.clone(), SystemTime::now()));
+        ResponseFuture::new(self.inner.call(req), State::Authentication(audit))
+    }
+}
+
+/// If `res` is the 401 of a request authentication refused (it carries
+/// [`Unauthenticated`]), writes its event; the marker is removed either way.
+pub(crate) fn audit_refused<R>(shared: &Arc<Shared>, received: SystemTime, res: &mut Response<R>) {
+    if let Some(refused) = res.extensions_mut().remove::<Unauthenticated>() {
+        audit_failed_authentication(shared, &refused, received, res);
     }
 }
 

@@ -65,6 +65,7 @@ pub use crate::audit_context::AuditContext;
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{HeaderName, HeaderValue, Request, Response};
@@ -81,13 +82,26 @@ pub struct AuditId(pub HeaderValue);
 
 /// Layer that gives every request an audit ID and every response its `Audit-Id`. It sits
 /// outermost, as upstream's `WithAuditInit`, so even a 401 or a 504 carries the ID.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AuditIdLayer;
+#[derive(Debug, Clone, Default)]
+pub struct AuditIdLayer {
+    audit: Option<Arc<layer::Shared>>,
+}
 
 impl AuditIdLayer {
     /// The layer.
     pub fn new() -> AuditIdLayer {
-        AuditIdLayer
+        AuditIdLayer { audit: None }
+    }
+
+    /// Also audits the requests an [`AuthenticationLayer`](crate::authn::AuthenticationLayer)
+    /// inside refuses, by `audit`'s policy and sink, as the
+    /// [`FailedAuthenticationAuditLayer`] does, without a layer of its own (what
+    /// [`Aggregator::builder`](crate::Aggregator::builder) uses: each nested layer costs
+    /// the compiler dearly).
+    pub fn audit_refused(self, audit: &AuditLayer) -> AuditIdLayer {
+        AuditIdLayer {
+            audit: audit.shared().cloned(),
+        }
     }
 }
 
@@ -95,7 +109,10 @@ impl<S> Layer<S> for AuditIdLayer {
     type Service = AuditIdService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        AuditIdService { inner }
+        AuditIdService {
+            inner,
+            audit: self.audit.clone(),
+        }
     }
 }
 
@@ -103,6 +120,7 @@ impl<S> Layer<S> for AuditIdLayer {
 #[derive(Debug, Clone)]
 pub struct AuditIdService<S> {
     inner: S,
+    audit: Option<Arc<layer::Shared>>,
 }
 
 impl<S> AuditIdService<S> {
@@ -153,6 +171,10 @@ where
         ResponseFuture {
             inner: self.inner.call(req),
             id: Some(id),
+            audit: self
+                .audit
+                .clone()
+                .map(|shared| (shared, std::time::SystemTime::now())),
         }
     }
 }
@@ -164,6 +186,7 @@ pin_project! {
         #[pin]
         inner: F,
         id: Option<HeaderValue>,
+        audit: Option<(Arc<layer::Shared>, std::time::SystemTime)>,
     }
 }
 
@@ -178,6 +201,9 @@ where
         let mut res = std::task::ready!(this.inner.poll(cx))?;
         if let Some(id) = this.id.take() {
             res.headers_mut().insert(AUDIT_ID, id);
+        }
+        if let Some((shared, received)) = this.audit.take() {
+            layer::audit_refused(&shared, received, &mut res);
         }
         Poll::Ready(Ok(res))
     }

@@ -31,7 +31,7 @@
 //! [`pkg/server/config.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/config.go)):
 //! [`AuditIdLayer`], `Cache-Control: no-cache, private` when the handler set none,
 //! [`TenantLayer`] (with [`AggregatorBuilder::tenants`]; a pass-through otherwise),
-//! [`TimeoutLayer`], [`FailedAuthenticationAuditLayer`], [`AuthenticationLayer`] (with the
+//! [`TimeoutLayer`], [`AuthenticationLayer`] (with the
 //! builder's authenticator, or, without one, the [`UserInfo`] the host put into the
 //! request extensions), [`AuditLayer`] (with [`AggregatorBuilder::audit`]; a pass-through
 //! otherwise), [`ImpersonationLayer`], [`InFlightLayer`],
@@ -58,10 +58,7 @@ use tower::Layer;
 use tower_http::set_header::{SetResponseHeader, SetResponseHeaderLayer};
 
 use crate::aggregator::{AggregatorLayer, AggregatorService};
-use crate::audit::{
-    AuditIdLayer, AuditIdService, AuditLayer, AuditService, AuditSink,
-    FailedAuthenticationAuditLayer, FailedAuthenticationAuditService, Policy,
-};
+use crate::audit::{AuditIdLayer, AuditIdService, AuditLayer, AuditService, AuditSink, Policy};
 use crate::authn::{
     AuthenticateFuture, AuthenticationLayer, AuthenticationService, Authenticator, UserInfo,
 };
@@ -99,7 +96,6 @@ pub struct Aggregator {
     cache_control: SetResponseHeaderLayer<HeaderValue>,
     tenant: TenantLayer,
     timeout: TimeoutLayer,
-    failed_authentication_audit: FailedAuthenticationAuditLayer,
     authentication: AuthenticationLayer<Box<dyn Authenticator>>,
     audit: AuditLayer,
     impersonation: ImpersonationLayer<SharedAuthorizer>,
@@ -128,26 +124,21 @@ pub type AggregatorStack<S> = AuditIdService<
     SetResponseHeader<
         TenantService<
             TimeoutService<
-                FailedAuthenticationAuditService<
-                    AuthenticationService<
-                        AuditService<
-                            ImpersonationService<
-                                InFlightService<
-                                    AuthorizationService<
-                                        TenantGate<
-                                            SelfReviewService<
-                                                AggregatorService<S>,
-                                                SharedAuthorizer,
-                                            >,
-                                        >,
-                                        SharedAuthorizer,
+                AuthenticationService<
+                    AuditService<
+                        ImpersonationService<
+                            InFlightService<
+                                AuthorizationService<
+                                    TenantGate<
+                                        SelfReviewService<AggregatorService<S>, SharedAuthorizer>,
                                     >,
+                                    SharedAuthorizer,
                                 >,
-                                SharedAuthorizer,
                             >,
+                            SharedAuthorizer,
                         >,
-                        Box<dyn Authenticator>,
                     >,
+                    Box<dyn Authenticator>,
                 >,
             >,
         >,
@@ -224,9 +215,7 @@ impl<S> Layer<S> for Aggregator {
         let reviewed = self.tenant_gate.layer(self.selfreview.layer(aggregator));
         let authorized = self.authorization.layer(reviewed);
         let impersonated = self.impersonation.layer(self.inflight.layer(authorized));
-        let authenticated = self
-            .failed_authentication_audit
-            .layer(self.authentication.layer(self.audit.layer(impersonated)));
+        let authenticated = self.authentication.layer(self.audit.layer(impersonated));
         // The tenant comes off the path before anything reads it: the timeout, in-flight
         // and authorization layers all parse the path that remains, once.
         let timed = self.tenant.layer(self.timeout.layer(authenticated));
@@ -391,7 +380,8 @@ impl AggregatorBuilder {
 
     /// Audits requests by `policy` (`--audit-policy-file`) into `sink` (a
     /// [`LogSink`](crate::audit::LogSink), or the host's own): the [`AuditLayer`] after
-    /// authentication and the [`FailedAuthenticationAuditLayer`] around it. Without this,
+    /// authentication, and the [`AuditIdLayer`] auditing the requests authentication
+    /// refuses (see [`AuditIdLayer::audit_refused`]). Without this,
     /// nothing is audited (requests still get their `Audit-Id`).
     pub fn audit(mut self, policy: Policy, sink: impl AuditSink) -> Self {
         self.audit = AuditLayer::new(policy, sink);
@@ -528,7 +518,7 @@ impl AggregatorBuilder {
         let audit = self.audit.long_running(self.long_running.clone());
         Ok((
             Aggregator {
-                audit_id: AuditIdLayer::new(),
+                audit_id: AuditIdLayer::new().audit_refused(&audit),
                 cache_control: SetResponseHeaderLayer::if_not_present(
                     http::header::CACHE_CONTROL,
                     HeaderValue::from_static("no-cache, private"),
@@ -541,7 +531,6 @@ impl AggregatorBuilder {
                 timeout: TimeoutLayer::new(timer.clone())
                     .request_timeout(self.request_timeout)
                     .long_running(self.long_running.clone()),
-                failed_authentication_audit: audit.failed_authentication(),
                 authentication: AuthenticationLayer::new(authenticator),
                 audit,
                 impersonation: ImpersonationLayer::new(authorizer.clone()),
