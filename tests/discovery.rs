@@ -303,8 +303,7 @@ async fn negotiation_etag_and_one_fetch_per_service() {
     );
     // One Service, two APIServices, one fetch; as system:kube-aggregator in system:masters.
     assert_eq!(fetches.load(Ordering::SeqCst), 1);
-    let fetch = backend.next_request().await;
-    assert_eq!(fetch.uri.path(), "/apis");
+    let fetch = backend.next_request_to("/apis").await;
     assert_eq!(fetch.one("accept"), Some(V2_JSON));
     assert_eq!(fetch.one("x-remote-user"), Some("system:kube-aggregator"));
     assert_eq!(fetch.all("x-remote-group"), ["system:masters"]);

@@ -349,6 +349,17 @@ impl Backend {
             .expect("the backend is running")
     }
 
+    /// The next request for `path`, passing over the others (the aggregator's discovery and
+    /// OpenAPI fetches of one Service run side by side, so their order is not fixed).
+    pub(crate) async fn next_request_to(&mut self, path: &str) -> Seen {
+        loop {
+            let seen = self.next_request().await;
+            if seen.uri.path() == path {
+                return seen;
+            }
+        }
+    }
+
     /// A request already received and not yet taken, if any.
     pub(crate) fn try_next(&mut self) -> Option<Seen> {
         self.seen.try_recv().ok()
