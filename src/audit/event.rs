@@ -229,10 +229,15 @@ impl Event {
         }
     }
 
-    /// The event as one line of JSON, with Go's HTML-safe escaping, ending in `\n`.
-    pub fn to_json_line(&self) -> Vec<u8> {
+    /// The event as JSON, with Go's HTML-safe escaping (`&` as `\u0026`, ...).
+    pub fn to_json(&self) -> Vec<u8> {
         let json = serde_json::to_string(self).unwrap_or_default();
-        let mut line = crate::status::go_json(&json).into_bytes();
+        crate::status::go_json(&json).into_bytes()
+    }
+
+    /// [`Event::to_json`] as one line, ending in `\n`.
+    pub fn to_json_line(&self) -> Vec<u8> {
+        let mut line = self.to_json();
         line.push(b'\n');
         line
     }

@@ -10,13 +10,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::SystemTime;
 
+use futures_util::future::BoxFuture;
 use http::{Request, Response};
 use http_body::Frame;
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::event::{Event, EventUser, RequestMetadata, ResponseStatus};
-use super::{AuditContext, AuditSink, Level, Policy, Stage};
+use super::{AuditContext, AuditMetrics, AuditSink, Level, Policy, Processed, Stage};
 use crate::audit_context::Bodies;
 use crate::authn::{Unauthenticated, UserInfo};
 use crate::authz::RequestInfo;
@@ -39,6 +40,13 @@ use crate::timeout::LongRunningCheck;
 /// when the stack itself refused the request. A sink that refuses the `RequestReceived`
 /// event fails the request with 500 `failed to store audit event`.
 ///
+/// A sink may make the request wait ([`Processed::Waiting`], a webhook in `blocking`
+/// mode): the inner service is called at once but its future is not polled before the
+/// `RequestReceived` event is kept (the stack's services do nothing before they are
+/// polled), the answer's head waits for `ResponseStarted`, and the body's end for
+/// `ResponseComplete`. The layer counts into [`AuditMetrics`] (levels, events, requests
+/// refused).
+///
 /// At `Request` level and above, `requestObject` is what the handler behind recorded with
 /// [`AuditContext::log_request_object`], and at `RequestResponse` `responseObject` what it
 /// recorded with [`AuditContext::log_response_object`]: the self reviews record theirs;
@@ -55,6 +63,7 @@ pub(crate) struct Shared {
     policy: Policy,
     sink: Arc<dyn AuditSink>,
     long_running: LongRunningCheck,
+    metrics: Arc<AuditMetrics>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -96,7 +105,32 @@ impl AuditLayer {
                 policy,
                 sink,
                 long_running: LongRunningCheck::kube_apiserver(),
+                metrics: Arc::default(),
             })),
+        }
+    }
+
+    /// Counts into `metrics` (shared with the sinks, which count what they lose)
+    /// instead of a set of its own.
+    pub fn with_metrics(self, metrics: Arc<AuditMetrics>) -> AuditLayer {
+        self.map(|s| Shared { metrics, ..s })
+    }
+
+    /// The audit metrics this layer counts into; `None` when it is off.
+    pub fn metrics(&self) -> Option<&Arc<AuditMetrics>> {
+        self.shared.as_ref().map(|s| &s.metrics)
+    }
+
+    fn map(self, f: impl FnOnce(Shared) -> Shared) -> AuditLayer {
+        AuditLayer {
+            shared: self.shared.map(|s| {
+                Arc::new(f(Shared {
+                    policy: s.policy.clone(),
+                    sink: s.sink.clone(),
+                    long_running: s.long_running.clone(),
+                    metrics: s.metrics.clone(),
+                }))
+            }),
         }
     }
 
@@ -108,15 +142,10 @@ impl AuditLayer {
     /// Which requests are long-running (they get a `ResponseStarted` event); the same
     /// check the [`TimeoutLayer`](crate::timeout::TimeoutLayer) is given.
     pub fn long_running(self, check: LongRunningCheck) -> AuditLayer {
-        AuditLayer {
-            shared: self.shared.map(|s| {
-                Arc::new(Shared {
-                    policy: s.policy.clone(),
-                    sink: s.sink.clone(),
-                    long_running: check,
-                })
-            }),
-        }
+        self.map(|s| Shared {
+            long_running: check,
+            ..s
+        })
     }
 
     /// Whether this layer audits at all.
@@ -206,6 +235,7 @@ impl<S> AuditService<S> {
         };
         let user = parts.extensions.get::<UserInfo>();
         let config = shared.policy.evaluate(user, info);
+        shared.metrics.level(config.level);
         if config.level == Level::None {
             return ResponseFuture::passthrough(self.inner.call(Request::from_parts(parts, body)));
         }
@@ -220,23 +250,23 @@ impl<S> AuditService<S> {
         let mut pending = Pending {
             event: Event::new(config.level, metadata),
             sink: shared.sink.clone(),
+            metrics: shared.metrics.clone(),
             omit: mask(&config.omit_stages),
             context,
             long_running,
             done: false,
         };
-        if !pending.emit(Stage::RequestReceived) {
-            pending.done = true;
-            let res = crate::status::internal_error(
-                &pending.event.request_uri,
-                &"failed to store audit event",
-            );
-            return ResponseFuture::ready(res);
-        }
-        ResponseFuture::new(
+        let wait = match pending.emit(Stage::RequestReceived) {
+            Processed::Kept => None,
+            Processed::Lost => return ResponseFuture::ready(pending.refuse()),
+            Processed::Waiting(wait) => Some(wait),
+        };
+        let mut future = ResponseFuture::new(
             self.inner.call(Request::from_parts(parts, body)),
             State::Audited(Some(Box::new(pending))),
-        )
+        );
+        future.wait = wait;
+        future
     }
 }
 
@@ -254,6 +284,7 @@ fn bit(stage: Stage) -> u8 {
 struct Pending {
     event: Event,
     sink: Arc<dyn AuditSink>,
+    metrics: Arc<AuditMetrics>,
     omit: u8,
     context: AuditContext,
     long_running: bool,
@@ -262,10 +293,10 @@ struct Pending {
 }
 
 impl Pending {
-    /// Writes the event at `stage` unless the policy omits it; whether the sink kept it.
-    fn emit(&mut self, stage: Stage) -> bool {
+    /// Writes the event at `stage` unless the policy omits it; what the sink made of it.
+    fn emit(&mut self, stage: Stage) -> Processed {
         if self.omit & bit(stage) != 0 {
-            return true;
+            return Processed::Kept;
         }
         self.event.stage = stage;
         self.event.stage_timestamp = if stage == Stage::RequestReceived {
@@ -273,6 +304,7 @@ impl Pending {
         } else {
             SystemTime::now()
         };
+        self.metrics.event();
         self.sink.process_event(&self.event)
     }
 
@@ -293,30 +325,59 @@ impl Pending {
         }
     }
 
-    /// The answer's head is ready.
-    fn started<RB>(&mut self, res: &Response<RB>) {
+    /// The answer's head is ready: the `ResponseStarted` event of a long-running request,
+    /// and what the head waits for before it goes out.
+    fn started<RB>(&mut self, res: &Response<RB>) -> Option<Wait> {
         self.event.response_status = Some(response_status(res));
         self.gather();
-        if self.long_running {
-            self.emit(Stage::ResponseStarted);
+        if !self.long_running {
+            return None;
         }
+        waiting(self.emit(Stage::ResponseStarted))
     }
-}
 
-impl Drop for Pending {
-    fn drop(&mut self) {
+    /// The 500 of a request whose `RequestReceived` event the sink lost; no more events.
+    fn refuse(&mut self) -> Response<Body> {
+        self.done = true;
+        self.metrics.rejected();
+        crate::status::internal_error(&self.event.request_uri, &"failed to store audit event")
+    }
+
+    /// The request is over: the `ResponseComplete` event (once), and what the body's end
+    /// waits for.
+    fn complete(&mut self) -> Option<Wait> {
         if self.done {
-            return;
+            return None;
         }
         self.done = true;
         if self.event.response_status.is_none() {
             self.event.response_status = Some(ResponseStatus::closed_early());
             if self.long_running {
-                self.emit(Stage::ResponseStarted);
+                // Nobody waits for this one: the sink does its work regardless.
+                drop(self.emit(Stage::ResponseStarted));
             }
         }
         self.gather();
-        self.emit(Stage::ResponseComplete);
+        waiting(self.emit(Stage::ResponseComplete))
+    }
+}
+
+/// A future a request waits on while a sink keeps its event: `true` once kept.
+type Wait = BoxFuture<'static, bool>;
+
+/// The future to wait for, if the sink asked for a wait.
+fn waiting(processed: Processed) -> Option<Wait> {
+    match processed {
+        Processed::Waiting(wait) => Some(wait),
+        Processed::Kept | Processed::Lost => None,
+    }
+}
+
+impl Drop for Pending {
+    /// A request given up (or whose body was dropped unfinished) still gets its
+    /// `ResponseComplete` event; nothing waits for the sink then.
+    fn drop(&mut self) {
+        drop(self.complete());
     }
 }
 
@@ -337,6 +398,10 @@ pin_project! {
         #[pin]
         inner: Option<F>,
         state: State,
+        // What a blocking sink makes the request wait for: before the inner future is
+        // polled, or (with `held`) before the answer goes out.
+        wait: Option<Wait>,
+        held: Option<Response<Body>>,
     }
 }
 
@@ -358,6 +423,8 @@ impl<F> ResponseFuture<F> {
         ResponseFuture {
             inner: Some(inner),
             state,
+            wait: None,
+            held: None,
         }
     }
 
@@ -369,6 +436,8 @@ impl<F> ResponseFuture<F> {
         ResponseFuture {
             inner: None,
             state: State::Ready(Some(response)),
+            wait: None,
+            held: None,
         }
     }
 }
@@ -388,7 +457,23 @@ where
     type Output = Result<Response<Body>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
+        let mut this = self.project();
+        if let Some(wait) = this.wait {
+            let kept = std::task::ready!(wait.as_mut().poll(cx));
+            *this.wait = None;
+            if let Some(res) = this.held.take() {
+                return Poll::Ready(Ok(res));
+            }
+            if !kept {
+                // The `RequestReceived` event was lost: refused, the inner future unpolled.
+                if let State::Audited(pending) = this.state {
+                    if let Some(mut pending) = pending.take() {
+                        this.inner.set(None);
+                        return Poll::Ready(Ok(pending.refuse()));
+                    }
+                }
+            }
+        }
         if let State::Ready(response) = this.state {
             return match response.take() {
                 Some(res) => Poll::Ready(Ok(res)),
@@ -399,35 +484,46 @@ where
             return Poll::Pending;
         };
         let mut res = std::task::ready!(inner.poll(cx))?;
-        match this.state {
-            State::Audited(pending) => {
-                if let Some(mut pending) = pending.take() {
-                    pending.started(&res);
+        let wait = match this.state {
+            State::Audited(pending) => match pending.take() {
+                Some(mut pending) => {
+                    let wait = pending.started(&res);
                     res = res.map(|body| {
                         Body::new(AuditedBody {
                             inner: body,
                             pending: Some(*pending),
+                            finishing: None,
                         })
                     });
+                    wait
                 }
+                None => None,
+            },
+            State::Authentication(audit) => match audit.take() {
+                Some((shared, received)) => audit_refused(&shared, received, &mut res),
+                None => None,
+            },
+            State::Passthrough | State::Ready(_) => None,
+        };
+        if let Some(mut wait) = wait {
+            if wait.as_mut().poll(cx).is_pending() {
+                *this.wait = Some(wait);
+                *this.held = Some(res);
+                return Poll::Pending;
             }
-            State::Authentication(audit) => {
-                if let Some((shared, received)) = audit.take() {
-                    audit_refused(&shared, received, &mut res);
-                }
-            }
-            State::Passthrough | State::Ready(_) => {}
         }
         Poll::Ready(Ok(res))
     }
 }
 
 pin_project! {
-    /// A response body whose end (or abandonment) writes the `ResponseComplete` event.
+    /// A response body whose end (or abandonment) writes the `ResponseComplete` event;
+    /// with a blocking sink, its end waits for the sink.
     struct AuditedBody<B> {
         #[pin]
         inner: B,
         pending: Option<Pending>,
+        finishing: Option<Wait>,
     }
 }
 
@@ -443,16 +539,26 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<bytes::Bytes>, B::Error>>> {
         let this = self.project();
+        if let Some(wait) = this.finishing {
+            std::task::ready!(wait.as_mut().poll(cx));
+            *this.finishing = None;
+            return Poll::Ready(None);
+        }
         let frame = std::task::ready!(this.inner.poll_frame(cx));
         if frame.is_none() {
             // The body is complete: write the event now rather than when it is dropped.
-            this.pending.take();
+            if let Some(mut wait) = this.pending.take().and_then(|mut p| p.complete()) {
+                if wait.as_mut().poll(cx).is_pending() {
+                    *this.finishing = Some(wait);
+                    return Poll::Pending;
+                }
+            }
         }
         Poll::Ready(frame)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.inner.is_end_stream() && self.finishing.is_none()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
@@ -530,11 +636,15 @@ where
 }
 
 /// If `res` is the 401 of a request authentication refused (it carries
-/// [`Unauthenticated`]), writes its event; the marker is removed either way.
-pub(crate) fn audit_refused<R>(shared: &Arc<Shared>, received: SystemTime, res: &mut Response<R>) {
-    if let Some(refused) = res.extensions_mut().remove::<Unauthenticated>() {
-        audit_failed_authentication(shared, &refused, received, res);
-    }
+/// [`Unauthenticated`]), writes its event; the marker is removed either way. What the
+/// 401 waits for, if the sink asks for a wait.
+pub(crate) fn audit_refused<R>(
+    shared: &Arc<Shared>,
+    received: SystemTime,
+    res: &mut Response<R>,
+) -> Option<Wait> {
+    let refused = res.extensions_mut().remove::<Unauthenticated>()?;
+    audit_failed_authentication(shared, &refused, received, res)
 }
 
 /// Writes the event of a request authentication refused with `res`.
@@ -543,14 +653,13 @@ fn audit_failed_authentication<RB>(
     refused: &Unauthenticated,
     received: SystemTime,
     res: &Response<RB>,
-) {
+) -> Option<Wait> {
     let parts = &refused.0;
-    let Some(info) = parts.extensions.get::<RequestInfo>() else {
-        return;
-    };
+    let info = parts.extensions.get::<RequestInfo>()?;
     let config = shared.policy.evaluate(None, info);
+    shared.metrics.level(config.level);
     if config.level == Level::None {
-        return;
+        return None;
     }
     let mut pending = Pending {
         event: Event::new(
@@ -558,13 +667,14 @@ fn audit_failed_authentication<RB>(
             RequestMetadata::of(parts, info, None, received),
         ),
         sink: shared.sink.clone(),
+        metrics: shared.metrics.clone(),
         omit: mask(&config.omit_stages),
         context: AuditContext::default(),
         long_running: false,
         done: true,
     };
     pending.event.response_status = Some(response_status(res));
-    pending.emit(Stage::ResponseStarted);
+    waiting(pending.emit(Stage::ResponseStarted))
 }
 
 #[cfg(test)]

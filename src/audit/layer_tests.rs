@@ -522,3 +522,128 @@ async fn bodies_are_recorded_at_the_levels_that_carry_them() {
         assert!(events.lock().unwrap()[0].get("requestObject").is_none());
     }
 }
+
+#[tokio::test]
+async fn a_blocking_sink_holds_the_request_until_each_event_is_kept() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use tokio::sync::Semaphore;
+
+    let gate = Arc::new(Semaphore::new(0));
+    let kept: Events = Arc::default();
+    let (sink_gate, sink_kept) = (gate.clone(), kept.clone());
+    let audit = AuditLayer::new(
+        Policy::from_bytes(EVERYTHING.as_bytes()).unwrap(),
+        move |event: &Event| {
+            let (gate, kept) = (sink_gate.clone(), sink_kept.clone());
+            let value: Value = serde_json::from_slice(&event.to_json_line()).unwrap();
+            Processed::Waiting(Box::pin(async move {
+                gate.acquire().await.unwrap().forget();
+                kept.lock().unwrap().push(value);
+                true
+            }))
+        },
+    );
+    let called = Arc::new(AtomicBool::new(false));
+    let seen = called.clone();
+    // The handler's future is what must wait; calling the service does nothing yet.
+    let handler = tower::service_fn(move |_req: Request<Body>| {
+        let seen = seen.clone();
+        async move {
+            seen.store(true, Ordering::SeqCst);
+            Ok::<_, Infallible>(Response::new(Body::full("ok")))
+        }
+    });
+    let mut req = request("/apis/example.com/v1/widgets", "x");
+    req.extensions_mut()
+        .insert(crate::authn::UserInfo::new("alice", ["admins"]));
+    let call = tokio::spawn(audit.layer(handler).oneshot(req));
+    let settle = || tokio::time::sleep(std::time::Duration::from_millis(20));
+    settle().await;
+    assert!(
+        !called.load(Ordering::SeqCst),
+        "RequestReceived not kept yet"
+    );
+    gate.add_permits(1);
+    let res = call.await.unwrap().unwrap();
+    assert!(called.load(Ordering::SeqCst));
+    assert_eq!(stages(&kept), ["RequestReceived"]);
+    // The body ends only once ResponseComplete is kept.
+    let body = tokio::spawn(body_of(res));
+    settle().await;
+    assert!(!body.is_finished(), "the body waits for the sink");
+    gate.add_permits(1);
+    assert_eq!(body.await.unwrap(), "ok");
+    assert_eq!(stages(&kept), ["RequestReceived", "ResponseComplete"]);
+
+    // A blocking sink that loses the first event refuses the request, unserved.
+    let refusing = AuditLayer::new(
+        Policy::from_bytes(EVERYTHING.as_bytes()).unwrap(),
+        |_: &Event| Processed::Waiting(Box::pin(async { false })),
+    );
+    called.store(false, Ordering::SeqCst);
+    let seen = called.clone();
+    // The handler's future is what must wait; calling the service does nothing yet.
+    let handler = tower::service_fn(move |_req: Request<Body>| {
+        let seen = seen.clone();
+        async move {
+            seen.store(true, Ordering::SeqCst);
+            Ok::<_, Infallible>(Response::new(Body::full("ok")))
+        }
+    });
+    let mut req = request("/apis/example.com/v1/widgets", "x");
+    req.extensions_mut()
+        .insert(crate::authn::UserInfo::new("alice", ["admins"]));
+    let res = refusing.layer(handler).oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(!called.load(Ordering::SeqCst));
+}
+
+#[tokio::test]
+async fn levels_events_and_refused_requests_are_counted() {
+    const SOME: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: None\n  nonResourceURLs: [\"/healthz\"]\n- level: Request\n";
+    let metrics = Arc::new(AuditMetrics::default());
+    let refuse = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let refusing = refuse.clone();
+    let audit = AuditLayer::new(
+        Policy::from_bytes(SOME.as_bytes()).unwrap(),
+        move |_: &Event| !refusing.load(std::sync::atomic::Ordering::SeqCst),
+    )
+    .with_metrics(metrics.clone());
+    assert!(Arc::ptr_eq(audit.metrics().unwrap(), &metrics));
+    let handler = tower::service_fn(|_req: Request<Body>| async {
+        Ok::<_, Infallible>(Response::new(Body::full("ok")))
+    });
+    let service = audit.layer(handler);
+    let alice = |uri: &str| {
+        let mut req = request(uri, "x");
+        req.extensions_mut()
+            .insert(crate::authn::UserInfo::new("alice", ["admins"]));
+        req
+    };
+    for uri in ["/healthz", "/apis/example.com/v1/widgets", "/apis"] {
+        let res = service.clone().oneshot(alice(uri)).await.unwrap();
+        assert_eq!(body_of(res).await, "ok");
+    }
+    refuse.store(true, std::sync::atomic::Ordering::SeqCst);
+    let res = service.clone().oneshot(alice("/apis")).await.unwrap();
+    assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+
+    let text = metrics.render();
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("{name} in\n{text}"))
+            .to_owned()
+    };
+    // Two events for each of the two audited requests, one for the refused one.
+    assert_eq!(value("apiserver_audit_event_total"), "5");
+    assert_eq!(value("apiserver_audit_level_total{level=\"None\"}"), "1");
+    assert_eq!(value("apiserver_audit_level_total{level=\"Request\"}"), "3");
+    assert_eq!(value("apiserver_audit_requests_rejected_total"), "1");
+    assert!(
+        text.contains("# HELP apiserver_audit_event Counter of audit events generated and sent to the audit backend.\n"),
+        "{text}"
+    );
+    // Nothing was lost by a sink: no plugin has an error count.
+    assert!(!text.contains("apiserver_audit_error_total"), "{text}");
+}

@@ -6,10 +6,11 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{AuditSink, Event};
+use super::{AuditMetrics, AuditSink, Event, Processed};
 use crate::gocompat::quote;
 
 /// `--audit-log-format`: how an event is written.
@@ -108,11 +109,24 @@ impl LogSink {
     ///
     /// The file or its directory cannot be made or opened, or the thread cannot start.
     pub fn open(config: LogConfig) -> Result<LogSink, LogError> {
+        LogSink::open_counted(config, Arc::default())
+    }
+
+    /// As [`LogSink::open`], counting lost lines in `metrics`
+    /// (`apiserver_audit_error_total{plugin="log"}`).
+    ///
+    /// # Errors
+    ///
+    /// As [`LogSink::open`].
+    pub fn open_counted(
+        config: LogConfig,
+        metrics: Arc<AuditMetrics>,
+    ) -> Result<LogSink, LogError> {
         let output = Output::open(&config)?;
         let (queue, lines) = std::sync::mpsc::sync_channel(QUEUE);
         std::thread::Builder::new()
             .name("audit-log".into())
-            .spawn(move || write_lines(output, lines))
+            .spawn(move || write_lines(output, lines, &metrics))
             .map_err(|e| LogError(format!("starting the audit log writer: {e}")))?;
         Ok(LogSink {
             queue,
@@ -130,7 +144,13 @@ impl LogSink {
 }
 
 impl AuditSink for LogSink {
-    fn process_event(&self, event: &Event) -> bool {
+    fn process_event(&self, event: &Event) -> Processed {
+        self.queue_line(event).into()
+    }
+}
+
+impl LogSink {
+    fn queue_line(&self, event: &Event) -> bool {
         let line = match self.format {
             LogFormat::Json => event.to_json_line(),
             LogFormat::Legacy => legacy_line(event).into_bytes(),
@@ -241,7 +261,7 @@ impl Output {
 
 /// The writer thread: takes what is queued, writes it in one go, until every sender is
 /// gone.
-fn write_lines(mut output: Output, queue: Receiver<Message>) {
+fn write_lines(mut output: Output, queue: Receiver<Message>, metrics: &AuditMetrics) {
     let mut batch: Vec<Vec<u8>> = Vec::new();
     let mut waiting: Vec<SyncSender<()>> = Vec::new();
     let mut failures = FailureLog::default();
@@ -257,6 +277,7 @@ fn write_lines(mut output: Output, queue: Receiver<Message>) {
             }
         }
         if let Err(e) = output.write(&batch) {
+            metrics.error("log", batch.len() as u64);
             failures.record(e, batch.len());
         }
         batch.clear();

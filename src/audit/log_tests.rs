@@ -6,7 +6,7 @@ use std::time::UNIX_EPOCH;
 
 use super::*;
 use crate::audit::event::{EventUser, ObjectReference, RequestMetadata, ResponseStatus};
-use crate::audit::{Level, Stage};
+use crate::audit::{Level, Processed, Stage};
 
 /// A fresh directory under the target directory, named for the test.
 fn scratch(name: &str) -> PathBuf {
@@ -65,7 +65,7 @@ fn events_are_json_lines_in_a_new_private_file() {
     let path = dir.join("nested/audit.log");
     let sink = LogSink::open(LogConfig::new(&path)).unwrap();
     for n in 0..3 {
-        assert!(sink.process_event(&event(n)));
+        assert!(matches!(sink.process_event(&event(n)), Processed::Kept));
     }
     sink.flush();
     let text = std::fs::read_to_string(&path).unwrap();

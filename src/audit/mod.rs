@@ -46,6 +46,7 @@
 mod event;
 mod layer;
 mod log;
+mod metrics;
 mod policy;
 mod sink;
 
@@ -55,10 +56,11 @@ pub use layer::{
     ResponseFuture as AuditResponseFuture,
 };
 pub use log::{LogConfig, LogError, LogFormat, LogSink, legacy_line};
+pub use metrics::AuditMetrics;
 pub use policy::{
     GroupResources, Level, Policy, PolicyError, PolicyRule, RequestAuditConfig, Stage,
 };
-pub use sink::AuditSink;
+pub use sink::{AuditSink, Processed};
 
 pub use crate::audit_context::AuditContext;
 
@@ -203,7 +205,9 @@ where
             res.headers_mut().insert(AUDIT_ID, id);
         }
         if let Some((shared, received)) = this.audit.take() {
-            layer::audit_refused(&shared, received, &mut res);
+            // The 401 does not wait for a blocking sink here (the sink sends the event
+            // regardless): a wait would need a state of its own in every request's future.
+            drop(layer::audit_refused(&shared, received, &mut res));
         }
         Poll::Ready(Ok(res))
     }
