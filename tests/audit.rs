@@ -299,3 +299,199 @@ async fn the_audit_log_records_who_did_what_as_kube_apiserver_does() {
 
     demo.shutdown().await;
 }
+
+/// How the audit webhook of the test answers.
+const ANSWER: u8 = 0;
+const FAIL: u8 = 1;
+const HANG: u8 = 2;
+
+/// An audit webhook over TLS on a loopback port: the events of each `EventList` it
+/// accepted, and how it answers (`ANSWER`, `FAIL` with a 500, `HANG`).
+struct AuditWebhook {
+    kubeconfig: std::path::PathBuf,
+    lists: std::sync::Arc<std::sync::Mutex<Vec<Vec<Value>>>>,
+    behaviour: std::sync::Arc<std::sync::atomic::AtomicU8>,
+    calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl AuditWebhook {
+    async fn start(dir: &Path) -> AuditWebhook {
+        use http_body_util::BodyExt as _;
+        use std::sync::atomic::Ordering;
+
+        let ca = support::pki::Ca::new("audit-webhook-ca");
+        let leaf = ca.server("audit-webhook", &["127.0.0.1"]);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let server = format!("https://{}/events", listener.local_addr().expect("addr"));
+        let kubeconfig = dir.join("audit-webhook.kubeconfig");
+        std::fs::create_dir_all(dir).expect("dir");
+        std::fs::write(
+            &kubeconfig,
+            support::policy::webhook_kubeconfig(&server, ca.cert_pem.as_bytes()),
+        )
+        .expect("write the kubeconfig");
+        let hook = AuditWebhook {
+            kubeconfig,
+            lists: Default::default(),
+            behaviour: Default::default(),
+            calls: Default::default(),
+        };
+        let (lists, behaviour, calls) = (
+            hook.lists.clone(),
+            hook.behaviour.clone(),
+            hook.calls.clone(),
+        );
+        let service = tower::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+            let (lists, behaviour, calls) = (lists.clone(), behaviour.clone(), calls.clone());
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                let (parts, body) = req.into_parts();
+                let bytes = body
+                    .collect()
+                    .await
+                    .map(|b| b.to_bytes())
+                    .unwrap_or_default();
+                let mut res = http::Response::new(kube_aggregator::Body::empty());
+                match behaviour.load(Ordering::SeqCst) {
+                    HANG => std::future::pending::<()>().await,
+                    FAIL => *res.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR,
+                    _ => {
+                        assert_eq!(parts.method, http::Method::POST);
+                        assert_eq!(parts.uri.path(), "/events");
+                        let list: Value = serde_json::from_slice(&bytes).expect("JSON");
+                        assert_eq!(list["kind"], "EventList", "{list}");
+                        assert_eq!(list["apiVersion"], "audit.k8s.io/v1", "{list}");
+                        let items = list["items"].as_array().cloned().unwrap_or_default();
+                        lists.lock().unwrap().push(items);
+                    }
+                }
+                Ok::<_, std::convert::Infallible>(res)
+            }
+        });
+        let tls = kube_aggregator::server::server_config(
+            leaf.cert_pem.as_bytes(),
+            leaf.key_pem.as_bytes(),
+            b"",
+            true,
+        )
+        .expect("TLS");
+        tokio::spawn(kube_aggregator::server::serve_tls(
+            listener,
+            tls,
+            service,
+            std::future::pending::<()>(),
+        ));
+        hook
+    }
+
+    fn set(&self, behaviour: u8) {
+        self.behaviour
+            .store(behaviour, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The events received so far for the request to `uri`.
+    fn events_for(&self, uri: &str) -> Vec<Value> {
+        let wanted = normalized(uri);
+        self.lists
+            .lock()
+            .unwrap()
+            .iter()
+            .flatten()
+            .filter(|e| normalized(e["requestURI"].as_str().unwrap_or_default()) == wanted)
+            .cloned()
+            .collect()
+    }
+}
+
+/// The webhook backend end to end: kubectl through the demo's gateway started with
+/// `--audit-webhook-config-file`. In batch mode the webhook gets `EventList`s with the
+/// events the log has, and a hanging webhook delays no request; in blocking-strict mode
+/// a webhook that fails refuses the request (500), and one that answers has every event
+/// of a request before its answer ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_webhook_gets_event_lists_in_batches_or_holds_the_request() {
+    let dir = scratch_dir("audit-webhook");
+    let hook = AuditWebhook::start(&dir).await;
+    let flag = |name: &str, value: &str| format!("--audit-webhook-{name}={value}");
+    let config = flag("config-file", &hook.kubeconfig.display().to_string());
+    let batch = [
+        config.clone(),
+        flag("batch-max-wait", "100ms"),
+        flag("batch-throttle-enable", "false"),
+    ];
+    let options = support::demo::DemoOptions {
+        extra_args: &batch,
+        ..support::demo::DemoOptions::default()
+    };
+    let demo = support::demo::start_with_options(&dir, Duration::from_secs(30), options)
+        .await
+        .expect("the demo starts");
+    let log = dir.canonicalize().expect("dir").join("audit.log");
+    let kubectl = Kubectl::beside(&demo.kubeconfig);
+
+    let nodes = "/apis/metrics.k8s.io/v1beta1/nodes";
+    kubectl.ok(&["get", "--raw", nodes]).await;
+    let logged = events_for(&log, nodes, 2).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while hook.events_for(nodes).len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "no events at the webhook in 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let sent = hook.events_for(nodes);
+    assert_eq!(stages(&sent), ["RequestReceived", "ResponseComplete"]);
+    assert_eq!(sent, logged, "the webhook and the log get the same events");
+
+    // A webhook that hangs delays no request in batch mode.
+    hook.set(HANG);
+    let started = Instant::now();
+    for _ in 0..3 {
+        kubectl.ok(&["get", "--raw", nodes]).await;
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "requests waited for a hanging webhook: {:?}",
+        started.elapsed()
+    );
+    demo.shutdown().await;
+
+    // blocking-strict: the request waits for the webhook, and fails if it fails.
+    hook.set(FAIL);
+    let strict = [
+        config,
+        flag("mode", "blocking-strict"),
+        flag("initial-backoff", "10ms"),
+    ];
+    let options = support::demo::DemoOptions {
+        extra_args: &strict,
+        ..support::demo::DemoOptions::default()
+    };
+    let dir = scratch_dir("audit-webhook-strict");
+    let demo = support::demo::start_with_options(&dir, Duration::from_secs(30), options)
+        .await
+        .expect("the demo starts");
+    let kubectl = Kubectl::beside(&demo.kubeconfig);
+    let calls = hook.calls.load(std::sync::atomic::Ordering::SeqCst);
+    let (ok, _, stderr) = kubectl.run(&["get", "--raw", nodes]).await;
+    assert!(!ok, "a request whose event the webhook refused went on");
+    assert!(stderr.contains("failed to store audit event"), "{stderr}");
+    assert!(
+        hook.calls.load(std::sync::atomic::Ordering::SeqCst) >= calls + 5,
+        "each event is tried five times"
+    );
+
+    hook.set(ANSWER);
+    let before = hook.events_for(nodes).len();
+    kubectl.ok(&["get", "--raw", nodes]).await;
+    // No waiting here: the answer ended only once the webhook had both events.
+    let sent = hook.events_for(nodes);
+    assert_eq!(
+        stages(&sent[before..]),
+        ["RequestReceived", "ResponseComplete"]
+    );
+    demo.shutdown().await;
+}

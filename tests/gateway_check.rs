@@ -34,6 +34,7 @@ async fn gateway_check_reports_every_apiservice_and_the_broken_one() {
         DemoOptions {
             custom_metrics_over_mtls: true,
             extra: std::slice::from_ref(&broken),
+            ..DemoOptions::default()
         },
     )
     .await

@@ -60,6 +60,8 @@ pub struct DemoOptions<'a> {
     pub custom_metrics_over_mtls: bool,
     /// More APIServices beside the demo's.
     pub extra: &'a [ExtraApiService],
+    /// More gateway flags, after the demo's (a flag given twice takes its last value).
+    pub extra_args: &'a [String],
 }
 
 /// A running demo.
@@ -394,7 +396,7 @@ pub async fn start_with_options(
     // The gateway gets its configuration as command-line flags, exactly as a user would
     // start it, so the demo exercises the real flag parsing.
     let arg = |flag: &str, path: &str| format!("--{flag}={}", p(path).display());
-    let args = vec![
+    let mut args = vec![
         "--bind-address=127.0.0.1".to_string(),
         format!("--secure-port={}", gateway_addr.port()),
         arg("tls-cert-file", "gateway.crt"),
@@ -416,6 +418,7 @@ pub async fn start_with_options(
         arg("audit-policy-file", "audit-policy.yaml"),
         arg("audit-log-path", "audit.log"),
     ];
+    args.extend(options.extra_args.iter().cloned());
     let opts = GatewayOptions::parse(args.clone()).map_err(|e| e.to_string())?;
     let (gateway, handle) =
         gateway::start_with(opts, Some(gateway_listener), until_stopped(), in_process)

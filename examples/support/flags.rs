@@ -22,6 +22,7 @@ use std::time::Duration;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
+use kube_aggregator::audit::{WebhookConfig, WebhookMode};
 
 /// A flag parsing failure. Its `Display` is one line that names the flag and the problem,
 /// in pflag's wording where pflag has one (`unknown flag: --foo`,
@@ -71,6 +72,12 @@ fn int_error(s: &str) -> String {
 
 fn int<T: std::str::FromStr>(s: &str) -> Result<T, String> {
     s.parse().map_err(|_| int_error(s))
+}
+
+/// A float as Go's `strconv.ParseFloat` reads it, with its wording for a bad one.
+fn float(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .map_err(|_| format!("strconv.ParseFloat: parsing {s:?}: invalid syntax"))
 }
 
 /// The spellings Go's `strconv.ParseBool` accepts.
@@ -246,6 +253,36 @@ pub struct GatewayFlags {
     /// How audit events are written: "json" (one audit.k8s.io/v1 Event per line) or "legacy" (one line of text). Known formats are legacy,json.
     #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "json")]
     audit_log_format: String,
+    /// Path to a kubeconfig formatted file that defines the audit webhook configuration.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    audit_webhook_config_file: OptionalPath,
+    /// Strategy for sending audit events. Blocking indicates sending events should block server responses. Batch causes the backend to buffer and write events asynchronously. Known modes are batch,blocking,blocking-strict.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "batch")]
+    audit_webhook_mode: String,
+    /// The size of the buffer to store events before batching and writing. Only used in batch mode.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "10000", value_parser = int::<i64>)]
+    audit_webhook_batch_buffer_size: i64,
+    /// The maximum size of a batch. Only used in batch mode.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "400", value_parser = int::<i64>)]
+    audit_webhook_batch_max_size: i64,
+    /// The amount of time to wait before force writing the batch that hadn't reached the max size. Only used in batch mode.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "30s", value_parser = duration)]
+    audit_webhook_batch_max_wait: Duration,
+    /// Whether batching throttling is enabled. Only used in batch mode.
+    #[arg(verbatim_doc_comment, long, value_name = "bool", default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    audit_webhook_batch_throttle_enable: bool,
+    /// Maximum average number of batches per second. Only used in batch mode.
+    #[arg(verbatim_doc_comment, long, value_name = "float32", default_value = "10", value_parser = float)]
+    audit_webhook_batch_throttle_qps: f64,
+    /// Maximum number of requests sent at the same moment if ThrottleQPS was not utilized before. Only used in batch mode.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "15", value_parser = int::<i64>)]
+    audit_webhook_batch_throttle_burst: i64,
+    /// The amount of time to wait before retrying the first failed request.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "10s", value_parser = duration)]
+    audit_webhook_initial_backoff: Duration,
+    /// API group and version used for serializing audit events written to webhook.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "audit.k8s.io/v1")]
+    audit_webhook_version: String,
     /// How often every APIService's availability is re-checked.
     #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "30s", value_parser = duration)]
     availability_resync_period: Duration,
@@ -634,7 +671,7 @@ pub const SUPPORTED_AUTHORIZATION_MODES: &[&str] = &["AlwaysAllow", "AlwaysDeny"
 const KNOWN_AUTHORIZATION_MODES: &[&str] = &["ABAC", "RBAC", "Node"];
 
 /// The example gateway's options; field docs name the flag and the default.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GatewayOptions {
     /// `--bind-address`, default `0.0.0.0` as in kube-apiserver.
     pub bind_address: IpAddr,
@@ -701,6 +738,14 @@ pub struct GatewayOptions {
     pub audit_log_maxsize: u64,
     /// `--audit-log-format`, `json` (default) or `legacy`.
     pub audit_log_format: String,
+    /// `--audit-webhook-config-file`: kubeconfig of the audit webhook.
+    pub audit_webhook_config_file: Option<PathBuf>,
+    /// `--audit-webhook-mode`, `--audit-webhook-batch-*` and
+    /// `--audit-webhook-initial-backoff`, with kube-apiserver's defaults; checked (as
+    /// kube-apiserver checks them) only with `--audit-webhook-config-file`.
+    pub audit_webhook: WebhookConfig,
+    /// `--audit-webhook-version`: `audit.k8s.io/v1`, the one version there is.
+    pub audit_webhook_version: String,
     /// `--availability-resync-period`, default 30s, greater than zero.
     pub availability_resync_period: Duration,
     /// `--discovery-check-timeout`, default 5s, greater than zero.
@@ -759,6 +804,7 @@ impl GatewayOptions {
         let request_timeout = f.request_timeout.non_negative().ok_or_else(|| {
             FlagError::Invalid("--request-timeout can not be negative value".to_owned())
         })?;
+        let audit_webhook = audit_webhook(&f, f.audit_webhook_config_file.0.is_some())?;
         let options = GatewayOptions {
             bind_address: f.bind_address,
             secure_port: f.secure_port,
@@ -794,6 +840,9 @@ impl GatewayOptions {
             audit_log_maxbackup: audit_non_negative("maxbackup", f.audit_log_maxbackup)? as usize,
             audit_log_maxsize: audit_non_negative("maxsize", f.audit_log_maxsize)?,
             audit_log_format: f.audit_log_format,
+            audit_webhook,
+            audit_webhook_config_file: f.audit_webhook_config_file.0,
+            audit_webhook_version: f.audit_webhook_version,
             availability_resync_period: f.availability_resync_period,
             discovery_check_timeout: f.discovery_check_timeout,
             availability_soft_failure_threshold: f.availability_soft_failure_threshold,
@@ -909,6 +958,14 @@ impl GatewayOptions {
                 return invalid(e.to_string());
             }
         }
+        if self.audit_webhook_config_file.is_some()
+            && self.audit_webhook_version != "audit.k8s.io/v1"
+        {
+            return invalid(format!(
+                "--audit-webhook-version {}: invalid group version, allowed versions are [\"audit.k8s.io/v1\"]",
+                self.audit_webhook_version
+            ));
+        }
         if self.availability_soft_failure_threshold == 0 {
             return invalid("--availability-soft-failure-threshold must be at least 1".to_owned());
         }
@@ -952,6 +1009,9 @@ impl Default for GatewayOptions {
             audit_log_maxbackup: 100,
             audit_log_maxsize: 100,
             audit_log_format: "json".to_owned(),
+            audit_webhook_config_file: None,
+            audit_webhook: WebhookConfig::default(),
+            audit_webhook_version: "audit.k8s.io/v1".to_owned(),
             availability_resync_period: Duration::from_secs(30),
             discovery_check_timeout: Duration::from_secs(5),
             availability_soft_failure_threshold: 3,
@@ -969,6 +1029,51 @@ impl Default for GatewayOptions {
         }
     }
 }
+/// The webhook's batching settings, checked as kube-apiserver's
+/// `validateBackendBatchOptions` checks them when the webhook is `enabled` (the mode, then
+/// in batch mode the positive sizes and throttle); unchecked values are clamped.
+fn audit_webhook(f: &GatewayFlags, enabled: bool) -> Result<WebhookConfig, FlagError> {
+    let mode = match f.audit_webhook_mode.parse::<WebhookMode>() {
+        Ok(mode) => mode,
+        Err(e) if enabled => return Err(FlagError::Invalid(e)),
+        Err(_) => WebhookMode::Batch,
+    };
+    if enabled && mode == WebhookMode::Batch {
+        let positive = |what: &str, v: f64| {
+            if v > 0.0 {
+                Ok(())
+            } else {
+                Err(FlagError::Invalid(format!(
+                    "invalid audit batch webhook {what} {v}, must be a positive number"
+                )))
+            }
+        };
+        positive("buffer size", f.audit_webhook_batch_buffer_size as f64)?;
+        positive("max batch size", f.audit_webhook_batch_max_size as f64)?;
+        if f.audit_webhook_batch_throttle_enable {
+            positive("throttle QPS", f.audit_webhook_batch_throttle_qps)?;
+            positive(
+                "throttle burst",
+                f.audit_webhook_batch_throttle_burst as f64,
+            )?;
+        }
+    }
+    let clamp = |v: i64| usize::try_from(v.max(1)).unwrap_or(usize::MAX);
+    Ok(WebhookConfig {
+        mode,
+        buffer_size: clamp(f.audit_webhook_batch_buffer_size),
+        max_batch_size: clamp(f.audit_webhook_batch_max_size),
+        max_batch_wait: f.audit_webhook_batch_max_wait,
+        throttle: f.audit_webhook_batch_throttle_enable.then(|| {
+            (
+                f.audit_webhook_batch_throttle_qps,
+                u32::try_from(f.audit_webhook_batch_throttle_burst.max(1)).unwrap_or(u32::MAX),
+            )
+        }),
+        initial_backoff: f.audit_webhook_initial_backoff,
+    })
+}
+
 /// Where to dial one Service port: the gateway's stand-in for Service + Endpoints lookups.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceEndpoint {
@@ -1176,6 +1281,71 @@ mod tests {
         );
         // The format is only checked when the log is written.
         assert!(parse(&["--audit-log-format=yaml"]).is_ok());
+    }
+
+    #[test]
+    fn audit_webhook_flags_are_checked_when_the_webhook_is_on() {
+        let o = parse(&[
+            "--audit-webhook-config-file=hook.kubeconfig",
+            "--audit-webhook-mode=blocking-strict",
+            "--audit-webhook-initial-backoff=2s",
+        ])
+        .expect("parse");
+        assert_eq!(
+            o.audit_webhook_config_file,
+            Some(PathBuf::from("hook.kubeconfig"))
+        );
+        assert_eq!(o.audit_webhook.mode, WebhookMode::BlockingStrict);
+        assert_eq!(o.audit_webhook.initial_backoff, Duration::from_secs(2));
+        let o = parse(&[
+            "--audit-webhook-config-file=hook.kubeconfig",
+            "--audit-webhook-batch-max-size=7",
+            "--audit-webhook-batch-max-wait=250ms",
+            "--audit-webhook-batch-throttle-enable=false",
+        ])
+        .expect("parse");
+        assert_eq!(
+            o.audit_webhook,
+            WebhookConfig {
+                max_batch_size: 7,
+                max_batch_wait: Duration::from_millis(250),
+                throttle: None,
+                ..WebhookConfig::default()
+            }
+        );
+        assert_eq!(
+            parse(&[]).unwrap().audit_webhook.throttle,
+            Some((10.0, 15)),
+            "upstream's throttle by default"
+        );
+        let on = "--audit-webhook-config-file=hook.kubeconfig";
+        assert_eq!(
+            err(&[on, "--audit-webhook-mode=async"]),
+            "invalid audit webhook mode async, allowed modes are \"batch,blocking,blocking-strict\""
+        );
+        assert_eq!(
+            err(&[on, "--audit-webhook-batch-buffer-size=0"]),
+            "invalid audit batch webhook buffer size 0, must be a positive number"
+        );
+        assert_eq!(
+            err(&[on, "--audit-webhook-batch-throttle-qps=-1"]),
+            "invalid audit batch webhook throttle QPS -1, must be a positive number"
+        );
+        assert_eq!(
+            err(&[on, "--audit-webhook-version=audit.k8s.io/v1beta1"]),
+            "--audit-webhook-version audit.k8s.io/v1beta1: invalid group version, allowed versions are [\"audit.k8s.io/v1\"]"
+        );
+        // Unused settings are not checked: the buffer size only matters in batch mode,
+        // and nothing matters without the webhook.
+        assert!(
+            parse(&[
+                on,
+                "--audit-webhook-mode=blocking",
+                "--audit-webhook-batch-buffer-size=0"
+            ])
+            .is_ok()
+        );
+        assert!(parse(&["--audit-webhook-mode=async"]).is_ok());
     }
 
     #[test]

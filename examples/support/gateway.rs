@@ -11,7 +11,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use http::{HeaderValue, Request, Response, header};
-use kube_aggregator::audit::{LogConfig, LogSink, Policy};
+use kube_aggregator::audit::{
+    AuditLayer, AuditMetrics, LogConfig, LogSink, Policy, UnionSink, WebhookSink,
+};
 use kube_aggregator::authn::{
     Anonymous, BearerToken, CacheTtl, ClientCas, RequestHeaderAuthenticator, RequestHeaderConfig,
     TokenFileAuthenticator, TokenReviewAuthenticator, Union, X509Authenticator,
@@ -91,6 +93,8 @@ pub async fn start_with(
     let key = read("tls-private-key-file", &opts.tls_private_key_file)?;
     let executor = Executor::tokio();
     let timer = Timer::tokio();
+    // The audit backends start first: the webhook's batching task runs on `executor`.
+    let audit = audit(&opts, &executor, &timer)?;
     let (authenticator, cas) = authenticator(&opts, &executor, &timer)?;
     let serving = DynamicServing::new(&cert, &key, Some(cas.clone()), opts.enable_http2)
         .map_err(|e| StartError(format!("--tls-cert-file/--tls-private-key-file: {e}")))?;
@@ -217,8 +221,9 @@ pub async fn start_with(
         }
         None => None,
     };
-    if let Some((policy, sink)) = audit(&opts)? {
-        builder = builder.audit(policy, sink);
+
+    if let Some(layer) = audit {
+        builder = builder.audit_layer(layer);
     }
     let (aggregator, worker) = builder.build().map_err(|e| StartError(e.to_string()))?;
     if let Some((dir, initial)) = initial {
@@ -685,43 +690,57 @@ pub fn init_logging(v: u8) {
         .try_init();
 }
 
-/// The audit policy and the log backend of `--audit-policy-file` and `--audit-log-*`, as
-/// kube-apiserver pairs them: nothing is audited without both.
-fn audit(opts: &GatewayOptions) -> Result<Option<(Policy, LogSink)>, StartError> {
-    let policy = match &opts.audit_policy_file {
-        Some(path) => Some(
-            Policy::from_file(path).map_err(|e| StartError(format!("--audit-policy-file: {e}")))?,
-        ),
-        None => None,
+/// The audit policy and the backends of `--audit-policy-file`, `--audit-log-*` and
+/// `--audit-webhook-*`, as kube-apiserver pairs them: nothing is audited without a
+/// policy and a backend; with both backends, every event goes to each.
+fn audit(
+    opts: &GatewayOptions,
+    executor: &Executor,
+    timer: &Timer,
+) -> Result<Option<AuditLayer>, StartError> {
+    let backends = opts.audit_log_path.is_some() || opts.audit_webhook_config_file.is_some();
+    let Some(path) = &opts.audit_policy_file else {
+        if backends {
+            tracing::info!("No audit policy file provided, no events will be recorded");
+        }
+        return Ok(None);
     };
-    match (policy, &opts.audit_log_path) {
-        (Some(policy), Some(path)) => {
-            let format = opts
-                .audit_log_format
-                .parse()
-                .map_err(|e| StartError(format!("--audit-log-format: {e}")))?;
-            let sink = LogSink::open(LogConfig {
-                path: path.clone(),
-                max_size: opts.audit_log_maxsize.saturating_mul(1024 * 1024),
-                max_backups: opts.audit_log_maxbackup,
-                max_age_days: opts.audit_log_maxage,
-                format,
-            })
-            .map_err(|e| StartError(format!("--audit-log-path: {e}")))?;
-            Ok(Some((policy, sink)))
-        }
-        (None, Some(_)) => {
-            tracing::info!(
-                "No audit policy file provided, no events will be recorded for log backend"
-            );
-            Ok(None)
-        }
-        (Some(_), None) => {
-            tracing::warn!(
-                "--audit-policy-file is set but no audit backend (--audit-log-path): no events will be recorded"
-            );
-            Ok(None)
-        }
-        (None, None) => Ok(None),
+    let policy =
+        Policy::from_file(path).map_err(|e| StartError(format!("--audit-policy-file: {e}")))?;
+    if !backends {
+        tracing::warn!(
+            "--audit-policy-file is set but no audit backend (--audit-log-path, --audit-webhook-config-file): no events will be recorded"
+        );
+        return Ok(None);
     }
+    let metrics = Arc::new(AuditMetrics::default());
+    let mut sinks = UnionSink::new();
+    if let Some(path) = &opts.audit_log_path {
+        let format = opts
+            .audit_log_format
+            .parse()
+            .map_err(|e| StartError(format!("--audit-log-format: {e}")))?;
+        let config = LogConfig {
+            path: path.clone(),
+            max_size: opts.audit_log_maxsize.saturating_mul(1024 * 1024),
+            max_backups: opts.audit_log_maxbackup,
+            max_age_days: opts.audit_log_maxage,
+            format,
+        };
+        let log = LogSink::open_counted(config, metrics.clone())
+            .map_err(|e| StartError(format!("--audit-log-path: {e}")))?;
+        sinks = sinks.push(log);
+    }
+    if let Some(path) = &opts.audit_webhook_config_file {
+        let webhook = WebhookSink::from_kubeconfig(
+            path,
+            &opts.audit_webhook,
+            executor.clone(),
+            timer.clone(),
+            metrics.clone(),
+        )
+        .map_err(|e| StartError(format!("--audit-webhook-config-file: {e}")))?;
+        sinks = sinks.push(webhook);
+    }
+    Ok(Some(AuditLayer::new(policy, sinks).with_metrics(metrics)))
 }

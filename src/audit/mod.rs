@@ -49,6 +49,8 @@ mod log;
 mod metrics;
 mod policy;
 mod sink;
+#[cfg(feature = "tokio")]
+mod webhook;
 
 pub use event::{Event, EventUser, ObjectReference, ResponseStatus, source_ips};
 pub use layer::{
@@ -60,7 +62,9 @@ pub use metrics::AuditMetrics;
 pub use policy::{
     GroupResources, Level, Policy, PolicyError, PolicyRule, RequestAuditConfig, Stage,
 };
-pub use sink::{AuditSink, Processed};
+pub use sink::{AuditSink, Processed, UnionSink};
+#[cfg(feature = "tokio")]
+pub use webhook::{WebhookConfig, WebhookMode, WebhookSink};
 
 pub use crate::audit_context::AuditContext;
 

@@ -77,3 +77,121 @@ where
         self(event).into()
     }
 }
+
+/// Several sinks as one (upstream's union backend, what kube-apiserver makes of
+/// `--audit-log-path` and `--audit-webhook-config-file` together): each event goes to
+/// every sink; it is kept only if every sink kept it, and the request waits for every
+/// sink that asks for a wait.
+#[derive(Clone, Default)]
+pub struct UnionSink {
+    sinks: Vec<std::sync::Arc<dyn AuditSink>>,
+}
+
+impl std::fmt::Debug for UnionSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UnionSink")
+            .field("sinks", &self.sinks.len())
+            .finish()
+    }
+}
+
+impl UnionSink {
+    /// No sink yet.
+    pub fn new() -> UnionSink {
+        UnionSink::default()
+    }
+
+    /// Adds `sink`.
+    pub fn push(mut self, sink: impl AuditSink) -> UnionSink {
+        self.sinks.push(std::sync::Arc::new(sink));
+        self
+    }
+
+    /// Whether no sink was added.
+    pub fn is_empty(&self) -> bool {
+        self.sinks.is_empty()
+    }
+}
+
+impl AuditSink for UnionSink {
+    fn process_event(&self, event: &Event) -> Processed {
+        let mut kept = true;
+        let mut waits = Vec::new();
+        for sink in &self.sinks {
+            match sink.process_event(event) {
+                Processed::Kept => {}
+                Processed::Lost => kept = false,
+                Processed::Waiting(wait) => waits.push(wait),
+            }
+        }
+        if waits.is_empty() {
+            return kept.into();
+        }
+        Processed::Waiting(Box::pin(async move {
+            futures_util::future::join_all(waits)
+                .await
+                .into_iter()
+                .fold(kept, |all, one| all && one)
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::Level;
+    use crate::audit::event::RequestMetadata;
+
+    fn event() -> Event {
+        Event::new(
+            Level::Metadata,
+            RequestMetadata {
+                audit_id: "id".into(),
+                received: std::time::UNIX_EPOCH,
+                request_uri: "/apis".into(),
+                verb: "get".into(),
+                user: Default::default(),
+                source_ips: Vec::new(),
+                user_agent: String::new(),
+                object_ref: None,
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn a_union_keeps_an_event_only_if_every_sink_keeps_it() {
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counting = |kept: bool| {
+            let seen = seen.clone();
+            move |_: &Event| {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                kept
+            }
+        };
+        let union = UnionSink::new().push(counting(true)).push(counting(true));
+        assert!(matches!(union.process_event(&event()), Processed::Kept));
+        let union = UnionSink::new().push(counting(false)).push(counting(true));
+        assert!(matches!(union.process_event(&event()), Processed::Lost));
+        // Every sink saw both events, the lost one included.
+        assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 4);
+
+        let waiting =
+            |kept: bool| move |_: &Event| Processed::Waiting(Box::pin(async move { kept }));
+        for (first, second, kept) in [(true, true, true), (true, false, false)] {
+            let union = UnionSink::new()
+                .push(counting(true))
+                .push(waiting(first))
+                .push(waiting(second));
+            let Processed::Waiting(wait) = union.process_event(&event()) else {
+                panic!("a sink asked for a wait");
+            };
+            assert_eq!(wait.await, kept);
+        }
+        let union = UnionSink::new().push(counting(false)).push(waiting(true));
+        let Processed::Waiting(wait) = union.process_event(&event()) else {
+            panic!("a sink asked for a wait");
+        };
+        assert!(!wait.await, "lost by the first sink");
+        assert!(UnionSink::new().is_empty());
+    }
+}

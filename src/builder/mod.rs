@@ -388,6 +388,14 @@ impl AggregatorBuilder {
         self
     }
 
+    /// As [`AggregatorBuilder::audit`], with a layer the host made (one counting into
+    /// the [`AuditMetrics`](crate::audit::AuditMetrics) its sinks count into, say). Its
+    /// long-running check is replaced by the builder's.
+    pub fn audit_layer(mut self, layer: AuditLayer) -> Self {
+        self.audit = layer;
+        self
+    }
+
     /// Mounts tenants under `/clusters/<name>/...` (kcp's shape, see [`crate::tenant`]):
     /// each with its own APIServices, discovery, OpenAPI and availability, on this
     /// builder's transport, resolver and worker; their requests reach their backends as

@@ -133,6 +133,7 @@ pub struct WebhookClient {
     timer: Timer,
     backoff: Backoff,
     timeout: Duration,
+    retry_every_error: bool,
 }
 
 impl std::fmt::Debug for WebhookClient {
@@ -155,7 +156,15 @@ impl WebhookClient {
             timer,
             backoff: Backoff::default(),
             timeout: Duration::from_secs(10),
+            retry_every_error: false,
         }
+    }
+
+    /// Retries every failure, not only the transient ones (upstream's audit webhook
+    /// retries any error; the authorization and authentication webhooks do not).
+    pub fn retry_every_error(mut self) -> WebhookClient {
+        self.retry_every_error = true;
+        self
     }
 
     /// Sends `Authorization: Bearer <token>` with each call (`None` sends none). A token
@@ -200,7 +209,10 @@ impl WebhookClient {
         loop {
             match self.attempt(body.clone()).await {
                 Ok(b) => return Ok(b),
-                Err(e) if e.is_transient() && attempt < self.backoff.steps.max(1) => {
+                Err(e)
+                    if (self.retry_every_error || e.is_transient())
+                        && attempt < self.backoff.steps.max(1) =>
+                {
                     tracing::debug!(url = %self.url, attempt, error = %e, "webhook call failed; retrying");
                     self.timer
                         .sleep(with_jitter(delay, self.backoff.jitter))
