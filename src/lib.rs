@@ -54,6 +54,7 @@ mod gocompat;
 mod identity;
 pub mod impersonation;
 pub mod inflight;
+pub mod metrics;
 pub mod openapi;
 pub mod proxy;
 pub mod registry;

@@ -73,7 +73,7 @@ fn widgets_apiservice() -> ApiService {
 
 /// The whole stack around [`router`], with its worker spawned on tokio.
 pub(crate) fn stack() -> Result<
-    kube_aggregator::builder::AggregatorStack<Router>,
+    kube_aggregator::builder::AggregatorStack<std::convert::Infallible>,
     Box<dyn std::error::Error + Send + Sync>,
 > {
     let transport = InMemoryTransport::new();

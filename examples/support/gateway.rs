@@ -239,10 +239,11 @@ pub async fn start_with(
     }
     tokio::spawn(worker);
 
+    // The registry `/metrics` encodes: the aggregator's metrics (requests, availability,
+    // audit) beside the gateway's own.
     let metrics = aggregator.metrics().clone();
-    // The registry `/metrics` encodes: the aggregator's metrics beside any of the host's.
     let mut exposition = prometheus_client::registry::Registry::default();
-    metrics.register(&mut exposition);
+    aggregator.register_metrics(&mut exposition);
     exposition.register(
         "certificate_reload_refused",
         "Counter of changed certificate and CA files that were refused (the previous content stays in use), by flag.",

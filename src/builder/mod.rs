@@ -57,7 +57,7 @@ use http::HeaderValue;
 use tower::Layer;
 use tower_http::set_header::{SetResponseHeader, SetResponseHeaderLayer};
 
-use crate::aggregator::{AggregatorLayer, AggregatorService};
+use crate::aggregator::AggregatorLayer;
 use crate::audit::{AuditIdLayer, AuditIdService, AuditLayer, AuditService, AuditSink, Policy};
 use crate::authn::{
     AuthenticateFuture, AuthenticationLayer, AuthenticationService, Authenticator, UserInfo,
@@ -70,15 +70,16 @@ use crate::availability::{
 use crate::discovery::{DiscoveryConfig, DiscoveryManager};
 use crate::impersonation::{ImpersonationLayer, ImpersonationService};
 use crate::inflight::{InFlightLayer, InFlightService};
+use crate::metrics::{MetricsLayer, RequestMetrics};
 use crate::openapi::{OpenApiConfig, OpenApiManager};
 use crate::registry::{Registry, StatusSink};
 use crate::rt::{Executor, Timer};
-use crate::selfreview::{SelfReviewLayer, SelfReviewService};
+use crate::selfreview::SelfReviewLayer;
 use crate::source::{ApiServiceEvent, ApiServiceSource};
 use crate::tenant::client::{CachedTransport, ClientCache};
 use crate::tenant::{
-    TenantEvent, TenantForwarding, TenantGate, TenantGateLayer, TenantLayer, TenantService,
-    TenantSource, Tenants, TenantsConfig,
+    TenantEvent, TenantForwarding, TenantGateLayer, TenantLayer, TenantService, TenantSource,
+    Tenants, TenantsConfig,
 };
 use crate::timeout::{LongRunningCheck, TimeoutLayer, TimeoutService};
 use crate::transport::Transport;
@@ -101,6 +102,7 @@ pub struct Aggregator {
     impersonation: ImpersonationLayer<SharedAuthorizer>,
     inflight: InFlightLayer,
     authorization: AuthorizationLayer<SharedAuthorizer>,
+    request_metrics: MetricsLayer,
     tenant_gate: TenantGateLayer,
     selfreview: SelfReviewLayer<SharedAuthorizer>,
     aggregator: AggregatorLayer,
@@ -119,22 +121,21 @@ impl std::fmt::Debug for Aggregator {
     }
 }
 
-/// The service of [`Aggregator`] around the host's handlers `S`, outside in.
-pub type AggregatorStack<S> = AuditIdService<
+/// The handlers' end of the stack: the request metrics, the tenant gate, the self reviews
+/// and the aggregator around the host's handlers, boxed (see [`AggregatorStack`]).
+pub type Handlers<E> =
+    tower::util::BoxCloneSyncService<http::Request<crate::Body>, http::Response<crate::Body>, E>;
+
+/// The filters of [`Aggregator`] around the [`Handlers`], outside in.
+///
+pub type Layered<E> = AuditIdService<
     SetResponseHeader<
         TenantService<
             TimeoutService<
                 AuthenticationService<
                     AuditService<
                         ImpersonationService<
-                            InFlightService<
-                                AuthorizationService<
-                                    TenantGate<
-                                        SelfReviewService<AggregatorService<S>, SharedAuthorizer>,
-                                    >,
-                                    SharedAuthorizer,
-                                >,
-                            >,
+                            InFlightService<AuthorizationService<Handlers<E>, SharedAuthorizer>>,
                             SharedAuthorizer,
                         >,
                     >,
@@ -145,6 +146,53 @@ pub type AggregatorStack<S> = AuditIdService<
         HeaderValue,
     >,
 >;
+
+/// The service of [`Aggregator`] around the host's handlers: the [`Layered`] filters
+/// around the [`Handlers`], each part behind one boxed service, so that a crate calling it
+/// names a small type. Proving that a dozen nested layers are a `Service` for one concrete
+/// host costs the compiler minutes and gigabytes at every place that calls it, and more
+/// than four times as much with each layer added; boxed in two parts, each proof is made
+/// once, for any host, when this crate is built. Costs two allocations per request (the
+/// boxed futures). `E` is the host's error type.
+pub struct AggregatorStack<E> {
+    inner: tower::util::BoxCloneSyncService<
+        http::Request<crate::Body>,
+        http::Response<crate::Body>,
+        E,
+    >,
+}
+
+impl<E> Clone for AggregatorStack<E> {
+    fn clone(&self) -> Self {
+        AggregatorStack {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<E> std::fmt::Debug for AggregatorStack<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AggregatorStack").finish_non_exhaustive()
+    }
+}
+
+impl<B, E> tower::Service<http::Request<B>> for AggregatorStack<E>
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<crate::body::BoxError>,
+{
+    type Response = http::Response<crate::Body>;
+    type Error = E;
+    type Future = BoxFuture<'static, Result<http::Response<crate::Body>, E>>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), E>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        self.inner.call(req.map(crate::Body::new))
+    }
+}
 
 impl Aggregator {
     /// Starts a builder whose APIServices are reached through `transport` (a
@@ -163,6 +211,7 @@ impl Aggregator {
             executor: None,
             timer: None,
             metrics: None,
+            request_metrics: None,
             availability: AvailabilityConfig::default(),
             discovery: DiscoveryConfig::default(),
             openapi: OpenApiConfig::default(),
@@ -177,6 +226,24 @@ impl Aggregator {
     /// updates directly.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// kube-apiserver's request metrics (`apiserver_request_total`, ...) the stack
+    /// records, for the host's `/metrics` (see [`Aggregator::register_metrics`]).
+    pub fn request_metrics(&self) -> &Arc<RequestMetrics> {
+        self.request_metrics.metrics()
+    }
+
+    /// Adds every metric the stack keeps to `registry`: the request metrics, the
+    /// availability metrics and, when auditing, the audit metrics. A host serves
+    /// `/metrics` from it behind the stack, so the request is authorized as upstream
+    /// authorizes it (`get` on the non-resource URL `/metrics`).
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        self.request_metrics().register(registry);
+        self.metrics.register(registry);
+        if let Some(audit) = self.audit.metrics() {
+            audit.register(registry);
+        }
     }
 
     /// The availability metrics the worker maintains; a host with a `prometheus-client`
@@ -206,20 +273,56 @@ impl Aggregator {
     }
 }
 
-impl<S> Layer<S> for Aggregator {
-    type Service = AggregatorStack<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
+impl Aggregator {
+    /// The [`Handlers`] around the host's handlers `inner`.
+    fn handlers<S, RB>(&self, inner: S) -> Handlers<S::Error>
+    where
+        S: tower::Service<http::Request<crate::Body>, Response = http::Response<RB>>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+        S::Error: Send + 'static,
+        RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+        RB::Error: Into<crate::body::BoxError>,
+    {
         let aggregator = self.aggregator.clone().layer(inner);
         // An unknown tenant is 404 once authorized, before the self reviews answer for it.
         let reviewed = self.tenant_gate.layer(self.selfreview.layer(aggregator));
-        let authorized = self.authorization.layer(reviewed);
+        tower::util::BoxCloneSyncService::new(self.request_metrics.layer(reviewed))
+    }
+
+    /// The [`Layered`] filters around `handlers`.
+    fn layered<E: Send + 'static>(&self, handlers: Handlers<E>) -> Layered<E> {
+        let authorized = self.authorization.layer(handlers);
         let impersonated = self.impersonation.layer(self.inflight.layer(authorized));
         let authenticated = self.authentication.layer(self.audit.layer(impersonated));
         // The tenant comes off the path before anything reads it: the timeout, in-flight
         // and authorization layers all parse the path that remains, once.
         let timed = self.tenant.layer(self.timeout.layer(authenticated));
         self.audit_id.layer(self.cache_control.layer(timed))
+    }
+}
+
+impl<S, RB> Layer<S> for Aggregator
+where
+    S: tower::Service<http::Request<crate::Body>, Response = http::Response<RB>>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    RB::Error: Into<crate::body::BoxError>,
+{
+    type Service = AggregatorStack<S::Error>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        AggregatorStack {
+            inner: tower::util::BoxCloneSyncService::new(self.layered(self.handlers(inner))),
+        }
     }
 }
 
@@ -237,6 +340,7 @@ pub struct AggregatorBuilder {
     executor: Option<Executor>,
     timer: Option<Timer>,
     metrics: Option<Arc<AvailabilityMetrics>>,
+    request_metrics: Option<Arc<RequestMetrics>>,
     availability: AvailabilityConfig,
     discovery: DiscoveryConfig,
     openapi: OpenApiConfig,
@@ -330,6 +434,13 @@ impl AggregatorBuilder {
     /// [`Aggregator::metrics`]).
     pub fn metrics(mut self, metrics: Arc<AvailabilityMetrics>) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Where the request metrics go (default: a fresh set, see
+    /// [`Aggregator::request_metrics`]).
+    pub fn request_metrics(mut self, metrics: Arc<RequestMetrics>) -> Self {
+        self.request_metrics = Some(metrics);
         self
     }
 
@@ -542,8 +653,10 @@ impl AggregatorBuilder {
                 authentication: AuthenticationLayer::new(authenticator),
                 audit,
                 impersonation: ImpersonationLayer::new(authorizer.clone()),
-                inflight: self.inflight.long_running(self.long_running),
+                inflight: self.inflight.long_running(self.long_running.clone()),
                 authorization: AuthorizationLayer::new(authorizer.clone()),
+                request_metrics: MetricsLayer::new(self.request_metrics.unwrap_or_default())
+                    .long_running(self.long_running),
                 tenant_gate: match &tenants {
                     Some(t) => TenantGateLayer::new(t.clone()),
                     None => TenantGateLayer::off(),

@@ -1,0 +1,377 @@
+//! kube-apiserver's request metrics: what k8s.io/apiserver
+//! [`pkg/endpoints/metrics/metrics.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/metrics/metrics.go)
+//! records for each request, with its names, labels and buckets, through
+//! [`prometheus_client`].
+//!
+//! [`RequestMetrics`] holds the families; [`MetricsLayer`] records every request that
+//! passed authorization into them (upstream records at the handler, so requests refused by
+//! authentication or authorization are counted by their own metrics, not here);
+//! [`RequestMetrics::terminated`] counts a request refused in self-defense. Uses: `authz`
+//! (the [`RequestInfo`]), `timeout` (which requests are long-running); used by the
+//! builder.
+
+use prometheus_client::encoding::{
+    EncodeLabel as _, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder,
+};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::authz::RequestInfo;
+
+mod layer;
+
+pub use layer::{
+    MetricsBody, MetricsLayer, MetricsService, ResponseFuture as MetricsResponseFuture,
+};
+
+/// `apiserver_request_duration_seconds`' buckets: upstream's, tuned for its latency SLO.
+const DURATION_BUCKETS: [f64; 23] = [
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+/// The labels a request is known by: `verb` (upstream's reported verb: `GET`, `LIST`,
+/// `WATCH`, `POST`, `APPLY`, `CONNECT`, ... or `other`), `dry_run`, `group`, `version`,
+/// `resource`, `subresource`, `scope` (`resource`, `namespace`, `cluster` or empty),
+/// `component`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, Default)]
+pub struct RequestLabels {
+    /// The reported verb.
+    pub verb: &'static str,
+    /// `""`, `All`, or `invalid` (upstream's `cleanDryRun`).
+    pub dry_run: &'static str,
+    /// The API group (empty for the core group and non-resource requests).
+    pub group: String,
+    /// The API version.
+    pub version: String,
+    /// The resource.
+    pub resource: String,
+    /// The subresource.
+    pub subresource: String,
+    /// `resource`, `namespace`, `cluster` or empty (upstream's `CleanScope`).
+    pub scope: &'static str,
+    /// `apiserver`, as upstream labels what its handlers serve.
+    pub component: &'static str,
+}
+
+impl RequestLabels {
+    /// The labels of `info` (a request with `method`, `query` and `content_type`), as
+    /// upstream's `MonitorRequest` derives them.
+    pub fn of(
+        info: &RequestInfo,
+        method: &http::Method,
+        query: Option<&str>,
+        content_type: Option<&[u8]>,
+    ) -> RequestLabels {
+        let scope = clean_scope(info);
+        RequestLabels {
+            verb: reported_verb(info, method, query, content_type),
+            dry_run: dry_run(query),
+            group: info.api_group.clone(),
+            version: info.api_version.clone(),
+            resource: info.resource.clone(),
+            subresource: info.subresource.clone(),
+            scope,
+            component: COMPONENT,
+        }
+    }
+
+    /// The labels without what a client chose freely: the group, version, resource and
+    /// subresource of a request answered 404, so made-up paths cannot grow the label
+    /// sets (upstream counts only what its installed handlers serve).
+    fn bounded(&self, code: u16) -> RequestLabels {
+        if code != 404 {
+            return self.clone();
+        }
+        RequestLabels {
+            group: String::new(),
+            version: String::new(),
+            resource: String::new(),
+            subresource: String::new(),
+            ..self.clone()
+        }
+    }
+}
+
+/// The `component` label of what this crate serves.
+const COMPONENT: &str = "apiserver";
+
+impl EncodeLabelSet for RequestLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+        for (k, v) in [
+            ("verb", self.verb),
+            ("dry_run", self.dry_run),
+            ("group", &self.group),
+            ("version", &self.version),
+            ("resource", &self.resource),
+            ("subresource", &self.subresource),
+            ("scope", self.scope),
+            ("component", self.component),
+        ] {
+            (k, v).encode(encoder.encode_label())?;
+        }
+        Ok(())
+    }
+}
+
+/// [`RequestLabels`] and the response code.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct WithCode(RequestLabels, Code);
+
+impl EncodeLabelSet for WithCode {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+        self.0.encode(encoder)?;
+        ("code", self.1).encode(encoder.encode_label())
+    }
+}
+
+/// An HTTP status code as a label value.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+struct Code(u16);
+
+impl EncodeLabelValue for Code {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+        use std::fmt::Write as _;
+        write!(encoder, "{}", self.0)
+    }
+}
+
+/// [`RequestLabels`] without `dry_run` (the long-running gauge and the size histogram).
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct NoDryRun(RequestLabels);
+
+impl EncodeLabelSet for NoDryRun {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+        let l = &self.0;
+        for (k, v) in [
+            ("verb", l.verb),
+            ("group", &l.group),
+            ("version", &l.version),
+            ("resource", &l.resource),
+            ("subresource", &l.subresource),
+            ("scope", l.scope),
+            ("component", l.component),
+        ] {
+            (k, v).encode(encoder.encode_label())?;
+        }
+        Ok(())
+    }
+}
+
+/// [`NoDryRun`] and the response code (`apiserver_request_terminations_total`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct NoDryRunWithCode(RequestLabels, Code);
+
+impl EncodeLabelSet for NoDryRunWithCode {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+        NoDryRun(self.0.clone()).encode(encoder)?;
+        ("code", self.1).encode(encoder.encode_label())
+    }
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// kube-apiserver's request metrics, with upstream's names, help, labels and buckets:
+/// `apiserver_request_total`, `apiserver_request_duration_seconds`,
+/// `apiserver_response_sizes` (`GET` and `LIST` only), `apiserver_longrunning_requests`
+/// and `apiserver_request_terminations_total`. Shared (`Arc`) by the layers that record.
+#[derive(Debug)]
+pub struct RequestMetrics {
+    requests: Family<WithCode, Counter>,
+    durations: Histograms<RequestLabels>,
+    sizes: Histograms<NoDryRun>,
+    long_running: Family<NoDryRun, Gauge>,
+    terminations: Family<NoDryRunWithCode, Counter>,
+}
+
+impl Default for RequestMetrics {
+    fn default() -> Self {
+        RequestMetrics {
+            requests: Family::default(),
+            durations: Family::new_with_constructor(|| Histogram::new(DURATION_BUCKETS)),
+            // 1 kB to 1 GB.
+            sizes: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(1000.0, 10.0, 7))
+            }),
+            long_running: Family::default(),
+            terminations: Family::default(),
+        }
+    }
+}
+
+impl RequestMetrics {
+    /// Adds the families to `registry` (`prometheus_client` ends each help text with the
+    /// period upstream's have).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "apiserver_request",
+            "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code",
+            self.requests.clone(),
+        );
+        registry.register(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component",
+            self.durations.clone(),
+        );
+        registry.register(
+            "apiserver_response_sizes",
+            "Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component",
+            self.sizes.clone(),
+        );
+        registry.register(
+            "apiserver_longrunning_requests",
+            "Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way",
+            self.long_running.clone(),
+        );
+        registry.register(
+            "apiserver_request_terminations",
+            "Number of requests which apiserver terminated in self-defense",
+            self.terminations.clone(),
+        );
+    }
+
+    /// One request over: its labels, code, duration in seconds and response bytes.
+    pub fn observe(&self, labels: &RequestLabels, code: u16, seconds: f64, bytes: u64) {
+        let labels = labels.bounded(code);
+        if matches!(labels.verb, "GET" | "LIST") {
+            self.sizes
+                .get_or_create(&NoDryRun(labels.clone()))
+                .observe(bytes as f64);
+        }
+        self.durations.get_or_create(&labels).observe(seconds);
+        self.requests
+            .get_or_create(&WithCode(labels, Code(code)))
+            .inc();
+    }
+
+    /// A request refused in self-defense (the in-flight limit's 429, the timeout's 504):
+    /// `apiserver_request_terminations_total`, and for a 429 `apiserver_request_total`
+    /// too, as upstream's `RecordDroppedRequest` counts it.
+    pub fn terminated(&self, labels: &RequestLabels, code: u16) {
+        let labels = labels.bounded(code);
+        if code == 429 {
+            self.requests
+                .get_or_create(&WithCode(labels.clone(), Code(code)))
+                .inc();
+        }
+        self.terminations
+            .get_or_create(&NoDryRunWithCode(labels, Code(code)))
+            .inc();
+    }
+
+    /// The gauge of a long-running request's labels, raised while it runs.
+    fn long_running(&self, labels: &RequestLabels) -> Gauge {
+        self.long_running
+            .get_or_create(&NoDryRun(labels.clone()))
+            .clone()
+    }
+
+    /// The metrics alone, in the Prometheus text format.
+    pub fn render(&self) -> String {
+        let mut registry = Registry::default();
+        self.register(&mut registry);
+        let mut out = String::new();
+        // A `String` never refuses a write.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+        out
+    }
+}
+
+/// upstream's `CleanScope`.
+fn clean_scope(info: &RequestInfo) -> &'static str {
+    if !info.name.is_empty() || info.verb == "create" {
+        "resource"
+    } else if !info.namespace.is_empty() {
+        "namespace"
+    } else if info.is_resource_request {
+        "cluster"
+    } else {
+        ""
+    }
+}
+
+/// The subresources upstream reports as `CONNECT`.
+const CONNECT_SUBRESOURCES: [&str; 5] = ["log", "exec", "portforward", "attach", "proxy"];
+
+/// upstream's reported verb (`CanonicalVerb` then `cleanVerb`), from the RequestInfo verb
+/// where upstream takes its route's: `GET`/`LIST`/`WATCH`, `POST` for a create, `PUT` for
+/// an update, `PATCH` (`APPLY` for a server-side apply), `DELETE`, `DELETECOLLECTION`,
+/// `CONNECT` for the streaming subresources; a non-resource request's method; anything
+/// else `other`.
+fn reported_verb(
+    info: &RequestInfo,
+    method: &http::Method,
+    query: Option<&str>,
+    content_type: Option<&[u8]>,
+) -> &'static str {
+    let get = *method == http::Method::GET || *method == http::Method::HEAD;
+    if get && query.is_some_and(is_watch) {
+        return "WATCH";
+    }
+    if info.is_resource_request {
+        if CONNECT_SUBRESOURCES.contains(&info.subresource.as_str()) {
+            return "CONNECT";
+        }
+        return match info.verb.as_str() {
+            "get" => "GET",
+            "list" => "LIST",
+            "watch" => "WATCH",
+            "create" => "POST",
+            "update" => "PUT",
+            "patch" if content_type == Some(b"application/apply-patch+yaml") => "APPLY",
+            "patch" => "PATCH",
+            "delete" => "DELETE",
+            "deletecollection" => "DELETECOLLECTION",
+            "proxy" => "PROXY",
+            _ => "other",
+        };
+    }
+    // A non-resource request has no scope: its GET (or HEAD) is a GET.
+    match *method {
+        http::Method::GET | http::Method::HEAD => "GET",
+        http::Method::POST => "POST",
+        http::Method::PUT => "PUT",
+        http::Method::PATCH => "PATCH",
+        http::Method::DELETE => "DELETE",
+        http::Method::CONNECT => "CONNECT",
+        _ => "other",
+    }
+}
+
+/// A `watch` query parameter that is not `0` or `false` (upstream's `getVerbIfWatch`
+/// reads the first one).
+fn is_watch(query: &str) -> bool {
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "watch")
+        .is_some_and(|(_, v)| {
+            let v = v.to_ascii_lowercase();
+            v != "0" && v != "false"
+        })
+}
+
+/// upstream's `cleanDryRun`: empty without `dryRun`, `All` when every value is `All`
+/// (the one valid value), else `invalid`.
+fn dry_run(query: Option<&str>) -> &'static str {
+    let Some(query) = query.filter(|q| q.contains("dryRun")) else {
+        return "";
+    };
+    let mut values = form_urlencoded::parse(query.as_bytes())
+        .filter(|(k, _)| k == "dryRun")
+        .map(|(_, v)| v)
+        .peekable();
+    if values.peek().is_none() {
+        return "";
+    }
+    if values.all(|v| v == "All") {
+        "All"
+    } else {
+        "invalid"
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;
