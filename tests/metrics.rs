@@ -166,6 +166,7 @@ async fn metrics_through_kubectl_carry_upstreams_names_labels_and_buckets() {
         ("apiserver_audit_event_total", "counter"),
         ("apiserver_audit_level_total", "counter"),
         ("aggregator_unavailable_apiservice", "gauge"),
+        ("apiserver_current_inflight_requests", "gauge"),
     ] {
         assert_eq!(
             types.get(family).map(String::as_str),
@@ -224,6 +225,14 @@ async fn metrics_through_kubectl_carry_upstreams_names_labels_and_buckets() {
         [1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, f64::INFINITY],
         "upstream's 1 kB to 1 GB"
     );
+
+    // The scrape itself is in flight (a read-only request) while it is written.
+    let read_only = find(
+        &samples,
+        "apiserver_current_inflight_requests",
+        &[("request_kind", "readOnly")],
+    );
+    assert!(read_only[0].value >= 1.0, "{read_only:?}");
 
     // Authorized as upstream: get on the non-resource URL /metrics.
     let (ok, _, stderr) = kubectl

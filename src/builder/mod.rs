@@ -240,6 +240,7 @@ impl Aggregator {
     /// authorizes it (`get` on the non-resource URL `/metrics`).
     pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
         self.request_metrics().register(registry);
+        self.inflight.register_metrics(registry);
         self.metrics.register(registry);
         if let Some(audit) = self.audit.metrics() {
             audit.register(registry);
@@ -635,6 +636,7 @@ impl AggregatorBuilder {
             .unwrap_or_else(|| Box::new(HostAuthenticated));
         let authorizer: SharedAuthorizer = Arc::from(authorizer);
         let audit = self.audit.long_running(self.long_running.clone());
+        let request_metrics = self.request_metrics.unwrap_or_default();
         Ok((
             Aggregator {
                 audit_id: AuditIdLayer::new().audit_refused(&audit),
@@ -649,14 +651,17 @@ impl AggregatorBuilder {
                 },
                 timeout: TimeoutLayer::new(timer.clone())
                     .request_timeout(self.request_timeout)
-                    .long_running(self.long_running.clone()),
+                    .long_running(self.long_running.clone())
+                    .metrics(request_metrics.clone()),
                 authentication: AuthenticationLayer::new(authenticator),
                 audit,
                 impersonation: ImpersonationLayer::new(authorizer.clone()),
-                inflight: self.inflight.long_running(self.long_running.clone()),
+                inflight: self
+                    .inflight
+                    .long_running(self.long_running.clone())
+                    .metrics(request_metrics.clone()),
                 authorization: AuthorizationLayer::new(authorizer.clone()),
-                request_metrics: MetricsLayer::new(self.request_metrics.unwrap_or_default())
-                    .long_running(self.long_running),
+                request_metrics: MetricsLayer::new(request_metrics).long_running(self.long_running),
                 tenant_gate: match &tenants {
                     Some(t) => TenantGateLayer::new(t.clone()),
                     None => TenantGateLayer::off(),

@@ -57,6 +57,8 @@ pub struct InFlight {
 struct Limit {
     max: usize,
     current: AtomicUsize,
+    /// The most in use since the last scrape (`apiserver_current_inflight_requests`).
+    peak: AtomicUsize,
 }
 
 impl Limit {
@@ -64,7 +66,15 @@ impl Limit {
         Limit {
             max,
             current: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
         }
+    }
+
+    /// The most requests in use since the last call (at least those in use now), as
+    /// upstream reports the most in use over the last period rather than one sample.
+    fn take_peak(&self) -> usize {
+        let now = self.current.load(Ordering::Acquire);
+        self.peak.swap(now, Ordering::AcqRel).max(now)
     }
 
     /// Takes a slot unless the class is full: one atomic add, undone when it went over,
@@ -73,7 +83,9 @@ impl Limit {
         if self.max == 0 {
             return true;
         }
-        if self.current.fetch_add(1, Ordering::AcqRel) < self.max {
+        let before = self.current.fetch_add(1, Ordering::AcqRel);
+        if before < self.max {
+            self.peak.fetch_max(before + 1, Ordering::AcqRel);
             true
         } else {
             self.current.fetch_sub(1, Ordering::AcqRel);
@@ -144,6 +156,8 @@ struct Shared {
     mutating: Limit,
     per_api_service: Option<PerApiService>,
     long_running: LongRunningCheck,
+    /// Where refusals are counted (`apiserver_request_terminations_total`).
+    metrics: Option<Arc<crate::metrics::RequestMetrics>>,
 }
 
 /// The slots one request holds; dropping it gives them back.

@@ -16,6 +16,7 @@ use super::{InFlight, Limit, LongRunningCheck, PerApiService, Shared, Slots};
 use crate::authn::UserInfo;
 use crate::authz::{ApiPath, RequestInfo, SYSTEM_MASTERS};
 use crate::body::{Body, BoxError};
+use crate::metrics::{RequestLabels, RequestMetrics};
 use crate::status::plain_text_error;
 
 /// Layer that limits the requests in flight (see the [module docs](super)).
@@ -71,6 +72,7 @@ impl InFlightLayer {
                 mutating: Limit::new(max_mutating_requests_inflight),
                 per_api_service: None,
                 long_running: LongRunningCheck::kube_apiserver(),
+                metrics: None,
             }),
         }
     }
@@ -89,6 +91,20 @@ impl InFlightLayer {
     /// Which requests are not counted (default [`LongRunningCheck::kube_apiserver`]).
     pub fn long_running(self, check: LongRunningCheck) -> Self {
         self.rebuild(|s| s.long_running = check)
+    }
+
+    /// Counts each 429 in `metrics`, as upstream's `RecordDroppedRequest`:
+    /// `apiserver_request_total` and `apiserver_request_terminations_total` with code 429.
+    pub fn metrics(self, metrics: Arc<RequestMetrics>) -> Self {
+        self.rebuild(|s| s.metrics = Some(metrics))
+    }
+
+    /// Adds `apiserver_current_inflight_requests{request_kind="readOnly"|"mutating"}` to
+    /// `registry`: the most requests of each class in flight since the previous scrape
+    /// (upstream reports the most over the last second; 0 for a class without a limit,
+    /// which counts nothing).
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.register_collector(Box::new(CurrentInflight(self.shared.clone())));
     }
 
     /// The requests counted right now, across every service this layer built.
@@ -117,6 +133,7 @@ impl InFlightLayer {
                 counts: Default::default(),
             }),
             long_running: s.long_running.clone(),
+            metrics: s.metrics.clone(),
         };
         f(&mut shared);
         InFlightLayer {
@@ -205,9 +222,22 @@ where
             Admission::Uncounted
         };
         match admission {
-            Admission::Refused => ResponseFuture::Ready {
-                response: Some(too_many_requests()),
-            },
+            Admission::Refused => {
+                if let (Some(metrics), Some(info)) =
+                    (&self.shared.metrics, req.extensions().get::<RequestInfo>())
+                {
+                    let content_type = req
+                        .headers()
+                        .get(http::header::CONTENT_TYPE)
+                        .map(|v| v.as_bytes());
+                    let labels =
+                        RequestLabels::of(info, req.method(), req.uri().query(), content_type);
+                    metrics.terminated(&labels, 429);
+                }
+                ResponseFuture::Ready {
+                    response: Some(too_many_requests()),
+                }
+            }
             Admission::Uncounted => ResponseFuture::Passthrough {
                 inner: self.inner.call(req),
             },
@@ -382,5 +412,33 @@ impl http_body::Body for HoldingBody {
 
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
+    }
+}
+
+/// `apiserver_current_inflight_requests`, read from the layer's counters at each scrape.
+#[derive(Debug)]
+struct CurrentInflight(Arc<Shared>);
+
+impl prometheus_client::collector::Collector for CurrentInflight {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder<'_>,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric as _;
+        let mut family = encoder.encode_descriptor(
+            "apiserver_current_inflight_requests",
+            "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        for (kind, limit) in [
+            ("readOnly", &self.0.read_only),
+            ("mutating", &self.0.mutating),
+        ] {
+            let value =
+                prometheus_client::metrics::gauge::ConstGauge::new(limit.take_peak() as i64);
+            value.encode(family.encode_family(&[("request_kind", kind)])?)?;
+        }
+        Ok(())
     }
 }

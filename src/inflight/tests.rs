@@ -305,3 +305,51 @@ async fn a_dropped_request_gives_its_slot_back() {
         StatusCode::OK
     );
 }
+
+#[tokio::test]
+async fn refusals_and_the_peak_in_flight_are_counted() {
+    let metrics = Arc::new(crate::metrics::RequestMetrics::default());
+    let layer = InFlightLayer::new(1, 1).metrics(metrics.clone());
+    let mut registry = prometheus_client::registry::Registry::default();
+    layer.register_metrics(&mut registry);
+    let render = |registry: &prometheus_client::registry::Registry| {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+        text
+    };
+    let blocking = Blocking::default();
+    let mut svc = layer.layer(blocking.clone());
+    let held = start(&mut svc, Method::GET, "/apis/example.io/v1/wait", &[]);
+    assert_eq!(
+        status(&mut svc, Method::GET, "/apis/example.io/v1/widgets", &[]).await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    let labels = r#"verb="LIST",group="example.io",version="v1",resource="widgets",subresource="",scope="cluster",component="apiserver",code="429""#;
+    let text = metrics.render();
+    assert!(
+        text.contains(&format!(
+            "apiserver_request_terminations_total{{{labels}}} 1"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"apiserver_request_total{verb="LIST",dry_run="",group="example.io""#),
+        "{text}"
+    );
+
+    let text = render(&registry);
+    assert!(
+        text.contains("apiserver_current_inflight_requests{request_kind=\"readOnly\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("apiserver_current_inflight_requests{request_kind=\"mutating\"} 0"),
+        "{text}"
+    );
+    release_all(&blocking.0);
+    let res = held.await.unwrap();
+    drop(res.into_body().collect().await);
+    // The request that is over still counts for the scrape after it, then no more.
+    assert!(render(&registry).contains("request_kind=\"readOnly\"} 1"));
+    assert!(render(&registry).contains("request_kind=\"readOnly\"} 0"));
+}

@@ -262,6 +262,20 @@ impl RequestMetrics {
             .inc();
     }
 
+    /// As [`RequestMetrics::terminated`], for a request known by its method and URI (its
+    /// RequestInfo parsed again: this is for rare answers, such as the timeout's).
+    pub fn terminated_request(&self, method: &http::Method, uri: &http::Uri, code: u16) {
+        let mut req = http::Request::new(());
+        *req.method_mut() = method.clone();
+        *req.uri_mut() = uri.clone();
+        if crate::authz::request_info::ensure(&mut req).is_err() {
+            return;
+        }
+        if let Some(info) = req.extensions().get::<RequestInfo>() {
+            self.terminated(&RequestLabels::of(info, method, uri.query(), None), code);
+        }
+    }
+
     /// The gauge of a long-running request's labels, raised while it runs.
     fn long_running(&self, labels: &RequestLabels) -> Gauge {
         self.long_running

@@ -16,6 +16,7 @@ use tower::{Layer, Service};
 use super::{DEFAULT_REQUEST_TIMEOUT, LongRunningCheck, request_deadline, timeout_body};
 use crate::authz::RequestInfo;
 use crate::body::{Body, BoxError};
+use crate::metrics::RequestMetrics;
 use crate::rt::Timer;
 
 /// Layer that applies kube-apiserver's request timeout (see the [module docs](super)).
@@ -59,6 +60,7 @@ struct Shared {
     timer: Timer,
     maximum: Duration,
     long_running: LongRunningCheck,
+    metrics: Option<Arc<RequestMetrics>>,
 }
 
 impl TimeoutLayer {
@@ -69,6 +71,7 @@ impl TimeoutLayer {
                 timer,
                 maximum: DEFAULT_REQUEST_TIMEOUT,
                 long_running: LongRunningCheck::kube_apiserver(),
+                metrics: None,
             }),
         }
     }
@@ -84,11 +87,18 @@ impl TimeoutLayer {
         self.with(|s| s.long_running = check)
     }
 
+    /// Counts each 504 in `metrics` (`apiserver_request_terminations_total` with code
+    /// 504, as upstream's timeout filter).
+    pub fn metrics(self, metrics: Arc<RequestMetrics>) -> TimeoutLayer {
+        self.with(|s| s.metrics = Some(metrics))
+    }
+
     fn with(self, f: impl FnOnce(&mut Shared)) -> TimeoutLayer {
         let mut shared = Shared {
             timer: self.shared.timer.clone(),
             maximum: self.shared.maximum,
             long_running: self.shared.long_running.clone(),
+            metrics: self.shared.metrics.clone(),
         };
         f(&mut shared);
         TimeoutLayer {
@@ -169,10 +179,17 @@ where
             }
         };
         let sleep = self.shared.timer.sleep(deadline);
+        // What a 504 is counted as; clones of shared parts, no allocation.
+        let head = self
+            .shared
+            .metrics
+            .as_ref()
+            .map(|m| (m.clone(), parts.method.clone(), parts.uri.clone()));
         let inner = self.inner.call(Request::from_parts(parts, body));
         ResponseFuture::Timed {
             inner,
             sleep: Some(sleep),
+            head,
         }
     }
 }
@@ -186,7 +203,11 @@ pin_project! {
         /// A long-running request: no deadline.
         Passthrough { #[pin] inner: F },
         /// The inner call, raced against the deadline (taken by the body once the head came).
-        Timed { #[pin] inner: F, sleep: Option<Pin<Box<dyn hyper::rt::Sleep>>> },
+        Timed {
+            #[pin] inner: F,
+            sleep: Option<Pin<Box<dyn hyper::rt::Sleep>>>,
+            head: Option<(Arc<RequestMetrics>, http::Method, http::Uri)>,
+        },
         /// Answered without calling the inner service (a bad `?timeout=`).
         Ready { response: Option<Response<Body>> },
     }
@@ -215,7 +236,7 @@ where
             Projected::Ready { response } => {
                 Poll::Ready(Ok(response.take().unwrap_or_else(timed_out)))
             }
-            Projected::Timed { inner, sleep } => {
+            Projected::Timed { inner, sleep, head } => {
                 if let Poll::Ready(result) = inner.poll(cx) {
                     return Poll::Ready(result.map(|res| match sleep.take() {
                         // The head came in time; the body keeps the same deadline.
@@ -230,6 +251,9 @@ where
                         // Dropping the inner future (when this one is dropped) cancels the
                         // work: a proxied request's backend stream or connection is released.
                         *sleep = None;
+                        if let Some((metrics, method, uri)) = head.take() {
+                            metrics.terminated_request(&method, &uri, 504);
+                        }
                         Poll::Ready(Ok(timed_out()))
                     }
                     Some(Poll::Pending) => Poll::Pending,

@@ -223,7 +223,10 @@ async fn body_text(res: Response<Body>) -> String {
 async fn a_slow_request_gets_upstreams_504_at_the_deadline_and_its_work_is_dropped() {
     let clock = VirtualClock::new();
     let held = Held::default();
-    let mut svc = TimeoutLayer::new(clock.timer()).layer(held.clone());
+    let metrics = Arc::new(crate::metrics::RequestMetrics::default());
+    let mut svc = TimeoutLayer::new(clock.timer())
+        .metrics(metrics.clone())
+        .layer(held.clone());
     let mut fut = svc.call(get("/apis/metrics.k8s.io/v1beta1/nodes"));
     assert!(poll_once(&mut fut).is_pending());
     clock.advance(Duration::from_secs(59));
@@ -239,6 +242,13 @@ async fn a_slow_request_gets_upstreams_504_at_the_deadline_and_its_work_is_dropp
         "the inner work is dropped"
     );
     assert_eq!(res.status(), StatusCode::GATEWAY_TIMEOUT);
+    // Counted as upstream's timeout filter counts it.
+    let text = metrics.render();
+    assert!(
+        text.contains(r#"apiserver_request_terminations_total{verb="LIST",group="metrics.k8s.io",version="v1beta1",resource="nodes",subresource="",scope="cluster",component="apiserver",code="504"} 1"#),
+        "{text}"
+    );
+    assert!(!text.contains("apiserver_request_total"), "{text}");
     assert_eq!(res.headers()["content-type"], "text/plain; charset=utf-8");
     assert_eq!(
         body_text(res).await,
