@@ -56,6 +56,7 @@ pub mod impersonation;
 pub mod inflight;
 pub mod metrics;
 pub mod openapi;
+mod outcome_metrics;
 pub mod proxy;
 pub mod registry;
 pub mod reload;

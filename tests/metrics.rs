@@ -226,6 +226,38 @@ async fn metrics_through_kubectl_carry_upstreams_names_labels_and_buckets() {
         "upstream's 1 kB to 1 GB"
     );
 
+    // Authentication and authorization, by result, with upstream's names (its
+    // authentication counters have no `_total`).
+    let authenticated = find(
+        &samples,
+        "authentication_attempts",
+        &[("result", "success")],
+    );
+    assert!(authenticated[0].value >= 5.0, "{authenticated:?}");
+    assert_eq!(types["authentication_attempts"], "untyped");
+    let users = find(
+        &samples,
+        "authenticated_user_requests",
+        &[("username", "other")],
+    );
+    assert!(users[0].value >= 5.0, "{users:?}");
+    let allowed = find(
+        &samples,
+        "authorization_attempts_total",
+        &[("result", "allowed")],
+    );
+    assert!(allowed[0].value >= 5.0, "{allowed:?}");
+    assert_eq!(
+        find(
+            &samples,
+            "authorization_duration_seconds_bucket",
+            &[("result", "allowed")]
+        )
+        .len(),
+        16,
+        "upstream's 15 buckets from 1 ms, and +Inf"
+    );
+
     // The scrape itself is in flight (a read-only request) while it is written.
     let read_only = find(
         &samples,

@@ -7,11 +7,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use http::{Request, Response};
 use tower::{Layer, Service};
 
 use super::bearer::strip_websocket_bearer;
+use super::metrics::AuthenticationMetrics;
 use super::{Authenticator, CredentialHeaders, SYSTEM_ANONYMOUS, SYSTEM_UNAUTHENTICATED, UserInfo};
 use crate::body::Body;
 use crate::status::Status;
@@ -37,6 +39,7 @@ use crate::status::Status;
 pub struct AuthenticationLayer<A> {
     authenticator: Arc<A>,
     strip: Arc<CredentialHeaders>,
+    metrics: Option<Arc<AuthenticationMetrics>>,
 }
 
 /// Response extension asking the server to close the connection after this response:
@@ -62,6 +65,15 @@ impl<A: Authenticator> AuthenticationLayer<A> {
         AuthenticationLayer {
             authenticator: Arc::new(authenticator),
             strip: Arc::new(strip),
+            metrics: None,
+        }
+    }
+
+    /// Records each authentication's result and duration in `metrics`.
+    pub fn metrics(self, metrics: Arc<AuthenticationMetrics>) -> Self {
+        AuthenticationLayer {
+            metrics: Some(metrics),
+            ..self
         }
     }
 }
@@ -72,6 +84,7 @@ impl<A> Clone for AuthenticationLayer<A> {
         AuthenticationLayer {
             authenticator: self.authenticator.clone(),
             strip: self.strip.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -82,6 +95,7 @@ impl<S: Clone, A> Clone for AuthenticationService<S, A> {
             inner: self.inner.clone(),
             authenticator: self.authenticator.clone(),
             strip: self.strip.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -94,6 +108,7 @@ impl<S, A> Layer<S> for AuthenticationLayer<A> {
             inner,
             authenticator: self.authenticator.clone(),
             strip: self.strip.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -108,6 +123,7 @@ pub struct AuthenticationService<S, A> {
     inner: S,
     authenticator: Arc<A>,
     strip: Arc<CredentialHeaders>,
+    metrics: Option<Arc<AuthenticationMetrics>>,
 }
 
 impl<S, A> AuthenticationService<S, A> {
@@ -149,10 +165,12 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let (parts, body) = req.into_parts();
+        let started = self.metrics.as_ref().map(|m| (m.clone(), Instant::now()));
         let mut pending = self.authenticator.authenticate(&parts);
         // An authenticator that answers at once (a client certificate, a cached token)
         // lets the ready inner service be called in place, with no clone of it.
         if let Poll::Ready(result) = crate::rt::poll_now(&mut pending) {
+            record(started, &result);
             return match admit(result, parts, &self.strip) {
                 Admitted::Serve { parts, close } => {
                     let called = self.inner.call(Request::from_parts(parts, body));
@@ -167,7 +185,9 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let strip = self.strip.clone();
         Box::pin(async move {
-            match admit(pending.await, parts, &strip) {
+            let result = pending.await;
+            record(started, &result);
+            match admit(result, parts, &strip) {
                 Admitted::Serve { parts, close } => {
                     let res = inner.call(Request::from_parts(parts, body)).await?;
                     Ok(answered(res, close))
@@ -175,6 +195,16 @@ where
                 Admitted::Refuse(res) => Ok(res),
             }
         })
+    }
+}
+
+/// Records `result` in the metrics, if any, with the time since they were taken.
+fn record(
+    started: Option<(Arc<AuthenticationMetrics>, Instant)>,
+    result: &super::AuthenticationResult,
+) {
+    if let Some((metrics, started)) = started {
+        metrics.record(result, started.elapsed().as_secs_f64());
     }
 }
 

@@ -56,6 +56,7 @@
 mod bearer;
 mod client_cas;
 mod layer;
+mod metrics;
 mod request_header;
 mod token_cache;
 mod token_file;
@@ -73,6 +74,7 @@ use rustls_pki_types::CertificateDer;
 pub use bearer::{BearerToken, TokenAuthenticator, WEBSOCKET_BEARER_PREFIX, bearer_token};
 pub use client_cas::{CaReloadError, ClientCas};
 pub use layer::{AuthenticationLayer, AuthenticationService, CloseConnection, Unauthenticated};
+pub use metrics::AuthenticationMetrics;
 pub use request_header::{
     InvalidRequestHeaderConfig, RequestHeaderAuthenticator, RequestHeaderConfig,
 };

@@ -6,11 +6,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use http::{Request, Response};
 use tower::{Layer, Service};
 
 use super::forbidden::forbidden_response;
+use super::metrics::AuthorizationMetrics;
 use super::{Attributes, Authorizer, Decision, RequestInfo};
 use crate::authn::UserInfo;
 use crate::body::Body;
@@ -30,6 +32,7 @@ use crate::status::internal_error;
 #[derive(Debug)]
 pub struct AuthorizationLayer<Z> {
     authorizer: Arc<Z>,
+    metrics: Option<Arc<AuthorizationMetrics>>,
 }
 
 impl<Z: Authorizer> AuthorizationLayer<Z> {
@@ -37,6 +40,15 @@ impl<Z: Authorizer> AuthorizationLayer<Z> {
     pub fn new(authorizer: Z) -> Self {
         AuthorizationLayer {
             authorizer: Arc::new(authorizer),
+            metrics: None,
+        }
+    }
+
+    /// Records each decision's result and duration in `metrics`.
+    pub fn metrics(self, metrics: Arc<AuthorizationMetrics>) -> Self {
+        AuthorizationLayer {
+            metrics: Some(metrics),
+            ..self
         }
     }
 }
@@ -46,6 +58,7 @@ impl<Z> Clone for AuthorizationLayer<Z> {
     fn clone(&self) -> Self {
         AuthorizationLayer {
             authorizer: self.authorizer.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -55,6 +68,7 @@ impl<S: Clone, Z> Clone for AuthorizationService<S, Z> {
         AuthorizationService {
             inner: self.inner.clone(),
             authorizer: self.authorizer.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -66,6 +80,7 @@ impl<S, Z> Layer<S> for AuthorizationLayer<Z> {
         AuthorizationService {
             inner,
             authorizer: self.authorizer.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -75,6 +90,7 @@ impl<S, Z> Layer<S> for AuthorizationLayer<Z> {
 pub struct AuthorizationService<S, Z> {
     inner: S,
     authorizer: Arc<Z>,
+    metrics: Option<Arc<AuthorizationMetrics>>,
 }
 
 impl<S, Z> AuthorizationService<S, Z> {
@@ -142,10 +158,12 @@ where
         };
         let tenant = req.extensions().get::<crate::tenant::Tenant>();
         let attrs = Attributes::new(user, info).in_tenant(tenant);
+        let started = self.metrics.as_ref().map(|m| (m.clone(), Instant::now()));
         let mut pending = self.authorizer.authorize(&attrs);
         // A decision that is there at once (a cached one) lets the ready inner service be
         // called in place, with no clone of it.
         if let Poll::Ready(decision) = crate::rt::poll_now(&mut pending) {
+            record(started, &decision);
             return match allowed(decision, attrs, req) {
                 Allowed::Serve(req) => {
                     let called = self.inner.call(req);
@@ -157,11 +175,23 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
-            match allowed(pending.await, attrs, req) {
+            let decision = pending.await;
+            record(started, &decision);
+            match allowed(decision, attrs, req) {
                 Allowed::Serve(req) => inner.call(req).await.map(|res| res.map(Body::new)),
                 Allowed::Refuse(res) => Ok(res),
             }
         })
+    }
+}
+
+/// Records `decision` in the metrics, if any, with the time since they were taken.
+fn record(
+    started: Option<(Arc<AuthorizationMetrics>, Instant)>,
+    decision: &Result<super::Authorization, super::AuthorizationError>,
+) {
+    if let Some((metrics, started)) = started {
+        metrics.record(decision, started.elapsed().as_secs_f64());
     }
 }
 

@@ -41,6 +41,7 @@
 mod cache;
 mod forbidden;
 mod layer;
+mod metrics;
 pub mod request_info;
 mod rules;
 mod webhook;
@@ -52,6 +53,7 @@ use std::sync::Arc;
 pub use forbidden::forbidden_message;
 pub(crate) use forbidden::forbidden_response;
 pub use layer::{AuthorizationLayer, AuthorizationService, DECISION_ANNOTATION, REASON_ANNOTATION};
+pub use metrics::AuthorizationMetrics;
 pub use request_info::{ApiPath, RequestInfo, RequestInfoError};
 pub use rules::{NonResourceRule, ResourceRule, Rules, RulesFuture};
 pub use webhook::{

@@ -60,9 +60,10 @@ use tower_http::set_header::{SetResponseHeader, SetResponseHeaderLayer};
 use crate::aggregator::AggregatorLayer;
 use crate::audit::{AuditIdLayer, AuditIdService, AuditLayer, AuditService, AuditSink, Policy};
 use crate::authn::{
-    AuthenticateFuture, AuthenticationLayer, AuthenticationService, Authenticator, UserInfo,
+    AuthenticateFuture, AuthenticationLayer, AuthenticationMetrics, AuthenticationService,
+    Authenticator, UserInfo,
 };
-use crate::authz::{AuthorizationLayer, AuthorizationService, Authorizer};
+use crate::authz::{AuthorizationLayer, AuthorizationMetrics, AuthorizationService, Authorizer};
 use crate::availability::{
     AvailabilityConfig, AvailabilityController, AvailabilityMetrics, ServiceResolver,
     StaticServiceResolver,
@@ -103,6 +104,8 @@ pub struct Aggregator {
     inflight: InFlightLayer,
     authorization: AuthorizationLayer<SharedAuthorizer>,
     request_metrics: MetricsLayer,
+    authentication_metrics: Arc<AuthenticationMetrics>,
+    authorization_metrics: Arc<AuthorizationMetrics>,
     tenant_gate: TenantGateLayer,
     selfreview: SelfReviewLayer<SharedAuthorizer>,
     aggregator: AggregatorLayer,
@@ -234,13 +237,21 @@ impl Aggregator {
         self.request_metrics.metrics()
     }
 
-    /// Adds every metric the stack keeps to `registry`: the request metrics, the
-    /// availability metrics and, when auditing, the audit metrics. A host serves
+    /// Adds every metric the stack keeps to `registry`: the request metrics
+    /// (`apiserver_request_*`, `apiserver_current_inflight_requests`), the authentication
+    /// and authorization metrics, the availability metrics and, when auditing, the audit
+    /// metrics. A host serves
     /// `/metrics` from it behind the stack, so the request is authorized as upstream
     /// authorizes it (`get` on the non-resource URL `/metrics`).
     pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
         self.request_metrics().register(registry);
         self.inflight.register_metrics(registry);
+        registry.register_collector(Box::new(SharedCollector(
+            self.authentication_metrics.clone(),
+        )));
+        registry.register_collector(Box::new(SharedCollector(
+            self.authorization_metrics.clone(),
+        )));
         self.metrics.register(registry);
         if let Some(audit) = self.audit.metrics() {
             audit.register(registry);
@@ -637,6 +648,8 @@ impl AggregatorBuilder {
         let authorizer: SharedAuthorizer = Arc::from(authorizer);
         let audit = self.audit.long_running(self.long_running.clone());
         let request_metrics = self.request_metrics.unwrap_or_default();
+        let authentication_metrics = Arc::new(AuthenticationMetrics::default());
+        let authorization_metrics = Arc::new(AuthorizationMetrics::default());
         Ok((
             Aggregator {
                 audit_id: AuditIdLayer::new().audit_refused(&audit),
@@ -652,16 +665,23 @@ impl AggregatorBuilder {
                 timeout: TimeoutLayer::new(timer.clone())
                     .request_timeout(self.request_timeout)
                     .long_running(self.long_running.clone())
-                    .metrics(request_metrics.clone()),
-                authentication: AuthenticationLayer::new(authenticator),
+                    .on_timeout({
+                        let metrics = request_metrics.clone();
+                        Arc::new(move |method, uri| metrics.terminated_request(method, uri, 504))
+                    }),
+                authentication: AuthenticationLayer::new(authenticator)
+                    .metrics(authentication_metrics.clone()),
                 audit,
                 impersonation: ImpersonationLayer::new(authorizer.clone()),
                 inflight: self
                     .inflight
                     .long_running(self.long_running.clone())
                     .metrics(request_metrics.clone()),
-                authorization: AuthorizationLayer::new(authorizer.clone()),
+                authorization: AuthorizationLayer::new(authorizer.clone())
+                    .metrics(authorization_metrics.clone()),
                 request_metrics: MetricsLayer::new(request_metrics).long_running(self.long_running),
+                authentication_metrics,
+                authorization_metrics,
                 tenant_gate: match &tenants {
                     Some(t) => TenantGateLayer::new(t.clone()),
                     None => TenantGateLayer::off(),
@@ -717,3 +737,18 @@ impl Authenticator for HostAuthenticated {
 
 #[cfg(test)]
 mod tests;
+
+/// A collector shared with the layer that records into it.
+#[derive(Debug)]
+struct SharedCollector<C>(Arc<C>);
+
+impl<C: prometheus_client::collector::Collector> prometheus_client::collector::Collector
+    for SharedCollector<C>
+{
+    fn encode(
+        &self,
+        encoder: prometheus_client::encoding::DescriptorEncoder<'_>,
+    ) -> std::fmt::Result {
+        self.0.encode(encoder)
+    }
+}

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-pub use service::{ResponseFuture, TimeoutLayer, TimeoutService};
+pub use service::{OnTimeout, ResponseFuture, TimeoutLayer, TimeoutService};
 
 use crate::authz::RequestInfo;
 use crate::status::{Status, StatusDetails};

@@ -16,7 +16,6 @@ use tower::{Layer, Service};
 use super::{DEFAULT_REQUEST_TIMEOUT, LongRunningCheck, request_deadline, timeout_body};
 use crate::authz::RequestInfo;
 use crate::body::{Body, BoxError};
-use crate::metrics::RequestMetrics;
 use crate::rt::Timer;
 
 /// Layer that applies kube-apiserver's request timeout (see the [module docs](super)).
@@ -55,13 +54,26 @@ pub struct TimeoutLayer {
 
 /// What every service of one layer reads: the timer, `--request-timeout`, and which
 /// requests are exempt.
-#[derive(Debug)]
 struct Shared {
     timer: Timer,
     maximum: Duration,
     long_running: LongRunningCheck,
-    metrics: Option<Arc<RequestMetrics>>,
+    on_timeout: Option<OnTimeout>,
 }
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("timer", &self.timer)
+            .field("maximum", &self.maximum)
+            .field("long_running", &self.long_running)
+            .field("on_timeout", &self.on_timeout.is_some())
+            .finish()
+    }
+}
+
+/// What [`TimeoutLayer::on_timeout`] calls for each 504: the request's method and URI.
+pub type OnTimeout = Arc<dyn Fn(&http::Method, &http::Uri) + Send + Sync>;
 
 impl TimeoutLayer {
     /// kube-apiserver's defaults: 60 s, its long-running requests exempt.
@@ -71,7 +83,7 @@ impl TimeoutLayer {
                 timer,
                 maximum: DEFAULT_REQUEST_TIMEOUT,
                 long_running: LongRunningCheck::kube_apiserver(),
-                metrics: None,
+                on_timeout: None,
             }),
         }
     }
@@ -87,10 +99,10 @@ impl TimeoutLayer {
         self.with(|s| s.long_running = check)
     }
 
-    /// Counts each 504 in `metrics` (`apiserver_request_terminations_total` with code
-    /// 504, as upstream's timeout filter).
-    pub fn metrics(self, metrics: Arc<RequestMetrics>) -> TimeoutLayer {
-        self.with(|s| s.metrics = Some(metrics))
+    /// Calls `f` with each request answered 504 (the builder counts it in
+    /// `apiserver_request_terminations_total`, as upstream's timeout filter does).
+    pub fn on_timeout(self, f: OnTimeout) -> TimeoutLayer {
+        self.with(|s| s.on_timeout = Some(f))
     }
 
     fn with(self, f: impl FnOnce(&mut Shared)) -> TimeoutLayer {
@@ -98,7 +110,7 @@ impl TimeoutLayer {
             timer: self.shared.timer.clone(),
             maximum: self.shared.maximum,
             long_running: self.shared.long_running.clone(),
-            metrics: self.shared.metrics.clone(),
+            on_timeout: self.shared.on_timeout.clone(),
         };
         f(&mut shared);
         TimeoutLayer {
@@ -182,9 +194,9 @@ where
         // What a 504 is counted as; clones of shared parts, no allocation.
         let head = self
             .shared
-            .metrics
+            .on_timeout
             .as_ref()
-            .map(|m| (m.clone(), parts.method.clone(), parts.uri.clone()));
+            .map(|f| (f.clone(), parts.method.clone(), parts.uri.clone()));
         let inner = self.inner.call(Request::from_parts(parts, body));
         ResponseFuture::Timed {
             inner,
@@ -206,7 +218,7 @@ pin_project! {
         Timed {
             #[pin] inner: F,
             sleep: Option<Pin<Box<dyn hyper::rt::Sleep>>>,
-            head: Option<(Arc<RequestMetrics>, http::Method, http::Uri)>,
+            head: Option<(OnTimeout, http::Method, http::Uri)>,
         },
         /// Answered without calling the inner service (a bad `?timeout=`).
         Ready { response: Option<Response<Body>> },
@@ -251,8 +263,8 @@ where
                         // Dropping the inner future (when this one is dropped) cancels the
                         // work: a proxied request's backend stream or connection is released.
                         *sleep = None;
-                        if let Some((metrics, method, uri)) = head.take() {
-                            metrics.terminated_request(&method, &uri, 504);
+                        if let Some((on_timeout, method, uri)) = head.take() {
+                            on_timeout(&method, &uri);
                         }
                         Poll::Ready(Ok(timed_out()))
                     }

@@ -224,8 +224,11 @@ async fn a_slow_request_gets_upstreams_504_at_the_deadline_and_its_work_is_dropp
     let clock = VirtualClock::new();
     let held = Held::default();
     let metrics = Arc::new(crate::metrics::RequestMetrics::default());
+    let counted = metrics.clone();
     let mut svc = TimeoutLayer::new(clock.timer())
-        .metrics(metrics.clone())
+        .on_timeout(Arc::new(move |method, uri| {
+            counted.terminated_request(method, uri, 504)
+        }))
         .layer(held.clone());
     let mut fut = svc.call(get("/apis/metrics.k8s.io/v1beta1/nodes"));
     assert!(poll_once(&mut fut).is_pending());
