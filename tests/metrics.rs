@@ -167,6 +167,7 @@ async fn metrics_through_kubectl_carry_upstreams_names_labels_and_buckets() {
         ("apiserver_audit_level_total", "counter"),
         ("aggregator_unavailable_apiservice", "gauge"),
         ("apiserver_current_inflight_requests", "gauge"),
+        ("aggregator_discovery_aggregation_count_total", "counter"),
     ] {
         assert_eq!(
             types.get(family).map(String::as_str),
@@ -257,6 +258,14 @@ async fn metrics_through_kubectl_carry_upstreams_names_labels_and_buckets() {
         16,
         "upstream's 15 buckets from 1 ms, and +Inf"
     );
+
+    // The demo's discovery document was aggregated at least once before it was ready.
+    let aggregations = find(
+        &samples,
+        "aggregator_discovery_aggregation_count_total",
+        &[],
+    );
+    assert!(aggregations[0].value >= 1.0, "{aggregations:?}");
 
     // The scrape itself is in flight (a read-only request) while it is written.
     let read_only = find(

@@ -239,8 +239,8 @@ impl Aggregator {
 
     /// Adds every metric the stack keeps to `registry`: the request metrics
     /// (`apiserver_request_*`, `apiserver_current_inflight_requests`), the authentication
-    /// and authorization metrics, the availability metrics and, when auditing, the audit
-    /// metrics. A host serves
+    /// and authorization metrics, `aggregator_discovery_aggregation_count_total`, the
+    /// availability metrics and, when auditing, the audit metrics. A host serves
     /// `/metrics` from it behind the stack, so the request is authorized as upstream
     /// authorizes it (`get` on the non-resource URL `/metrics`).
     pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
@@ -251,6 +251,9 @@ impl Aggregator {
         )));
         registry.register_collector(Box::new(SharedCollector(
             self.authorization_metrics.clone(),
+        )));
+        registry.register_collector(Box::new(crate::discovery::AggregationCount(
+            self.discovery.clone(),
         )));
         self.metrics.register(registry);
         if let Some(audit) = self.audit.metrics() {

@@ -80,6 +80,8 @@ struct Shared {
     /// Set when the run loop has work to look at; its waker and the readiness waiters.
     notified: AtomicBool,
     wakers: Mutex<Vec<Waker>>,
+    /// Documents built and published (`aggregator_discovery_aggregation_count_total`).
+    aggregations: std::sync::atomic::AtomicU64,
 }
 
 /// Keeps the aggregated discovery document of the remote APIServices current.
@@ -134,6 +136,7 @@ impl DiscoveryManager {
                 running: AtomicBool::new(false),
                 notified: AtomicBool::new(false),
                 wakers: Mutex::new(Vec::new()),
+                aggregations: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }
@@ -187,6 +190,17 @@ impl DiscoveryManager {
     /// Builds the document from the entries and publishes it (one swap).
     fn publish(&self, st: &mut State) {
         self.shared.document.store(Arc::new(st.builder.build()));
+        self.shared
+            .aggregations
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many times the document was aggregated (built from the entries and published),
+    /// upstream's `aggregator_discovery_aggregation_count_total`.
+    pub fn aggregation_count(&self) -> u64 {
+        self.shared
+            .aggregations
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Runs forever: fetches every Service when it appears, then on its schedule. Spawn
@@ -553,4 +567,26 @@ fn job_for(st: &State, key: &ServiceKey) -> Option<Job> {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `aggregator_discovery_aggregation_count_total` of one [`DiscoveryManager`], as a
+/// `prometheus-client` collector (`registry.register_collector(Box::new(...))`).
+#[derive(Debug, Clone)]
+pub struct AggregationCount(pub DiscoveryManager);
+
+impl prometheus_client::collector::Collector for AggregationCount {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder<'_>,
+    ) -> std::fmt::Result {
+        use prometheus_client::encoding::EncodeMetric as _;
+        let count =
+            prometheus_client::metrics::counter::ConstCounter::new(self.0.aggregation_count());
+        count.encode(encoder.encode_descriptor(
+            "aggregator_discovery_aggregation_count",
+            "Counter of number of times discovery was aggregated",
+            None,
+            prometheus_client::metrics::MetricType::Counter,
+        )?)
+    }
 }

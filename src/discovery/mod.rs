@@ -102,7 +102,7 @@ pub use document::{
     APIREGISTRATION_GROUP_PRIORITY, AggregatedDocument, DEFAULT_GROUP_PRIORITY,
     DEFAULT_VERSION_PRIORITY, DocumentBuilder, GroupDocument, VersionEntry, etag_of, sha512_hex,
 };
-pub use manager::{DiscoveryManager, Synced};
+pub use manager::{AggregationCount, DiscoveryManager, Synced};
 pub(crate) use negotiate::parse_accept;
 pub use negotiate::{
     AggregatedVersion, Negotiated, V2_JSON, V2BETA1_JSON, is_aggregated_content_type, negotiate,
