@@ -16,6 +16,13 @@
 #
 #   A=haproxy B=target/load/examples/gateway MODE=h2 bash benches/load/ab.sh
 #
+# A_ARGS and B_ARGS add gateway flags to one side (split on spaces), so that one build
+# can be measured against itself with a feature on, e.g. the audit log at Metadata level:
+#
+#   A=target/release/examples/gateway B=target/release/examples/gateway \
+#   B_ARGS="--audit-policy-file=policy.yaml --audit-log-path=/tmp/audit.log" \
+#   bash benches/load/ab.sh
+#
 # Knobs: MODE h1 (32 HTTP/1.1 connections) or h2 (4 connections x 8 streams), ROUNDS
 # (6), DURATION seconds (5), WARMUP seconds per build (3), LOADGEN_CPU (0) for oha,
 # SERVER_CPU (1) for both sides, BACKEND_CPU (LOADGEN_CPU) for the backend and the
@@ -29,6 +36,8 @@ NAME=ab
 source "$(dirname "$0")/lib.sh"
 A=${A:-}
 B=${B:-}
+A_ARGS=${A_ARGS:-}
+B_ARGS=${B_ARGS:-}
 MODE=${MODE:-h1}
 ROUNDS=${ROUNDS:-6}
 DURATION=${DURATION:-5}
@@ -59,13 +68,16 @@ build_examples load metrics_server load_pki
 make_work ab
 free_ports BACKEND_PORT POLICY_PORT PORT_A PORT_B
 start_backend_and_webhook "$BACKEND_CPU"
-declare -A PID_OF PORT_OF=([A]=$PORT_A [B]=$PORT_B) BINARY_OF=([A]=$A [B]=$B)
+declare -A PID_OF PORT_OF=([A]=$PORT_A [B]=$PORT_B) BINARY_OF=([A]=$A [B]=$B) \
+  ARGS_OF=([A]=$A_ARGS [B]=$B_ARGS)
 for x in A B; do
   if [[ ${BINARY_OF[$x]} == haproxy ]]; then
     write_haproxy_cfg "$WORK/haproxy-$x.cfg" "${PORT_OF[$x]}"
     taskset -c "$SERVER_CPU" haproxy -db -f "$WORK/haproxy-$x.cfg" 2>"$WORK/haproxy-$x.log" &
   else
     GATEWAY_PORT=${PORT_OF[$x]} gateway_args
+    read -ra extra <<<"${ARGS_OF[$x]}"
+    GATEWAY_ARGS+=("${extra[@]}")
     taskset -c "$SERVER_CPU" "${BINARY_OF[$x]}" "${GATEWAY_ARGS[@]}" 2>"$WORK/gateway-$x.log" &
   fi
   PID_OF[$x]=$!
@@ -102,6 +114,8 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
+[[ -z $A_ARGS ]] || echo "A flags added: $A_ARGS"
+[[ -z $B_ARGS ]] || echo "B flags added: $B_ARGS"
 python3 - "$WORK/rounds" "$CLK_TCK" "$MODE" "$DURATION" "$A" "$B" "$HAPROXY_HEADERS" <<'PY'
 import statistics, sys
 path, tck, mode, duration, a_name, b_name, headers = sys.argv[1:8]
