@@ -282,7 +282,17 @@ pub fn internal_error(request_uri: &str, err: &dyn std::fmt::Display) -> Respons
 /// U+2028 and U+2029 become `\u0026`, `\u003c`, `\u003e`, `\u2028`, `\u2029`. Those
 /// characters can only occur inside JSON strings, so a textual replacement is exact.
 pub(crate) fn go_json(json: &str) -> String {
-    let mut out = String::with_capacity(json.len());
+    go_json_owned(json.to_owned())
+}
+
+/// [`go_json`] of an owned text, returned as it is (no copy) when there is nothing to
+/// escape, as in most documents.
+pub(crate) fn go_json_owned(json: String) -> String {
+    // `&`, `<`, `>`, and the first byte of U+2028 and U+2029.
+    if !json.bytes().any(|b| matches!(b, b'&' | b'<' | b'>' | 0xE2)) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
     for c in json.chars() {
         match c {
             '&' => out.push_str("\\u0026"),

@@ -232,7 +232,7 @@ impl Event {
     /// The event as JSON, with Go's HTML-safe escaping (`&` as `\u0026`, ...).
     pub fn to_json(&self) -> Vec<u8> {
         let json = serde_json::to_string(self).unwrap_or_default();
-        crate::status::go_json(&json).into_bytes()
+        crate::status::go_json_owned(json).into_bytes()
     }
 
     /// [`Event::to_json`] as one line, ending in `\n`.

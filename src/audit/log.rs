@@ -6,8 +6,8 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{AuditMetrics, AuditSink, Event, Processed};
@@ -82,23 +82,84 @@ pub struct LogError(String);
 /// request waits while its event cannot be taken).
 const QUEUE: usize = 10_000;
 
+/// How long the writer lets lines gather before it writes them, unless a flush or this
+/// many lines ask for it sooner: the requests' threads then wake it once per batch, not
+/// once per event (a wake-up and the switch to the writer cost more than the line).
+const GATHER: Duration = Duration::from_millis(5);
+const BATCH: usize = 512;
+
 /// An [`AuditSink`] that writes each event as a line of a file, or of standard output.
 ///
 /// Events are handed to a writer thread through a queue of 10,000 lines, written in
-/// batches; when the queue is full the request waits (upstream's default `blocking`
+/// batches at most every 5 ms (or 512 lines); when the queue is full the request waits (upstream's default `blocking`
 /// mode for the log backend). A write that fails is logged (at most once a minute, with
 /// the count since) and the line lost, as upstream's backend loses it; the writer goes on
 /// with the next. Cloning shares the writer; it ends, after writing what was queued, when
 /// the last clone is dropped.
 #[derive(Debug, Clone)]
 pub struct LogSink {
-    queue: SyncSender<Message>,
+    queue: Arc<Handle>,
     format: LogFormat,
 }
 
-enum Message {
-    Line(Vec<u8>),
-    Flush(SyncSender<()>),
+/// The lines between the requests and the writer thread.
+#[derive(Debug, Default)]
+struct Queue {
+    state: Mutex<Queued>,
+    /// The writer waits here: for a first line when idle, for more while gathering.
+    work: Condvar,
+    /// Requests wait here while the queue is full.
+    room: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Queued {
+    lines: Vec<Vec<u8>>,
+    flushes: Vec<SyncSender<()>>,
+    /// The writer waits with nothing to write: the next line wakes it.
+    idle: bool,
+    /// Requests waiting for room.
+    blocked: usize,
+    /// Every sink is gone: write what is left and stop.
+    closed: bool,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, Queued> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `line`, waiting while the queue is full; `false` once the writer stopped.
+    fn push(&self, line: Vec<u8>) -> bool {
+        let mut q = self.lock();
+        while q.lines.len() >= QUEUE && !q.closed {
+            q.blocked += 1;
+            q = self.room.wait(q).unwrap_or_else(|e| e.into_inner());
+            q.blocked -= 1;
+        }
+        if q.closed {
+            return false;
+        }
+        q.lines.push(line);
+        // Only an idle writer, or a batch that is full, is worth a wake-up.
+        if q.idle || q.lines.len() == BATCH {
+            q.idle = false;
+            self.work.notify_one();
+        }
+        true
+    }
+}
+
+/// The sinks' share of the queue; the last one dropped stops the writer.
+#[derive(Debug)]
+struct Handle(Arc<Queue>);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        self.0.work.notify_one();
+        self.0.room.notify_all();
+    }
 }
 
 impl LogSink {
@@ -123,13 +184,14 @@ impl LogSink {
         metrics: Arc<AuditMetrics>,
     ) -> Result<LogSink, LogError> {
         let output = Output::open(&config)?;
-        let (queue, lines) = std::sync::mpsc::sync_channel(QUEUE);
+        let queue = Arc::new(Queue::default());
+        let writer = queue.clone();
         std::thread::Builder::new()
             .name("audit-log".into())
-            .spawn(move || write_lines(output, lines, &metrics))
+            .spawn(move || write_lines(output, &writer, &metrics))
             .map_err(|e| LogError(format!("starting the audit log writer: {e}")))?;
         Ok(LogSink {
-            queue,
+            queue: Arc::new(Handle(queue)),
             format: config.format,
         })
     }
@@ -137,9 +199,16 @@ impl LogSink {
     /// Waits until every event handed over before the call has been written.
     pub fn flush(&self) {
         let (done, wait) = std::sync::mpsc::sync_channel(1);
-        if self.queue.send(Message::Flush(done)).is_ok() {
-            let _ = wait.recv();
+        let queue = &self.queue.0;
+        let mut q = queue.lock();
+        if q.closed {
+            return;
         }
+        q.flushes.push(done);
+        q.idle = false;
+        queue.work.notify_one();
+        drop(q);
+        let _ = wait.recv();
     }
 }
 
@@ -155,12 +224,8 @@ impl LogSink {
             LogFormat::Json => event.to_json_line(),
             LogFormat::Legacy => legacy_line(event).into_bytes(),
         };
-        match self.queue.try_send(Message::Line(line)) {
-            Ok(()) => true,
-            // Blocking mode: wait for room.
-            Err(TrySendError::Full(line)) => self.queue.send(line).is_ok(),
-            Err(TrySendError::Disconnected(_)) => false,
-        }
+        // Blocking mode: a full queue makes the request wait for room.
+        self.queue.0.push(line)
     }
 }
 
@@ -259,31 +324,46 @@ impl Output {
     }
 }
 
-/// The writer thread: takes what is queued, writes it in one go, until every sender is
-/// gone.
-fn write_lines(mut output: Output, queue: Receiver<Message>, metrics: &AuditMetrics) {
-    let mut batch: Vec<Vec<u8>> = Vec::new();
-    let mut waiting: Vec<SyncSender<()>> = Vec::new();
+/// The writer thread: writes what gathered in one go, at most every [`GATHER`] unless a
+/// flush or a full batch asks sooner, until every sink is gone and the queue is empty.
+fn write_lines(mut output: Output, queue: &Queue, metrics: &AuditMetrics) {
     let mut failures = FailureLog::default();
-    while let Ok(first) = queue.recv() {
-        let mut next = Some(first);
-        while let Some(message) = next.take() {
-            match message {
-                Message::Line(line) => batch.push(line),
-                Message::Flush(done) => waiting.push(done),
+    let mut q = queue.lock();
+    loop {
+        if q.lines.is_empty() && q.flushes.is_empty() {
+            if q.closed {
+                return;
             }
-            if batch.len() < 512 {
-                next = queue.try_recv().ok();
+            // Idle: the next line wakes the writer.
+            q.idle = true;
+            q = queue.work.wait(q).unwrap_or_else(|e| e.into_inner());
+            q.idle = false;
+            continue;
+        }
+        if q.lines.len() < BATCH && q.flushes.is_empty() && !q.closed {
+            // Let the batch gather; a full batch or a flush cuts it short.
+            q = queue
+                .work
+                .wait_timeout(q, GATHER)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        let lines = std::mem::take(&mut q.lines);
+        let flushes = std::mem::take(&mut q.flushes);
+        if q.blocked > 0 {
+            queue.room.notify_all();
+        }
+        drop(q);
+        if !lines.is_empty() {
+            if let Err(e) = output.write(&lines) {
+                metrics.error("log", lines.len() as u64);
+                failures.record(e, lines.len());
             }
         }
-        if let Err(e) = output.write(&batch) {
-            metrics.error("log", batch.len() as u64);
-            failures.record(e, batch.len());
-        }
-        batch.clear();
-        for done in waiting.drain(..) {
+        for done in flushes {
             let _ = done.send(());
         }
+        q = queue.lock();
     }
 }
 
