@@ -204,9 +204,7 @@ impl Status {
     /// HTML-safe escaping (`&` as `\u0026`, `<` as `\u003c`, `>` as `\u003e`, U+2028 and
     /// U+2029 escaped).
     pub fn to_json(&self) -> Vec<u8> {
-        let mut out = go_json(&serde_json::to_string(self).unwrap_or_default()).into_bytes();
-        out.push(b'\n');
-        out
+        crate::gocompat::json::to_line(self, 256)
     }
 
     /// The response: this Status as `application/json` with its code,
@@ -276,34 +274,6 @@ pub fn internal_error(request_uri: &str, err: &dyn std::fmt::Display) -> Respons
         html_escape(&err.to_string())
     );
     plain_text_error(StatusCode::INTERNAL_SERVER_ERROR, &text)
-}
-
-/// Applies Go's `encoding/json` HTML-safe escaping to serialized JSON: `&`, `<`, `>`,
-/// U+2028 and U+2029 become `\u0026`, `\u003c`, `\u003e`, `\u2028`, `\u2029`. Those
-/// characters can only occur inside JSON strings, so a textual replacement is exact.
-pub(crate) fn go_json(json: &str) -> String {
-    go_json_owned(json.to_owned())
-}
-
-/// [`go_json`] of an owned text, returned as it is (no copy) when there is nothing to
-/// escape, as in most documents.
-pub(crate) fn go_json_owned(json: String) -> String {
-    // `&`, `<`, `>`, and the first byte of U+2028 and U+2029.
-    if !json.bytes().any(|b| matches!(b, b'&' | b'<' | b'>' | 0xE2)) {
-        return json;
-    }
-    let mut out = String::with_capacity(json.len() + 16);
-    for c in json.chars() {
-        match c {
-            '&' => out.push_str("\\u0026"),
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Replaces `&`, `<` and `>` with their HTML entities (`&amp;`, `&lt;`, `&gt;`), as

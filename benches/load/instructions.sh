@@ -18,7 +18,11 @@
 # `profiling` one (say, pgo.sh's), CACHE_SIM=1 also simulates the caches and prints
 # instruction- and data-cache misses per request (valgrind's model of this machine's
 # caches: a locality measure, not a timing), HAPROXY_HEADERS=aggregator has HAProxy write
-# the gateway's whole header set (lib.sh).
+# the gateway's whole header set (lib.sh), ARGS adds gateway flags (split on spaces), e.g.
+# the audit log at Metadata level, to count what a feature costs per request:
+#
+#   ARGS="--audit-policy-file=policy.yaml --audit-log-path=/tmp/audit.log" \
+#   bash benches/load/instructions.sh
 set -euo pipefail
 
 NAME=instructions
@@ -29,6 +33,7 @@ TOP=${TOP:-25}
 KEEP=${KEEP:-0}
 SERVER_CPU=${SERVER_CPU:-1}
 GATEWAY=${GATEWAY:-}
+ARGS=${ARGS:-}
 CACHE_SIM=${CACHE_SIM:-0}
 require_integers REQUESTS TOP SERVER_CPU CACHE_SIM
 check_haproxy_headers
@@ -53,6 +58,8 @@ make_work instructions
 free_ports BACKEND_PORT POLICY_PORT GATEWAY_PORT HAPROXY_PORT
 start_backend_and_webhook ""
 gateway_args
+read -ra extra <<<"$ARGS"
+GATEWAY_ARGS+=("${extra[@]}")
 
 CALLGRIND=(valgrind --tool=callgrind)
 ((CACHE_SIM == 0)) || CALLGRIND+=(--cache-sim=yes)
@@ -92,6 +99,7 @@ mode_args() {
 total_of() { awk '/^(summary|totals):/ { t = $2 } END { print t }' "$(ls -t "$1".* | head -1)"; }
 
 printf 'HAProxy configured with HAPROXY_HEADERS=%s (lib.sh).\n\n' "$HAPROXY_HEADERS" >"$WORK/table.md"
+[[ -z $ARGS ]] || printf 'Gateway flags added: %s\n\n' "$ARGS" >>"$WORK/table.md"
 printf '| proxy | protocol | requests | instructions per request |\n|---|---|---:|---:|\n' >>"$WORK/table.md"
 for proxy in gateway haproxy; do
   for mode in h1 h2; do

@@ -231,15 +231,15 @@ impl Event {
 
     /// The event as JSON, with Go's HTML-safe escaping (`&` as `\u0026`, ...).
     pub fn to_json(&self) -> Vec<u8> {
-        let json = serde_json::to_string(self).unwrap_or_default();
-        crate::status::go_json_owned(json).into_bytes()
+        let mut line = self.to_json_line();
+        line.pop();
+        line
     }
 
-    /// [`Event::to_json`] as one line, ending in `\n`.
+    /// [`Event::to_json`] as one line, ending in `\n`: serialized in one pass into one
+    /// buffer, sized for a typical `Metadata` event.
     pub fn to_json_line(&self) -> Vec<u8> {
-        let mut line = self.to_json();
-        line.push(b'\n');
-        line
+        crate::gocompat::json::to_line(self, 1024)
     }
 }
 

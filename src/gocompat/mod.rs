@@ -5,10 +5,12 @@
 //! - [`parse_duration`]: `time.ParseDuration` with its error texts (`?timeout=`);
 //! - [`quote`]: `strconv.Quote`, the `%q` of names and paths in messages;
 //! - `url`: `net/url` escaping and unescaping of paths, queries and extra keys;
+//! - `json`: `encoding/json`'s HTML-safe escaping, written while serializing;
 //! - `names`: apimachinery's DNS-1123 / DNS-1035 / qualified-name checks and messages;
 //! - `yaml`: YAML request bodies with sigs.k8s.io/yaml's bound on alias expansion.
 
 mod duration;
+pub(crate) mod json;
 pub(crate) mod names;
 mod quote;
 pub(crate) mod url;

@@ -203,9 +203,7 @@ pub(super) fn subject_review_answer(user: &UserInfo, created: &str) -> Value {
 
 /// JSON as Go's encoder writes it: HTML-safe escapes and a trailing newline.
 pub(super) fn to_json(value: &Value) -> Vec<u8> {
-    let mut out = crate::status::go_json(&value.to_string()).into_bytes();
-    out.push(b'\n');
-    out
+    crate::gocompat::json::to_line(value, 512)
 }
 
 /// YAML as sigs.k8s.io/yaml writes it: keys sorted.
