@@ -1,6 +1,7 @@
 //! Attempts and durations by result, the shape of upstream's authentication and
-//! authorization metrics (k8s.io/apiserver `pkg/endpoints/filters/metrics.go`). A leaf:
-//! `authn` and `authz` each keep one.
+//! authorization metrics (k8s.io/apiserver `pkg/endpoints/filters/metrics.go`), and the
+//! text of a set of metrics on its own ([`render`]). A leaf: `authn` and `authz` each
+//! keep an [`Outcomes`]; `audit` and `metrics` render with it.
 
 use std::sync::Mutex;
 
@@ -9,6 +10,18 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// The metrics `register` adds to an empty registry, in the OpenMetrics text format (a
+/// set's `render`, for tests and hosts that serve one set alone).
+pub(crate) fn render(register: impl FnOnce(&mut Registry)) -> String {
+    let mut registry = Registry::default();
+    register(&mut registry);
+    let mut out = String::new();
+    // A `String` never refuses a write.
+    let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+    out
+}
 
 /// Counts and a duration histogram per result (`success`, `allowed`, ...), with
 /// upstream's buckets: 1 ms doubling 15 times.

@@ -51,12 +51,7 @@ impl AuditMetrics {
 
     /// The metrics alone, in the Prometheus text format.
     pub fn render(&self) -> String {
-        let mut registry = Registry::default();
-        self.register(&mut registry);
-        let mut out = String::new();
-        // A `String` never refuses a write.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
-        out
+        crate::outcome_metrics::render(|registry| self.register(registry))
     }
 
     /// One event handed to the sink.

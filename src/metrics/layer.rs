@@ -13,7 +13,7 @@ use pin_project_lite::pin_project;
 use prometheus_client::metrics::gauge::Gauge;
 use tower::{Layer, Service};
 
-use super::{RequestLabels, RequestMetrics};
+use super::{RequestLabels, RequestMetrics, Shared};
 use crate::authz::RequestInfo;
 use crate::body::Body;
 use crate::timeout::LongRunningCheck;
@@ -90,7 +90,12 @@ where
                 .headers
                 .get(http::header::CONTENT_TYPE)
                 .map(|v| v.as_bytes());
-            let labels = RequestLabels::of(info, &parts.method, parts.uri.query(), content_type);
+            let labels = Shared(Arc::new(RequestLabels::of(
+                info,
+                &parts.method,
+                parts.uri.query(),
+                content_type,
+            )));
             let metrics = &self.layer.metrics;
             let gauge = self
                 .layer
@@ -122,7 +127,7 @@ where
 #[derive(Debug)]
 struct Record {
     metrics: Arc<RequestMetrics>,
-    labels: RequestLabels,
+    labels: Shared,
     started: Instant,
     /// The code of the head sent; 0 until then.
     code: u16,
@@ -138,7 +143,7 @@ impl Drop for Record {
         if self.code != 0 {
             let seconds = self.started.elapsed().as_secs_f64();
             self.metrics
-                .observe(&self.labels, self.code, seconds, self.bytes);
+                .observe_shared(&self.labels, self.code, seconds, self.bytes);
         }
     }
 }

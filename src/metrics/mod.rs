@@ -19,6 +19,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use std::sync::Arc;
+
 use crate::authz::RequestInfo;
 
 mod layer;
@@ -78,22 +80,6 @@ impl RequestLabels {
             component: COMPONENT,
         }
     }
-
-    /// The labels without what a client chose freely: the group, version, resource and
-    /// subresource of a request answered 404, so made-up paths cannot grow the label
-    /// sets (upstream counts only what its installed handlers serve).
-    fn bounded(&self, code: u16) -> RequestLabels {
-        if code != 404 {
-            return self.clone();
-        }
-        RequestLabels {
-            group: String::new(),
-            version: String::new(),
-            resource: String::new(),
-            subresource: String::new(),
-            ..self.clone()
-        }
-    }
 }
 
 /// The `component` label of what this crate serves.
@@ -117,9 +103,38 @@ impl EncodeLabelSet for RequestLabels {
     }
 }
 
+/// [`RequestLabels`] as a family key: shared, so that the keys of one request's
+/// samples are reference counts, not copies of its strings.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct Shared(Arc<RequestLabels>);
+
+impl Shared {
+    /// The labels without what a client chose freely: the group, version, resource and
+    /// subresource of a request answered 404, so made-up paths cannot grow the label
+    /// sets (upstream counts only what its installed handlers serve).
+    fn bounded(&self, code: u16) -> Shared {
+        if code != 404 {
+            return self.clone();
+        }
+        Shared(Arc::new(RequestLabels {
+            group: String::new(),
+            version: String::new(),
+            resource: String::new(),
+            subresource: String::new(),
+            ..(*self.0).clone()
+        }))
+    }
+}
+
+impl EncodeLabelSet for Shared {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+        self.0.encode(encoder)
+    }
+}
+
 /// [`RequestLabels`] and the response code.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
-struct WithCode(RequestLabels, Code);
+struct WithCode(Shared, Code);
 
 impl EncodeLabelSet for WithCode {
     fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
@@ -139,13 +154,26 @@ impl EncodeLabelValue for Code {
     }
 }
 
-/// [`RequestLabels`] without `dry_run` (the long-running gauge and the size histogram).
+/// [`RequestLabels`] without `dry_run` (the long-running gauge and the size histogram):
+/// the shared labels with an empty `dry_run`, so that keys equal as written are equal.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
-struct NoDryRun(RequestLabels);
+struct NoDryRun(Shared);
+
+impl NoDryRun {
+    fn of(labels: &Shared) -> NoDryRun {
+        if labels.0.dry_run.is_empty() {
+            return NoDryRun(labels.clone());
+        }
+        NoDryRun(Shared(Arc::new(RequestLabels {
+            dry_run: "",
+            ..(*labels.0).clone()
+        })))
+    }
+}
 
 impl EncodeLabelSet for NoDryRun {
     fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
-        let l = &self.0;
+        let l = &self.0.0;
         for (k, v) in [
             ("verb", l.verb),
             ("group", &l.group),
@@ -163,11 +191,11 @@ impl EncodeLabelSet for NoDryRun {
 
 /// [`NoDryRun`] and the response code (`apiserver_request_terminations_total`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
-struct NoDryRunWithCode(RequestLabels, Code);
+struct NoDryRunWithCode(NoDryRun, Code);
 
 impl EncodeLabelSet for NoDryRunWithCode {
     fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
-        NoDryRun(self.0.clone()).encode(encoder)?;
+        self.0.encode(encoder)?;
         ("code", self.1).encode(encoder.encode_label())
     }
 }
@@ -181,7 +209,7 @@ type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 #[derive(Debug)]
 pub struct RequestMetrics {
     requests: Family<WithCode, Counter>,
-    durations: Histograms<RequestLabels>,
+    durations: Histograms<Shared>,
     sizes: Histograms<NoDryRun>,
     long_running: Family<NoDryRun, Gauge>,
     terminations: Family<NoDryRunWithCode, Counter>,
@@ -235,10 +263,14 @@ impl RequestMetrics {
 
     /// One request over: its labels, code, duration in seconds and response bytes.
     pub fn observe(&self, labels: &RequestLabels, code: u16, seconds: f64, bytes: u64) {
+        self.observe_shared(&Shared(Arc::new(labels.clone())), code, seconds, bytes);
+    }
+
+    fn observe_shared(&self, labels: &Shared, code: u16, seconds: f64, bytes: u64) {
         let labels = labels.bounded(code);
-        if matches!(labels.verb, "GET" | "LIST") {
+        if matches!(labels.0.verb, "GET" | "LIST") {
             self.sizes
-                .get_or_create(&NoDryRun(labels.clone()))
+                .get_or_create(&NoDryRun::of(&labels))
                 .observe(bytes as f64);
         }
         self.durations.get_or_create(&labels).observe(seconds);
@@ -251,15 +283,15 @@ impl RequestMetrics {
     /// `apiserver_request_terminations_total`, and for a 429 `apiserver_request_total`
     /// too, as upstream's `RecordDroppedRequest` counts it.
     pub fn terminated(&self, labels: &RequestLabels, code: u16) {
-        let labels = labels.bounded(code);
+        let labels = Shared(Arc::new(labels.clone())).bounded(code);
+        self.terminations
+            .get_or_create(&NoDryRunWithCode(NoDryRun::of(&labels), Code(code)))
+            .inc();
         if code == 429 {
             self.requests
-                .get_or_create(&WithCode(labels.clone(), Code(code)))
+                .get_or_create(&WithCode(labels, Code(code)))
                 .inc();
         }
-        self.terminations
-            .get_or_create(&NoDryRunWithCode(labels, Code(code)))
-            .inc();
     }
 
     /// As [`RequestMetrics::terminated`], for a request known by its method and URI (its
@@ -277,20 +309,15 @@ impl RequestMetrics {
     }
 
     /// The gauge of a long-running request's labels, raised while it runs.
-    fn long_running(&self, labels: &RequestLabels) -> Gauge {
+    fn long_running(&self, labels: &Shared) -> Gauge {
         self.long_running
-            .get_or_create(&NoDryRun(labels.clone()))
+            .get_or_create(&NoDryRun::of(labels))
             .clone()
     }
 
     /// The metrics alone, in the Prometheus text format.
     pub fn render(&self) -> String {
-        let mut registry = Registry::default();
-        self.register(&mut registry);
-        let mut out = String::new();
-        // A `String` never refuses a write.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
-        out
+        crate::outcome_metrics::render(|registry| self.register(registry))
     }
 }
 
