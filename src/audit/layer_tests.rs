@@ -544,19 +544,21 @@ async fn a_blocking_sink_holds_the_request_until_each_event_is_kept() {
         },
     );
     let called = Arc::new(AtomicBool::new(false));
-    let seen = called.clone();
     // The handler's future is what must wait; calling the service does nothing yet.
-    let handler = tower::service_fn(move |_req: Request<Body>| {
-        let seen = seen.clone();
-        async move {
-            seen.store(true, Ordering::SeqCst);
-            Ok::<_, Infallible>(Response::new(Body::full("ok")))
-        }
-    });
+    let handler = || {
+        let seen = called.clone();
+        tower::service_fn(move |_req: Request<Body>| {
+            let seen = seen.clone();
+            async move {
+                seen.store(true, Ordering::SeqCst);
+                Ok::<_, Infallible>(Response::new(Body::full("ok")))
+            }
+        })
+    };
     let mut req = request("/apis/example.com/v1/widgets", "x");
     req.extensions_mut()
         .insert(crate::authn::UserInfo::new("alice", ["admins"]));
-    let call = tokio::spawn(audit.layer(handler).oneshot(req));
+    let call = tokio::spawn(audit.layer(handler()).oneshot(req));
     let settle = || tokio::time::sleep(std::time::Duration::from_millis(20));
     settle().await;
     assert!(
@@ -581,19 +583,10 @@ async fn a_blocking_sink_holds_the_request_until_each_event_is_kept() {
         |_: &Event| Processed::Waiting(Box::pin(async { false })),
     );
     called.store(false, Ordering::SeqCst);
-    let seen = called.clone();
-    // The handler's future is what must wait; calling the service does nothing yet.
-    let handler = tower::service_fn(move |_req: Request<Body>| {
-        let seen = seen.clone();
-        async move {
-            seen.store(true, Ordering::SeqCst);
-            Ok::<_, Infallible>(Response::new(Body::full("ok")))
-        }
-    });
     let mut req = request("/apis/example.com/v1/widgets", "x");
     req.extensions_mut()
         .insert(crate::authn::UserInfo::new("alice", ["admins"]));
-    let res = refusing.layer(handler).oneshot(req).await.unwrap();
+    let res = refusing.layer(handler()).oneshot(req).await.unwrap();
     assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
     assert!(!called.load(Ordering::SeqCst));
 }

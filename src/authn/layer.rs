@@ -233,9 +233,7 @@ fn admit(
             // Upstream deletes credentials and front-proxy headers after every successful
             // authentication so nothing behind can be fooled by them: a client's own
             // `X-Remote-User` must never reach a backend that trusts the aggregator's.
-            crate::identity::strip(&mut parts.headers);
-            strip.strip(&mut parts.headers);
-            strip_websocket_bearer(&mut parts.headers);
+            strip_credentials(&mut parts.headers, strip);
             let close = http2 && is_anonymous(&user);
             parts.extensions.insert(user);
             Admitted::Serve { parts, close }
@@ -251,13 +249,20 @@ fn admit(
     }
 }
 
+/// Removes what authenticated the request, and identity headers a client may have
+/// forged: the front-proxy headers, the authenticators' credential headers, and a
+/// WebSocket bearer token in `Sec-WebSocket-Protocol`.
+fn strip_credentials(headers: &mut http::HeaderMap, strip: &CredentialHeaders) {
+    crate::identity::strip(headers);
+    strip.strip(headers);
+    strip_websocket_bearer(headers);
+}
+
 /// The 401 for a request with head `parts`, which it carries as [`Unauthenticated`],
 /// without credentials.
 fn refused(mut parts: http::request::Parts, strip: &CredentialHeaders) -> Response<Body> {
     let mut res = unauthorized(parts.version == http::Version::HTTP_2);
-    crate::identity::strip(&mut parts.headers);
-    strip.strip(&mut parts.headers);
-    strip_websocket_bearer(&mut parts.headers);
+    strip_credentials(&mut parts.headers, strip);
     parts.headers.remove(http::header::AUTHORIZATION);
     res.extensions_mut()
         .insert(Unauthenticated(Arc::new(parts)));

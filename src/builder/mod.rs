@@ -289,25 +289,6 @@ impl Aggregator {
 }
 
 impl Aggregator {
-    /// The [`Handlers`] around the host's handlers `inner`.
-    fn handlers<S, RB>(&self, inner: S) -> Handlers<S::Error>
-    where
-        S: tower::Service<http::Request<crate::Body>, Response = http::Response<RB>>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Future: Send + 'static,
-        S::Error: Send + 'static,
-        RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-        RB::Error: Into<crate::body::BoxError>,
-    {
-        let aggregator = self.aggregator.clone().layer(inner);
-        // An unknown tenant is 404 once authorized, before the self reviews answer for it.
-        let reviewed = self.tenant_gate.layer(self.selfreview.layer(aggregator));
-        tower::util::BoxCloneSyncService::new(self.request_metrics.layer(reviewed))
-    }
-
     /// The [`Layered`] filters around `handlers`.
     fn layered<E: Send + 'static>(&self, handlers: Handlers<E>) -> Layered<E> {
         let authorized = self.authorization.layer(handlers);
@@ -335,8 +316,14 @@ where
     type Service = AggregatorStack<S::Error>;
 
     fn layer(&self, inner: S) -> Self::Service {
+        // The [`Handlers`] around the host's handlers `inner`, boxed, then the filters.
+        let aggregator = self.aggregator.clone().layer(inner);
+        // An unknown tenant is 404 once authorized, before the self reviews answer for it.
+        let reviewed = self.tenant_gate.layer(self.selfreview.layer(aggregator));
+        let handlers: Handlers<S::Error> =
+            tower::util::BoxCloneSyncService::new(self.request_metrics.layer(reviewed));
         AggregatorStack {
-            inner: tower::util::BoxCloneSyncService::new(self.layered(self.handlers(inner))),
+            inner: tower::util::BoxCloneSyncService::new(self.layered(handlers)),
         }
     }
 }
