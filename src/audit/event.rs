@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::SystemTime;
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use serde::{Serialize, Serializer};
 
 use super::{Level, Stage};
@@ -21,8 +21,8 @@ use crate::status::StatusDetails;
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Event {
-    kind: &'static str,
-    api_version: &'static str,
+    pub(super) kind: &'static str,
+    pub(super) api_version: &'static str,
     /// The level the policy chose.
     pub level: Level,
     /// The request's `Audit-Id`.
@@ -236,10 +236,10 @@ impl Event {
         line
     }
 
-    /// [`Event::to_json`] as one line, ending in `\n`: serialized in one pass into one
-    /// buffer, sized for a typical `Metadata` event.
+    /// [`Event::to_json`] as one line, ending in `\n`: the bytes the `Serialize` derive
+    /// gives through Go's escaping, written field by field into one buffer.
     pub fn to_json_line(&self) -> Vec<u8> {
-        crate::gocompat::json::to_line(self, 1024)
+        super::json::line(self)
     }
 }
 
@@ -295,11 +295,14 @@ impl RequestMetadata {
 /// as IPv4, as Go does.
 pub fn source_ips(headers: &HeaderMap, remote: Option<SocketAddr>) -> Vec<String> {
     let mut ips: Vec<IpAddr> = Vec::new();
-    if let Some(forwarded) = headers.get("x-forwarded-for") {
+    // Names made once: looking a header up by a `&str` parses the name each time.
+    const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+    const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
+    if let Some(forwarded) = headers.get(X_FORWARDED_FOR) {
         let text = String::from_utf8_lossy(forwarded.as_bytes());
         ips.extend(text.split(',').filter_map(|part| parse_ip(part.trim())));
     }
-    if let Some(real) = headers.get("x-real-ip") {
+    if let Some(real) = headers.get(X_REAL_IP) {
         let ip = std::str::from_utf8(real.as_bytes()).ok().and_then(parse_ip);
         if let Some(ip) = ip.filter(|ip| !ips.contains(ip)) {
             ips.push(ip);
@@ -345,7 +348,9 @@ fn user_agent(headers: &HeaderMap) -> String {
 
 /// `metav1.MicroTime`: RFC 3339 in UTC with six fractional digits.
 fn micro_time<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(&humantime::format_rfc3339_micros(*t))
+    let mut text = Vec::with_capacity(27);
+    super::json::micro_time(&mut text, *t);
+    s.serialize_str(std::str::from_utf8(&text).unwrap_or_default())
 }
 
 impl Serialize for Level {

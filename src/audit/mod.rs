@@ -44,6 +44,7 @@
 //! ```
 
 mod event;
+mod json;
 mod layer;
 mod log;
 mod metrics;
