@@ -239,7 +239,14 @@ impl Event {
     /// [`Event::to_json`] as one line, ending in `\n`: the bytes the `Serialize` derive
     /// gives through Go's escaping, written field by field into one buffer.
     pub fn to_json_line(&self) -> Vec<u8> {
-        super::json::line(self)
+        let mut line = Vec::new();
+        self.write_json_line(&mut line);
+        line
+    }
+
+    /// [`Event::to_json_line`] appended to `out`.
+    pub fn write_json_line(&self, out: &mut Vec<u8>) {
+        super::json::line(out, self);
     }
 }
 

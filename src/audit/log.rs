@@ -114,7 +114,7 @@ struct Queue {
 
 #[derive(Debug, Default)]
 struct Queued {
-    lines: Vec<Vec<u8>>,
+    lines: Lines,
     flushes: Vec<SyncSender<()>>,
     /// The writer waits with nothing to write: the next line wakes it.
     idle: bool,
@@ -124,13 +124,51 @@ struct Queued {
     closed: bool,
 }
 
+/// Lines end to end in one buffer, with where each ends: queued without an allocation
+/// per line, written without a copy.
+#[derive(Debug, Default)]
+struct Lines {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Lines {
+    fn push(&mut self, line: &[u8]) {
+        self.bytes.extend_from_slice(line);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Each line, in order.
+    fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter().copied())
+            .map(|(start, end)| &self.bytes[start..end])
+    }
+
+    /// Empty, its buffers kept for the next batch.
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+}
+
 impl Queue {
     fn lock(&self) -> MutexGuard<'_, Queued> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Queues `line`, waiting while the queue is full; `false` once the writer stopped.
-    fn push(&self, line: Vec<u8>) -> bool {
+    /// Queues the line in `line`; `false` when the writer is gone.
+    fn push(&self, line: &[u8]) -> bool {
         let mut q = self.lock();
         while q.lines.len() >= QUEUE && !q.closed {
             q.blocked += 1;
@@ -220,12 +258,25 @@ impl AuditSink for LogSink {
 
 impl LogSink {
     fn queue_line(&self, event: &Event) -> bool {
-        let line = match self.format {
-            LogFormat::Json => event.to_json_line(),
-            LogFormat::Legacy => legacy_line(event).into_bytes(),
-        };
-        // Blocking mode: a full queue makes the request wait for room.
-        self.queue.0.push(line)
+        thread_local! {
+            // Each thread writes its lines here first: no allocation per line, and the
+            // queue's lock is held only for the copy.
+            static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        LINE.with_borrow_mut(|line| {
+            line.clear();
+            match self.format {
+                LogFormat::Json => event.write_json_line(line),
+                LogFormat::Legacy => line.extend_from_slice(legacy_line(event).as_bytes()),
+            }
+            // Blocking mode: a full queue makes the request wait for room.
+            let queued = self.queue.0.push(line);
+            // A rare huge event (a large request object) does not stay held.
+            if line.capacity() > 64 * 1024 {
+                *line = Vec::new();
+            }
+            queued
+        })
     }
 }
 
@@ -310,13 +361,11 @@ impl Output {
         Ok(Output::File(file))
     }
 
-    fn write(&mut self, lines: &[Vec<u8>]) -> io::Result<()> {
+    fn write(&mut self, lines: &Lines) -> io::Result<()> {
         match self {
             Output::Stdout => {
                 let mut out = io::stdout().lock();
-                for line in lines {
-                    out.write_all(line)?;
-                }
+                out.write_all(&lines.bytes)?;
                 out.flush()
             }
             Output::File(file) => file.write(lines),
@@ -328,6 +377,8 @@ impl Output {
 /// flush or a full batch asks sooner, until every sink is gone and the queue is empty.
 fn write_lines(mut output: Output, queue: &Queue, metrics: &AuditMetrics) {
     let mut failures = FailureLog::default();
+    // The batch written last, emptied: the next batch's buffers.
+    let mut spare = Lines::default();
     let mut q = queue.lock();
     loop {
         if q.lines.is_empty() && q.flushes.is_empty() {
@@ -348,7 +399,7 @@ fn write_lines(mut output: Output, queue: &Queue, metrics: &AuditMetrics) {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        let lines = std::mem::take(&mut q.lines);
+        let mut lines = std::mem::replace(&mut q.lines, std::mem::take(&mut spare));
         let flushes = std::mem::take(&mut q.flushes);
         if q.blocked > 0 {
             queue.room.notify_all();
@@ -363,6 +414,8 @@ fn write_lines(mut output: Output, queue: &Queue, metrics: &AuditMetrics) {
         for done in flushes {
             let _ = done.send(());
         }
+        lines.clear();
+        spare = lines;
         q = queue.lock();
     }
 }
@@ -422,19 +475,23 @@ impl RotatingFile {
         })
     }
 
-    fn write(&mut self, lines: &[Vec<u8>]) -> io::Result<()> {
-        let mut chunk: Vec<u8> = Vec::new();
-        for line in lines {
+    /// Writes `lines`, rotating first before any line that would take the file past
+    /// its maximum size (a line is never split between files).
+    fn write(&mut self, lines: &Lines) -> io::Result<()> {
+        // The lines not written yet start at `from`.
+        let mut from = 0;
+        let mut start = 0;
+        for line in lines.iter() {
             let len = line.len() as u64;
             if self.max_size > 0 && self.size > 0 && self.size + len > self.max_size {
-                self.file.write_all(&chunk)?;
-                chunk.clear();
+                self.file.write_all(&lines.bytes[from..start])?;
+                from = start;
                 self.rotate()?;
             }
-            chunk.extend_from_slice(line);
             self.size += len;
+            start += line.len();
         }
-        self.file.write_all(&chunk)
+        self.file.write_all(&lines.bytes[from..])
     }
 
     fn rotate(&mut self) -> io::Result<()> {
