@@ -14,11 +14,11 @@ use crate::gocompat::json::{write, write_str};
 pub(super) fn line(out: &mut Vec<u8>, event: &Event) {
     out.reserve(1024);
     let mut o = Object::open(out);
-    o.str("kind", event.kind);
-    o.str("apiVersion", event.api_version);
-    o.str("level", event.level.as_str());
+    o.plain("kind", event.kind);
+    o.plain("apiVersion", event.api_version);
+    o.plain("level", event.level.as_str());
     o.str("auditID", &event.audit_id);
-    o.str("stage", event.stage.as_str());
+    o.plain("stage", event.stage.as_str());
     o.str("requestURI", &event.request_uri);
     o.str("verb", &event.verb);
     o.key("user");
@@ -29,7 +29,23 @@ pub(super) fn line(out: &mut Vec<u8>, event: &Event) {
     }
     if !event.source_ips.is_empty() {
         o.key("sourceIPs");
-        strings(o.out, &event.source_ips);
+        // Addresses as `IpAddr` writes them (see `source_ips`) need no escaping; a
+        // host's own are checked.
+        o.out.push(b'[');
+        for (i, ip) in event.source_ips.iter().enumerate() {
+            if i > 0 {
+                o.out.push(b',');
+            }
+            if ip
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b'.' || b == b':')
+            {
+                write_plain(o.out, ip);
+            } else {
+                write_str(o.out, ip);
+            }
+        }
+        o.out.push(b']');
     }
     o.non_empty("userAgent", &event.user_agent);
     if let Some(r) = &event.object_ref {
@@ -133,23 +149,36 @@ pub(super) fn micro_time(out: &mut Vec<u8>, at: SystemTime) {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or((0, 0), |d| (d.as_secs(), d.subsec_micros()))
         .min(LAST);
-    let (year, month, day) = civil_from_days(secs / 86_400);
-    let of_day = secs % 86_400;
-    let mut text = *b"0000-00-00T00:00:00.000000Z";
-    let mut put = |at: usize, width: usize, mut value: u64| {
-        for i in (at..at + width).rev() {
-            text[i] = b'0' + (value % 10) as u8;
-            value /= 10;
-        }
-    };
-    put(0, 4, year);
-    put(5, 2, month);
-    put(8, 2, day);
-    put(11, 2, of_day / 3600);
-    put(14, 2, of_day / 60 % 60);
-    put(17, 2, of_day % 60);
-    put(20, 6, u64::from(micros));
-    out.extend_from_slice(&text);
+    thread_local! {
+        // The second last written, and its text up to the fraction: the events of a
+        // request, and of the requests of one second, share it.
+        static SECOND: std::cell::Cell<(u64, [u8; 27])> =
+            const { std::cell::Cell::new((u64::MAX, [0; 27])) };
+    }
+    let mut text = SECOND.get();
+    if text.0 != secs {
+        let (year, month, day) = civil_from_days(secs / 86_400);
+        let of_day = secs % 86_400;
+        let mut fresh = *b"0000-00-00T00:00:00.000000Z";
+        put_digits(&mut fresh[0..4], year);
+        put_digits(&mut fresh[5..7], month);
+        put_digits(&mut fresh[8..10], day);
+        put_digits(&mut fresh[11..13], of_day / 3600);
+        put_digits(&mut fresh[14..16], of_day / 60 % 60);
+        put_digits(&mut fresh[17..19], of_day % 60);
+        text = (secs, fresh);
+        SECOND.set(text);
+    }
+    put_digits(&mut text.1[20..26], u64::from(micros));
+    out.extend_from_slice(&text.1);
+}
+
+/// `value`'s last `digits.len()` decimal digits, zero-padded, into `digits`.
+fn put_digits(digits: &mut [u8], mut value: u64) {
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
 }
 
 /// Year, month and day of the `days`th day after 1970-01-01, in the proleptic Gregorian
@@ -165,6 +194,17 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + u64::from(month <= 2);
     (year, month, day)
+}
+
+/// `s`, which has nothing to escape, quoted.
+fn write_plain(out: &mut Vec<u8>, s: &str) {
+    debug_assert!(
+        s.bytes()
+            .all(|b| (0x20..0x80).contains(&b) && !b"\"\\&<>".contains(&b))
+    );
+    out.push(b'"');
+    out.extend_from_slice(s.as_bytes());
+    out.push(b'"');
 }
 
 /// A JSON object being written: `{`, then `"key":value` pairs with commas between.
@@ -203,6 +243,12 @@ impl<'a> Object<'a> {
     fn str(&mut self, key: &'static str, value: &str) {
         self.key(key);
         write_str(self.out, value);
+    }
+
+    /// A value of this crate's that needs no escaping: a constant, an enum's name.
+    fn plain(&mut self, key: &'static str, value: &'static str) {
+        self.key(key);
+        write_plain(self.out, value);
     }
 
     fn non_empty(&mut self, key: &'static str, value: &str) {
@@ -261,7 +307,7 @@ mod tests {
                     ("empty".into(), vec![]),
                 ]),
             },
-            source_ips: vec!["10.0.0.1".into(), "2001:db8::1".into()],
+            source_ips: vec!["10.0.0.1".into(), "2001:db8::1".into(), tricky.into()],
             user_agent: format!("kubectl/v1.32.0 {tricky}"),
             object_ref: Some(ObjectReference {
                 resource: "pods".into(),
