@@ -658,6 +658,10 @@ impl AggregatorBuilder {
                     .on_timeout({
                         let metrics = request_metrics.clone();
                         Arc::new(move |method, uri| metrics.terminated_request(method, uri, 504))
+                    })
+                    .on_abort({
+                        let metrics = request_metrics.clone();
+                        Arc::new(move |method, uri| metrics.aborted_request(method, uri))
                     }),
                 authentication: AuthenticationLayer::new(authenticator)
                     .metrics(authentication_metrics.clone()),

@@ -217,8 +217,17 @@ impl http_body::Body for MetricsBody {
                     record.bytes += data.len() as u64;
                 }
             }
-            // The end, or the body failed: the request is over.
-            None | Some(Err(_)) => drop(this.record.take()),
+            // The end: the request is over.
+            None => drop(this.record.take()),
+            // The body failed after the head was sent (the backend's answer broke off):
+            // over, and aborted, as upstream's proxy aborts the handler.
+            Some(Err(_)) => {
+                if let Some(record) = this.record.take() {
+                    record
+                        .metrics
+                        .aborted_shared(&record.labels.bounded(record.code));
+                }
+            }
         }
         Poll::Ready(frame)
     }

@@ -189,6 +189,27 @@ impl EncodeLabelSet for NoDryRun {
     }
 }
 
+/// [`NoDryRun`] without `component` either: `apiserver_request_aborts_total`'s labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct Aborted(NoDryRun);
+
+impl EncodeLabelSet for Aborted {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+        let l = &self.0.0.0;
+        for (k, v) in [
+            ("verb", l.verb),
+            ("group", &l.group),
+            ("version", &l.version),
+            ("resource", &l.resource),
+            ("subresource", &l.subresource),
+            ("scope", l.scope),
+        ] {
+            (k, v).encode(encoder.encode_label())?;
+        }
+        Ok(())
+    }
+}
+
 /// [`NoDryRun`] and the response code (`apiserver_request_terminations_total`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct NoDryRunWithCode(NoDryRun, Code);
@@ -205,7 +226,8 @@ type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 /// kube-apiserver's request metrics, with upstream's names, help, labels and buckets:
 /// `apiserver_request_total`, `apiserver_request_duration_seconds`,
 /// `apiserver_response_sizes` (`GET` and `LIST` only), `apiserver_longrunning_requests`
-/// and `apiserver_request_terminations_total`. Shared (`Arc`) by the layers that record.
+/// `apiserver_request_terminations_total` and `apiserver_request_aborts_total`. Shared
+/// (`Arc`) by the layers that record.
 #[derive(Debug)]
 pub struct RequestMetrics {
     requests: Family<WithCode, Counter>,
@@ -213,6 +235,7 @@ pub struct RequestMetrics {
     sizes: Histograms<NoDryRun>,
     long_running: Family<NoDryRun, Gauge>,
     terminations: Family<NoDryRunWithCode, Counter>,
+    aborts: Family<Aborted, Counter>,
 }
 
 impl Default for RequestMetrics {
@@ -226,6 +249,7 @@ impl Default for RequestMetrics {
             }),
             long_running: Family::default(),
             terminations: Family::default(),
+            aborts: Family::default(),
         }
     }
 }
@@ -258,6 +282,11 @@ impl RequestMetrics {
             "apiserver_request_terminations",
             "Number of requests which apiserver terminated in self-defense",
             self.terminations.clone(),
+        );
+        registry.register(
+            "apiserver_request_aborts",
+            "Number of requests which apiserver aborted possibly due to a timeout, for each group, version, verb, resource, subresource and scope",
+            self.aborts.clone(),
         );
     }
 
@@ -297,14 +326,29 @@ impl RequestMetrics {
     /// As [`RequestMetrics::terminated`], for a request known by its method and URI (its
     /// RequestInfo parsed again: this is for rare answers, such as the timeout's).
     pub fn terminated_request(&self, method: &http::Method, uri: &http::Uri, code: u16) {
-        let mut req = http::Request::new(());
-        *req.method_mut() = method.clone();
-        *req.uri_mut() = uri.clone();
-        if crate::authz::request_info::ensure(&mut req).is_err() {
-            return;
+        if let Some(labels) = labels_of(method, uri) {
+            self.terminated(&labels, code);
         }
-        if let Some(info) = req.extensions().get::<RequestInfo>() {
-            self.terminated(&RequestLabels::of(info, method, uri.query(), None), code);
+    }
+
+    /// A request whose answer was cut after its head was sent (upstream's
+    /// `RecordRequestAbort`, for the handlers that abort with `http.ErrAbortHandler`: the
+    /// timeout filter when the deadline passes mid-answer, the proxy when the backend's
+    /// body fails): `apiserver_request_aborts_total`.
+    pub fn aborted(&self, labels: &RequestLabels) {
+        self.aborted_shared(&Shared(Arc::new(labels.clone())));
+    }
+
+    fn aborted_shared(&self, labels: &Shared) {
+        self.aborts
+            .get_or_create(&Aborted(NoDryRun::of(labels)))
+            .inc();
+    }
+
+    /// As [`RequestMetrics::aborted`], for a request known by its method and URI.
+    pub fn aborted_request(&self, method: &http::Method, uri: &http::Uri) {
+        if let Some(labels) = labels_of(method, uri) {
+            self.aborted(&labels);
         }
     }
 
@@ -319,6 +363,17 @@ impl RequestMetrics {
     pub fn render(&self) -> String {
         crate::outcome_metrics::render(|registry| self.register(registry))
     }
+}
+
+/// The labels of a request known only by its method and URI (its RequestInfo parsed
+/// again); `None` for a path without one.
+fn labels_of(method: &http::Method, uri: &http::Uri) -> Option<RequestLabels> {
+    let mut req = http::Request::new(());
+    *req.method_mut() = method.clone();
+    *req.uri_mut() = uri.clone();
+    crate::authz::request_info::ensure(&mut req).ok()?;
+    let info = req.extensions().get::<RequestInfo>()?;
+    Some(RequestLabels::of(info, method, uri.query(), None))
 }
 
 /// upstream's `CleanScope`.

@@ -326,3 +326,52 @@ async fn requests_are_counted_when_their_body_ends_with_upstream_names_and_bucke
     );
     assert!(text.contains("# HELP apiserver_request Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.\n"), "{text}");
 }
+
+#[tokio::test]
+async fn an_answer_that_breaks_off_is_counted_as_aborted() {
+    let metrics = Arc::new(RequestMetrics::default());
+    // The backend's body fails after its first bytes, as a proxied answer whose
+    // connection broke.
+    let handler = tower::service_fn(|_req: Request<Body>| async {
+        let frames = futures_util::stream::iter([
+            Ok(http_body::Frame::data(bytes::Bytes::from_static(
+                b"{\"items\":[",
+            ))),
+            Err(crate::body::BoxError::from("connection reset")),
+        ]);
+        Ok::<_, Infallible>(Response::new(Body::new(http_body_util::StreamBody::new(
+            frames,
+        ))))
+    });
+    let service = MetricsLayer::new(metrics.clone()).layer(handler);
+    let res = service
+        .oneshot(request(
+            "GET",
+            "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods",
+        ))
+        .await
+        .unwrap();
+    assert!(res.into_body().collect().await.is_err());
+    let text = metrics.render();
+    let aborted = r#"apiserver_request_aborts_total{verb="LIST",group="metrics.k8s.io",version="v1beta1",resource="pods",subresource="",scope="namespace"}"#;
+    assert_eq!(sample(&text, aborted), 1.0);
+    // Upstream's help text.
+    assert!(
+        text.contains("# HELP apiserver_request_aborts Number of requests which apiserver aborted possibly due to a timeout, for each group, version, verb, resource, subresource and scope.\n"),
+        "{text}"
+    );
+    // A body that ends is no abort.
+    let fine = tower::service_fn(|_req: Request<Body>| async {
+        Ok::<_, Infallible>(Response::new(Body::full("{}")))
+    });
+    let service = MetricsLayer::new(metrics.clone()).layer(fine);
+    let res = service
+        .oneshot(request(
+            "GET",
+            "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods",
+        ))
+        .await
+        .unwrap();
+    drop(res.into_body().collect().await.unwrap());
+    assert_eq!(sample(&metrics.render(), aborted), 1.0);
+}

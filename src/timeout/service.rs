@@ -59,6 +59,7 @@ struct Shared {
     maximum: Duration,
     long_running: LongRunningCheck,
     on_timeout: Option<OnTimeout>,
+    on_abort: Option<OnTimeout>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -68,12 +69,32 @@ impl std::fmt::Debug for Shared {
             .field("maximum", &self.maximum)
             .field("long_running", &self.long_running)
             .field("on_timeout", &self.on_timeout.is_some())
+            .field("on_abort", &self.on_abort.is_some())
             .finish()
     }
 }
 
-/// What [`TimeoutLayer::on_timeout`] calls for each 504: the request's method and URI.
+/// What [`TimeoutLayer::on_timeout`] calls for each 504, and
+/// [`TimeoutLayer::on_abort`] for each answer cut at the deadline: the request's method
+/// and URI.
 pub type OnTimeout = Arc<dyn Fn(&http::Method, &http::Uri) + Send + Sync>;
+
+/// The request a deadline's callbacks are told of (when the layer has any).
+pub struct Hooked {
+    on_timeout: Option<OnTimeout>,
+    on_abort: Option<OnTimeout>,
+    method: http::Method,
+    uri: http::Uri,
+}
+
+impl std::fmt::Debug for Hooked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooked")
+            .field("method", &self.method)
+            .field("uri", &self.uri)
+            .finish_non_exhaustive()
+    }
+}
 
 impl TimeoutLayer {
     /// kube-apiserver's defaults: 60 s, its long-running requests exempt.
@@ -84,6 +105,7 @@ impl TimeoutLayer {
                 maximum: DEFAULT_REQUEST_TIMEOUT,
                 long_running: LongRunningCheck::kube_apiserver(),
                 on_timeout: None,
+                on_abort: None,
             }),
         }
     }
@@ -105,12 +127,20 @@ impl TimeoutLayer {
         self.with(|s| s.on_timeout = Some(f))
     }
 
+    /// Calls `f` with each request whose answer was still streaming at the deadline and
+    /// was cut (the builder counts it in `apiserver_request_aborts_total`, as upstream's
+    /// timeout filter aborts such a handler).
+    pub fn on_abort(self, f: OnTimeout) -> TimeoutLayer {
+        self.with(|s| s.on_abort = Some(f))
+    }
+
     fn with(self, f: impl FnOnce(&mut Shared)) -> TimeoutLayer {
         let mut shared = Shared {
             timer: self.shared.timer.clone(),
             maximum: self.shared.maximum,
             long_running: self.shared.long_running.clone(),
             on_timeout: self.shared.on_timeout.clone(),
+            on_abort: self.shared.on_abort.clone(),
         };
         f(&mut shared);
         TimeoutLayer {
@@ -191,12 +221,14 @@ where
             }
         };
         let sleep = self.shared.timer.sleep(deadline);
-        // What a 504 is counted as; clones of shared parts, no allocation.
-        let head = self
-            .shared
-            .on_timeout
-            .as_ref()
-            .map(|f| (f.clone(), parts.method.clone(), parts.uri.clone()));
+        // What a 504 or a cut answer is counted as; clones of shared parts, no allocation.
+        let shared = &self.shared;
+        let head = (shared.on_timeout.is_some() || shared.on_abort.is_some()).then(|| Hooked {
+            on_timeout: shared.on_timeout.clone(),
+            on_abort: shared.on_abort.clone(),
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+        });
         let inner = self.inner.call(Request::from_parts(parts, body));
         ResponseFuture::Timed {
             inner,
@@ -218,7 +250,7 @@ pin_project! {
         Timed {
             #[pin] inner: F,
             sleep: Option<Pin<Box<dyn hyper::rt::Sleep>>>,
-            head: Option<(OnTimeout, http::Method, http::Uri)>,
+            head: Option<Hooked>,
         },
         /// Answered without calling the inner service (a bad `?timeout=`).
         Ready { response: Option<Response<Body>> },
@@ -253,7 +285,8 @@ where
                     return Poll::Ready(result.map(|res| match sleep.take() {
                         // The head came in time; the body keeps the same deadline.
                         Some(sleep) if !http_body::Body::is_end_stream(res.body()) => {
-                            res.map(|body| Body::new(DeadlineBody { body, sleep }))
+                            let head = head.take();
+                            res.map(|body| Body::new(DeadlineBody { body, sleep, head }))
                         }
                         _ => res,
                     }));
@@ -263,7 +296,13 @@ where
                         // Dropping the inner future (when this one is dropped) cancels the
                         // work: a proxied request's backend stream or connection is released.
                         *sleep = None;
-                        if let Some((on_timeout, method, uri)) = head.take() {
+                        if let Some(Hooked {
+                            on_timeout: Some(on_timeout),
+                            method,
+                            uri,
+                            ..
+                        }) = head.take()
+                        {
                             on_timeout(&method, &uri);
                         }
                         Poll::Ready(Ok(timed_out()))
@@ -296,6 +335,7 @@ pub(crate) struct BodyTimedOut;
 struct DeadlineBody {
     body: Body,
     sleep: Pin<Box<dyn hyper::rt::Sleep>>,
+    head: Option<Hooked>,
 }
 
 impl http_body::Body for DeadlineBody {
@@ -310,7 +350,18 @@ impl http_body::Body for DeadlineBody {
             return Poll::Ready(frame);
         }
         match self.sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut)))),
+            Poll::Ready(()) => {
+                if let Some(Hooked {
+                    on_abort: Some(on_abort),
+                    method,
+                    uri,
+                    ..
+                }) = self.head.take()
+                {
+                    on_abort(&method, &uri);
+                }
+                Poll::Ready(Some(Err(Box::new(BodyTimedOut))))
+            }
             Poll::Pending => Poll::Pending,
         }
     }

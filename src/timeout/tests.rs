@@ -346,7 +346,16 @@ impl http_body::Body for Stalls {
 async fn a_body_still_streaming_at_the_deadline_is_aborted() {
     let clock = VirtualClock::new();
     let held = Held::default();
-    let mut svc = TimeoutLayer::new(clock.timer()).layer(held.clone());
+    let metrics = Arc::new(crate::metrics::RequestMetrics::default());
+    let (timeouts, aborts) = (metrics.clone(), metrics.clone());
+    let mut svc = TimeoutLayer::new(clock.timer())
+        .on_timeout(Arc::new(move |method, uri| {
+            timeouts.terminated_request(method, uri, 504)
+        }))
+        .on_abort(Arc::new(move |method, uri| {
+            aborts.aborted_request(method, uri)
+        }))
+        .layer(held.clone());
     let mut fut = svc.call(get("/api/v1/pods"));
     assert!(poll_once(&mut fut).is_pending());
     held.answer(Response::new(Body::new(Stalls(false))));
@@ -364,6 +373,16 @@ async fn a_body_still_streaming_at_the_deadline_is_aborted() {
     assert_eq!(
         e.to_string(),
         "request did not complete within the allotted timeout"
+    );
+    // Counted as an abort (upstream's timeout filter aborts the handler), not a 504.
+    let text = metrics.render();
+    assert!(
+        text.contains("apiserver_request_aborts_total{verb=\"LIST\",group=\"\",version=\"v1\",resource=\"pods\",subresource=\"\",scope=\"cluster\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("apiserver_request_terminations_total{"),
+        "{text}"
     );
 }
 
