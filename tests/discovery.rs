@@ -87,6 +87,18 @@ struct Gateway {
     addr: SocketAddr,
     registry: Registry,
     discovery: DiscoveryManager,
+    aggregator: kube_aggregator::Aggregator,
+}
+
+impl Gateway {
+    /// The stack's metrics, as `/metrics` would serve them.
+    fn metrics(&self) -> String {
+        let mut registry = prometheus_client::registry::Registry::default();
+        self.aggregator.register_metrics(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        text
+    }
 }
 
 /// Resolves `test-ns/<name>` statically, holding back the Service `slow` until the gate
@@ -167,6 +179,7 @@ async fn gateway_gated(
         addr,
         registry: aggregator.registry().clone(),
         discovery: aggregator.discovery().clone(),
+        aggregator,
     }
 }
 
@@ -684,4 +697,37 @@ async fn openapi_merge_conflicts_and_v3_routing() {
     let stale = c.get("/openapi/v3/apis/b.example.io/v1?hash=OLD").await;
     assert_eq!(stale.status, 301);
     assert_eq!(stale.headers["location"].to_str().unwrap(), url);
+
+    // Each regeneration of the merged v2 document is counted by its cause, as
+    // kube-aggregator's metrics name them.
+    let text = g.metrics();
+    for (apiservice, reason) in [
+        ("*", "startup"),
+        ("v1.a.example.io", "add"),
+        ("v1.b.example.io", "add"),
+    ] {
+        let sample = format!(
+            "aggregator_openapi_v2_regeneration_count{{apiservice=\"{apiservice}\",reason=\"{reason}\"}} 1\n"
+        );
+        assert!(text.contains(&sample), "{sample} in\n{text}");
+    }
+    assert!(
+        text.contains("aggregator_openapi_v2_regeneration_duration{reason=\"add\"} "),
+        "{text}"
+    );
+    g.registry
+        .apply(ApiServiceEvent::Deleted("v1.b.example.io".into()))
+        .unwrap();
+    eventually("the deletion regenerates the document", async || {
+        g.metrics().contains(
+            "aggregator_openapi_v2_regeneration_count{apiservice=\"v1.b.example.io\",reason=\"delete\"} 1\n",
+        )
+    })
+    .await;
+    let merged: Value = serde_json::from_str(&c.get("/openapi/v2").await.body).unwrap();
+    assert!(
+        merged["paths"]
+            .get("/apis/b.example.io/v1/things")
+            .is_none()
+    );
 }

@@ -112,6 +112,7 @@ pub struct Aggregator {
     registry: Registry,
     metrics: Arc<AvailabilityMetrics>,
     discovery: DiscoveryManager,
+    openapi: OpenApiManager,
     tenants: Option<Tenants>,
 }
 
@@ -240,6 +241,7 @@ impl Aggregator {
     /// Adds every metric the stack keeps to `registry`: the request metrics
     /// (`apiserver_request_*`, `apiserver_current_inflight_requests`), the authentication
     /// and authorization metrics, `aggregator_discovery_aggregation_count_total`, the
+    /// OpenAPI v2 regeneration metrics, the
     /// availability metrics and, when auditing, the audit metrics. A host serves
     /// `/metrics` from it behind the stack, so the request is authorized as upstream
     /// authorizes it (`get` on the non-resource URL `/metrics`).
@@ -255,6 +257,7 @@ impl Aggregator {
         registry.register_collector(Box::new(crate::discovery::AggregationCount(
             self.discovery.clone(),
         )));
+        registry.register_collector(Box::new(self.openapi.metrics().clone()));
         self.metrics.register(registry);
         if let Some(audit) = self.audit.metrics() {
             audit.register(registry);
@@ -627,7 +630,7 @@ impl AggregatorBuilder {
         let mut aggregator = AggregatorLayer::new(own.clone(), resolver, timer.clone())
             .executor(executor)
             .discovery(discovery.clone())
-            .openapi(openapi)
+            .openapi(openapi.clone())
             .with_worker(state);
         if let Some(tenants) = &tenants {
             aggregator = aggregator.tenants(tenants.clone());
@@ -685,6 +688,7 @@ impl AggregatorBuilder {
                 registry: own,
                 metrics,
                 discovery,
+                openapi,
                 tenants,
             },
             worker,

@@ -21,6 +21,7 @@ use http::{HeaderValue, Request, StatusCode, header};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+use super::metrics::{OpenApiMetrics, Reason};
 use super::snapshot::{OpenApiConfig, OpenApiSnapshot, V2Document, V3Document, V3Entry};
 use super::{merge, v3};
 use crate::body::{Body, read_limited};
@@ -62,6 +63,7 @@ struct Shared {
     snapshot: ArcSwap<OpenApiSnapshot>,
     notified: AtomicBool,
     wakers: Mutex<Vec<Waker>>,
+    metrics: OpenApiMetrics,
 }
 
 /// Keeps the remote APIServices' OpenAPI specs.
@@ -92,6 +94,13 @@ impl OpenApiManager {
     /// A manager with no APIServices yet.
     pub fn new(timer: Timer, config: OpenApiConfig) -> OpenApiManager {
         let base = base_spec();
+        let started = Instant::now();
+        let merged_v2 = Arc::new(V2Document::new(&merge::merge_all([&base])));
+        let metrics = OpenApiMetrics::default();
+        metrics.regenerated(
+            &[("*".to_owned(), Reason::Startup)],
+            started.elapsed().as_secs_f64(),
+        );
         OpenApiManager {
             shared: Arc::new(Shared {
                 config,
@@ -100,11 +109,12 @@ impl OpenApiManager {
                 generation: Mutex::new(None),
                 snapshot: ArcSwap::from_pointee(OpenApiSnapshot {
                     remote_v2: Vec::new(),
-                    merged_v2: Arc::new(V2Document::new(&merge::merge_all([&base]))),
+                    merged_v2,
                     v3: BTreeMap::new(),
                 }),
                 notified: AtomicBool::new(false),
                 wakers: Mutex::new(Vec::new()),
+                metrics,
             }),
         }
     }
@@ -119,6 +129,11 @@ impl OpenApiManager {
         &self.shared.config
     }
 
+    /// Its regeneration metrics (`aggregator_openapi_v2_regeneration_*`).
+    pub fn metrics(&self) -> &OpenApiMetrics {
+        &self.shared.metrics
+    }
+
     /// Tells the run loop to look again.
     fn wake(&self) {
         self.shared.notified.store(true, Ordering::Release);
@@ -128,8 +143,10 @@ impl OpenApiManager {
     }
 
     /// Merges the entries' specs in upstream's order (group priority, then name) and
-    /// publishes the snapshot (one swap).
-    fn publish(&self, entries: &HashMap<String, Entry>) {
+    /// publishes the snapshot (one swap); a regeneration of the v2 document caused by
+    /// `causes`, when there are any, is counted.
+    fn publish(&self, entries: &HashMap<String, Entry>, causes: &[(String, Reason)]) {
+        let started = Instant::now();
         let mut group_priority: HashMap<&str, i32> = HashMap::new();
         for e in entries.values() {
             let p = group_priority
@@ -158,6 +175,10 @@ impl OpenApiManager {
             merged_v2: Arc::new(V2Document::new(&merged)),
             v3,
         }));
+        if !causes.is_empty() {
+            let seconds = started.elapsed().as_secs_f64();
+            self.shared.metrics.regenerated(causes, seconds);
+        }
     }
 
     /// Runs forever: downloads every APIService's specs when it appears or becomes
@@ -305,10 +326,20 @@ impl OpenApiManager {
             e.due = now + config.refresh_period;
         }
         let after = (e.v2.clone(), e.v3.as_ref().map(v3_identity));
-        let changed = before.0.as_ref().map(Arc::as_ptr) != after.0.as_ref().map(Arc::as_ptr)
-            || before.1 != after.1;
+        let v2_changed = before.0.as_ref().map(Arc::as_ptr) != after.0.as_ref().map(Arc::as_ptr);
+        let changed = v2_changed || before.1 != after.1;
         if changed {
-            self.publish(&st);
+            let reason = if before.0.is_none() {
+                Reason::Add
+            } else {
+                Reason::Update
+            };
+            let causes = if v2_changed {
+                vec![(name.to_owned(), reason)]
+            } else {
+                Vec::new()
+            };
+            self.publish(&st, &causes);
         }
     }
 }
@@ -341,7 +372,15 @@ impl TargetSink for OpenApiManager {
         let before = st.len();
         let wanted: HashMap<&str, &Target> =
             set.remote.iter().map(|t| (t.name.as_str(), t)).collect();
-        st.retain(|name, _| wanted.contains_key(name.as_str()));
+        // What leaves the merged v2 document: the APIServices removed, those replaced.
+        let mut causes: Vec<(String, Reason)> = Vec::new();
+        st.retain(|name, e| {
+            let keep = wanted.contains_key(name.as_str());
+            if !keep && e.v2.is_some() {
+                causes.push((name.clone(), Reason::Delete));
+            }
+            keep
+        });
         let mut changed = st.len() != before;
         for t in &set.remote {
             match st.get_mut(&t.name) {
@@ -353,6 +392,9 @@ impl TargetSink for OpenApiManager {
                 }
                 Some(e) => {
                     changed |= e.v2.is_some() || e.v3.is_some();
+                    if e.v2.is_some() {
+                        causes.push((t.name.clone(), Reason::Update));
+                    }
                     *e = new_entry(t, now);
                 }
                 None => {
@@ -361,7 +403,7 @@ impl TargetSink for OpenApiManager {
             }
         }
         if changed {
-            self.publish(&st);
+            self.publish(&st, &causes);
         }
         drop(st);
         self.wake();

@@ -34,11 +34,13 @@
 
 mod manager;
 pub mod merge;
+mod metrics;
 pub mod proto;
 mod snapshot;
 pub mod v3;
 
 pub use manager::OpenApiManager;
+pub use metrics::OpenApiMetrics;
 pub use snapshot::{OpenApiConfig, OpenApiSnapshot, V2Document, V3Document, V3Entry};
 
 /// The protobuf media type `/openapi/v2` answers with, when the `Accept` asks for it.
