@@ -36,6 +36,7 @@ use kube_aggregator::tenant::{TenantEvent, TenantForwarding, Tenants};
 use kube_aggregator::transport::{
     BackendClient, ClientCertificate, InMemoryTransport, RustlsTransport, Transport,
 };
+use kube_aggregator::webhook::WebhookMetrics;
 use kube_aggregator::{Aggregator, Body, server};
 use prometheus_client::encoding::prometheus_text;
 use prometheus_client::metrics::counter::Counter;
@@ -95,7 +96,9 @@ pub async fn start_with(
     let timer = Timer::tokio();
     // The audit backends start first: the webhook's batching task runs on `executor`.
     let audit = audit(&opts, &executor, &timer)?;
-    let (authenticator, cas) = authenticator(&opts, &executor, &timer)?;
+    // The webhooks' request metrics, served on `/metrics` with the aggregator's.
+    let mut webhook_metrics = Vec::new();
+    let (authenticator, cas) = authenticator(&opts, &executor, &timer, &mut webhook_metrics)?;
     let serving = DynamicServing::new(&cert, &key, Some(cas.clone()), opts.enable_http2)
         .map_err(|e| StartError(format!("--tls-cert-file/--tls-private-key-file: {e}")))?;
     let tls = serving.tls();
@@ -138,6 +141,7 @@ pub async fn start_with(
                 .authorized_ttl(opts.authorization_webhook_cache_authorized_ttl)
                 .unauthorized_ttl(opts.authorization_webhook_cache_unauthorized_ttl)
                 .version(version);
+                webhook_metrics.push(sar.metrics().clone());
                 authorizer.push(mode.clone(), sar)
             }
             other => {
@@ -244,6 +248,9 @@ pub async fn start_with(
     let metrics = aggregator.metrics().clone();
     let mut exposition = prometheus_client::registry::Registry::default();
     aggregator.register_metrics(&mut exposition);
+    for webhook in &webhook_metrics {
+        webhook.register(&mut exposition);
+    }
     exposition.register(
         "certificate_reload_refused",
         "Counter of changed certificate and CA files that were refused (the previous content stays in use), by flag.",
@@ -491,10 +498,12 @@ fn watch_certificates(
 /// The authentication chain in kube-apiserver's order (docs/upstream-behaviour.md §7.1): request-header,
 /// x509, static tokens, the TokenReview webhook, all under fail-on-error, then anonymous.
 /// Also returns the client CAs, which are reloaded.
+/// The authenticators the flags ask for; a TokenReview webhook's metrics go to `metrics`.
 fn authenticator(
     opts: &GatewayOptions,
     executor: &Executor,
     timer: &Timer,
+    metrics: &mut Vec<Arc<WebhookMetrics>>,
 ) -> Result<(Union, ClientCas), StartError> {
     let mut union = Union::new();
     let x509 = match &opts.client_ca_file {
@@ -548,6 +557,7 @@ fn authenticator(
             ttl,
         )
         .map_err(|e| StartError(format!("--authentication-token-webhook-config-file: {e}")))?;
+        metrics.push(webhook.metrics().clone());
         union = union.push(BearerToken::new(webhook));
     }
     if opts.anonymous_auth {

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::token_cache::{CacheTtl, TokenCache};
 use super::{AuthenticateFuture, AuthenticationError, TokenAuthenticator, UserInfo};
 use crate::rt::Timer;
-use crate::webhook::WebhookClient;
+use crate::webhook::{WebhookClient, WebhookMetrics};
 
 /// The TokenReview version sent (`authentication.k8s.io/v1`, upstream's default
 /// `--authentication-token-webhook-version`).
@@ -62,6 +62,7 @@ pub struct TokenReviewAuthenticator {
 #[derive(Clone)]
 struct Inner {
     client: WebhookClient,
+    metrics: Arc<WebhookMetrics>,
     implicit_audiences: Vec<String>,
     cache: Arc<TokenCache>,
 }
@@ -84,9 +85,11 @@ impl TokenReviewAuthenticator {
         timer: Timer,
         ttl: CacheTtl,
     ) -> Result<Self, AuthenticationError> {
+        let metrics = Arc::new(WebhookMetrics::delegated_authn());
         Ok(TokenReviewAuthenticator {
             inner: Arc::new(Inner {
-                client,
+                client: client.with_metrics(metrics.clone()),
+                metrics,
                 implicit_audiences: Vec::new(),
                 cache: Arc::new(TokenCache::new(ttl, timer)?),
             }),
@@ -111,6 +114,13 @@ impl TokenReviewAuthenticator {
         Self::new(client, timer, ttl).map_err(|e| {
             KubeconfigError::from(KubeconfigErrorKind::Cache(Box::new(e))).in_file(path)
         })
+    }
+
+    /// Its calls' counts and latencies by status code
+    /// (`apiserver_delegated_authn_request_total`, `..._duration_seconds`), for the host
+    /// to [register](WebhookMetrics::register).
+    pub fn metrics(&self) -> &Arc<WebhookMetrics> {
+        &self.inner.metrics
     }
 
     /// The audiences the webhook's server accepts when its answer names none

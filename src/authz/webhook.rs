@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::cache::ExpiringLru;
 use super::{Attributes, Authorization, AuthorizationError, AuthorizeFuture, Authorizer};
 use crate::rt::Timer;
-use crate::webhook::WebhookClient;
+use crate::webhook::{WebhookClient, WebhookMetrics};
 
 mod review;
 #[cfg(test)]
@@ -139,6 +139,7 @@ pub fn subject_access_review_body(
 #[derive(Clone)]
 pub struct SubjectAccessReviewAuthorizer {
     client: WebhookClient,
+    metrics: Arc<WebhookMetrics>,
     timer: Timer,
     version: WebhookVersion,
     authorized_ttl: Duration,
@@ -160,8 +161,10 @@ impl fmt::Debug for SubjectAccessReviewAuthorizer {
 impl SubjectAccessReviewAuthorizer {
     /// An authorizer posting to `client`'s URL, with the cache clock read from `timer`.
     pub fn new(client: WebhookClient, timer: Timer) -> SubjectAccessReviewAuthorizer {
+        let metrics = Arc::new(WebhookMetrics::delegated_authz());
         SubjectAccessReviewAuthorizer {
-            client,
+            client: client.with_metrics(metrics.clone()),
+            metrics,
             timer,
             version: WebhookVersion::V1,
             authorized_ttl: Duration::from_secs(300),
@@ -185,6 +188,13 @@ impl SubjectAccessReviewAuthorizer {
             .client(executor, timer.clone())
             .map_err(|e| e.in_file(path))?;
         Ok(SubjectAccessReviewAuthorizer::new(client, timer))
+    }
+
+    /// Its calls' counts and latencies by status code
+    /// (`apiserver_delegated_authz_request_total`, `..._duration_seconds`), for the host
+    /// to [register](WebhookMetrics::register).
+    pub fn metrics(&self) -> &Arc<WebhookMetrics> {
+        &self.metrics
     }
 
     /// How long an allowed answer is reused (default 5 min). Zero disables caching them.

@@ -1,5 +1,6 @@
 //! The JSON webhook client: one `POST`, retried on upstream's transient failures.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -8,6 +9,7 @@ use http_body_util::BodyExt;
 use tower::ServiceExt;
 use tower::util::BoxCloneSyncService;
 
+use super::WebhookMetrics;
 use crate::body::{Body, BoxError};
 use crate::rt::Timer;
 
@@ -134,6 +136,7 @@ pub struct WebhookClient {
     backoff: Backoff,
     timeout: Duration,
     retry_every_error: bool,
+    metrics: Option<Arc<WebhookMetrics>>,
 }
 
 impl std::fmt::Debug for WebhookClient {
@@ -157,6 +160,7 @@ impl WebhookClient {
             backoff: Backoff::default(),
             timeout: Duration::from_secs(10),
             retry_every_error: false,
+            metrics: None,
         }
     }
 
@@ -185,6 +189,12 @@ impl WebhookClient {
     /// connection, the headers and the body.
     pub fn with_timeout(mut self, timeout: Duration) -> WebhookClient {
         self.timeout = timeout;
+        self
+    }
+
+    /// Counts and times each attempt in `metrics`, by its status code.
+    pub fn with_metrics(mut self, metrics: Arc<WebhookMetrics>) -> WebhookClient {
+        self.metrics = Some(metrics);
         self
     }
 
@@ -238,6 +248,9 @@ impl WebhookClient {
             })?;
             req.headers_mut().insert(header::AUTHORIZATION, v);
         }
+        let started = self.timer.now();
+        let mut code = None;
+        let answered = &mut code;
         let call = async {
             let res = self
                 .transport
@@ -246,6 +259,7 @@ impl WebhookClient {
                 .await
                 .map_err(|e| WebhookError::from_transport(&*e))?;
             let status = res.status();
+            *answered = Some(status.as_u16());
             let retry_after = res.headers().contains_key(header::RETRY_AFTER);
             let bytes = res
                 .into_body()
@@ -268,13 +282,19 @@ impl WebhookClient {
                 })
             }
         };
-        match self.timer.timeout(self.timeout, call).await {
+        let result = match self.timer.timeout(self.timeout, call).await {
             Ok(r) => r,
             Err(_) => Err(WebhookError::Timeout(format!(
                 "Post \"{}\": context deadline exceeded",
                 self.url
             ))),
+        };
+        if let Some(metrics) = &self.metrics {
+            // Upstream counts the status whenever one came, `<error>` otherwise.
+            let took = self.timer.now().saturating_duration_since(started);
+            metrics.attempt(code, took);
         }
+        result
     }
 }
 

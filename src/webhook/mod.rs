@@ -9,7 +9,9 @@
 //! connection, HTTP 429, 500, 504, or a `Retry-After`) are retried with exponential
 //! backoff (500 ms, ×1.5, jitter 0.2, 5 steps); each attempt has a timeout (10 s), and an
 //! attempt that times out is not retried, so a hanging webhook costs one call and at most
-//! one timeout per request.
+//! one timeout per request. Each attempt can be counted and timed by its status code
+//! ([`WebhookMetrics`], upstream's `apiserver_delegated_authn_request_*` and
+//! `apiserver_delegated_authz_request_*`).
 //!
 //! The [`SubjectAccessReviewAuthorizer`](crate::authz::SubjectAccessReviewAuthorizer) and
 //! the [`TokenReviewAuthenticator`](crate::authn::TokenReviewAuthenticator) post through a
@@ -46,6 +48,8 @@
 
 mod client;
 mod kubeconfig;
+mod metrics;
 
 pub use client::{Backoff, WebhookClient, WebhookError, WebhookTransport};
 pub use kubeconfig::{Kubeconfig, KubeconfigError, KubeconfigErrorKind};
+pub use metrics::WebhookMetrics;

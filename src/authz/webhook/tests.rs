@@ -345,6 +345,21 @@ async fn errors_are_returned_and_never_cached() {
     let (authz, _) = authorizer(transport);
     authz.authorize(&attrs).await.unwrap_err();
     assert_eq!(stub.calls.load(Ordering::SeqCst), 3);
+    // Each attempt counted and timed by its code, as upstream's delegated authorizer
+    // records them.
+    let text = authz.metrics().render();
+    assert!(
+        text.contains("apiserver_delegated_authz_request_total{code=\"500\"} 3\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("apiserver_delegated_authz_request_duration_seconds_bucket{le=\"0.25\",code=\"500\"} 3\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# HELP apiserver_delegated_authz_request Number of HTTP requests partitioned by status code.\n"),
+        "{text}"
+    );
 
     let (_, transport) = webhook_stub(|_| (200, json!("not a review")));
     let (authz, _) = authorizer(transport);
@@ -365,6 +380,12 @@ async fn unreachable_webhook_fails_closed() {
     let (authz, _) = authorizer(BoxCloneSyncService::new(svc));
     let err = authz.authorize(&resource_attrs("alice")).await.unwrap_err();
     assert!(err.to_string().contains("connection refused"), "{err}");
+    // No answer came: counted as upstream's `<error>`.
+    let text = authz.metrics().render();
+    assert!(
+        text.contains("apiserver_delegated_authz_request_total{code=\"<error>\"} 1\n"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
