@@ -168,6 +168,7 @@ async fn metrics_through_kubectl_carry_upstreams_names_labels_and_buckets() {
         ("aggregator_unavailable_apiservice", "gauge"),
         ("apiserver_current_inflight_requests", "gauge"),
         ("aggregator_discovery_aggregation_count_total", "counter"),
+        ("aggregator_proxy_request_duration_seconds", "histogram"),
     ] {
         assert_eq!(
             types.get(family).map(String::as_str),
@@ -191,6 +192,26 @@ async fn metrics_through_kubectl_carry_upstreams_names_labels_and_buckets() {
     assert_eq!(total[0].labels["code"], "200");
     assert_eq!(total[0].value, 3.0);
     assert_eq!(total[0].labels.len(), 9, "upstream's nine labels");
+
+    // The same requests reached the backend: the proxy's latency for the APIService,
+    // by code (the three lists, and the GET of a node the backend does not have).
+    let proxied = find(
+        &samples,
+        "aggregator_proxy_request_duration_seconds_count",
+        &[("apiservice", "v1beta1.metrics.k8s.io"), ("code", "200")],
+    );
+    assert_eq!(proxied.len(), 1, "{proxied:?}");
+    assert!(proxied[0].value >= 3.0, "{proxied:?}");
+    assert_eq!(
+        find(
+            &samples,
+            "aggregator_proxy_request_duration_seconds_bucket",
+            &[("apiservice", "v1beta1.metrics.k8s.io"), ("code", "200")],
+        )
+        .len(),
+        16,
+        "15 bounds from 1 ms to 60 s, and +Inf"
+    );
 
     // The node that does not exist: a GET of one resource, 404.
     let get = find(

@@ -81,6 +81,7 @@
 //! ```
 
 mod discovery;
+mod metrics;
 mod openapi;
 mod remote;
 mod route;
@@ -104,6 +105,7 @@ use crate::registry::Registry;
 use crate::rt::{Executor, Timer};
 use crate::tenant::{Tenant, Tenants};
 
+pub use metrics::ProxyMetrics;
 use remote::remote;
 use route::{Target, route};
 
@@ -131,6 +133,8 @@ struct Shared {
     /// The worker of a stack from [`Aggregator::builder`](crate::Aggregator::builder);
     /// `None` when assembled by hand (the host runs the controller itself).
     worker: Option<Arc<crate::worker::WorkerState>>,
+    /// The proxy's latency per APIService.
+    proxy_metrics: ProxyMetrics,
 }
 
 /// One APIService table and the documents served from it: the stack's own, or one
@@ -193,8 +197,16 @@ impl AggregatorLayer {
                 timer,
                 executor,
                 worker: None,
+                proxy_metrics: ProxyMetrics::default(),
             }),
         }
+    }
+
+    /// The proxy's latency per APIService (`aggregator_proxy_request_duration_seconds`),
+    /// for the host to register; [`Aggregator::register_metrics`](crate::Aggregator::register_metrics)
+    /// does.
+    pub fn proxy_metrics(&self) -> &ProxyMetrics {
+        &self.shared.proxy_metrics
     }
 
     /// The executor that runs spliced upgrade connections (SPDY, WebSocket).

@@ -87,8 +87,13 @@ pub(super) fn remote<E: Send + 'static>(
             let text = "error trying to reach service: upgrade requests are not supported by this transport";
             return Ok(plain_text_error(StatusCode::SERVICE_UNAVAILABLE, text));
         }
+        let sent = shared.timer.now();
         let mut res =
             crate::proxy::forward(client, &shared.timer, &authority, &user, remote_addr, req).await;
+        let took = shared.timer.now().saturating_duration_since(sent);
+        shared
+            .proxy_metrics
+            .observe(route.apiservice.name(), res.status().as_u16(), took);
         // Passive availability: a backend that cannot even be connected to is down for
         // every request, so say so now rather than at the next check.
         if let Some(crate::proxy::Unreachable(error)) = res.extensions_mut().remove() {

@@ -241,7 +241,8 @@ impl Aggregator {
     /// Adds every metric the stack keeps to `registry`: the request metrics
     /// (`apiserver_request_*`, `apiserver_current_inflight_requests`), the authentication
     /// and authorization metrics, `aggregator_discovery_aggregation_count_total`, the
-    /// OpenAPI v2 regeneration metrics, the
+    /// OpenAPI v2 regeneration metrics, the proxy's latency per APIService
+    /// (`aggregator_proxy_request_duration_seconds`), the
     /// availability metrics and, when auditing, the audit metrics. A host serves
     /// `/metrics` from it behind the stack, so the request is authorized as upstream
     /// authorizes it (`get` on the non-resource URL `/metrics`).
@@ -258,6 +259,7 @@ impl Aggregator {
             self.discovery.clone(),
         )));
         registry.register_collector(Box::new(self.openapi.metrics().clone()));
+        registry.register_collector(Box::new(self.aggregator.proxy_metrics().clone()));
         self.metrics.register(registry);
         if let Some(audit) = self.audit.metrics() {
             audit.register(registry);
