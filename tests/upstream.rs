@@ -27,7 +27,7 @@ use kube_aggregator::authz::{AlwaysAllow, AuthorizationLayer};
 use kube_aggregator::availability::StaticServiceResolver;
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::ApiServiceEvent;
-use kube_aggregator::transport::{ClientCertificate, PoolConfig, RustlsTransport};
+use kube_aggregator::transport::{ClientCertificate, PoolConfig, PoolMetrics, RustlsTransport};
 use kube_aggregator::{AggregatorLayer, Body, Registry, server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -47,10 +47,21 @@ async fn gateway_with_deadline(
     pool: PoolConfig,
     deadline: Option<Duration>,
 ) -> SocketAddr {
+    gateway_and_pools(pki, service_addr, pool, deadline).await.0
+}
+
+/// [`gateway_with_deadline`], and its transport's connection-pool gauges.
+async fn gateway_and_pools(
+    pki: &Pki,
+    service_addr: SocketAddr,
+    pool: PoolConfig,
+    deadline: Option<Duration>,
+) -> (SocketAddr, PoolMetrics) {
     let proxy = pki.front_proxy_ca.client("front-proxy-client", &[]);
     let cert = ClientCertificate::from_pem(proxy.cert_pem.as_bytes(), proxy.key_pem.as_bytes())
         .expect("proxy client certificate");
     let transport = RustlsTransport::new(cert, Executor::tokio(), Timer::tokio()).pool_config(pool);
+    let pools = transport.pool_metrics().clone();
     let registry = Registry::new(transport);
     registry
         .apply(ApiServiceEvent::Applied(common::widgets_apiservice(pki)))
@@ -105,7 +116,21 @@ async fn gateway_with_deadline(
         service,
         std::future::pending(),
     ));
-    addr
+    (addr, pools)
+}
+
+/// The value of each pool gauge `name` for the test's Service.
+fn pool_gauge(pools: &PoolMetrics, name: &str) -> f64 {
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(pools.clone()));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let sample = format!("{name}{{service=\"backend.test-ns.svc\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&sample))
+        .unwrap_or_else(|| panic!("{sample} in\n{text}"))
+        .parse()
+        .unwrap()
 }
 
 /// An HTTP/2 extension server built from `builder`, answering after `delay` with the
@@ -433,16 +458,39 @@ async fn goaway_under_load_loses_no_idempotent_request() {
 async fn a_small_stream_limit_gets_more_connections() {
     let pki = Pki::new();
     let backend = limited_backend(&pki, Duration::from_millis(400), 4).await;
-    let addr = gateway(&pki, backend.addr, PoolConfig::default()).await;
+    let (addr, pools) = gateway_and_pools(&pki, backend.addr, PoolConfig::default(), None).await;
     // Warm one connection so the backend's SETTINGS are known.
     let client = Arc::new(Client::new(&pki, addr, None, Protocol::Http1));
     assert_eq!(get_status(&client, 1000).await.0, StatusCode::OK);
+    assert_eq!(
+        pool_gauge(&pools, "aggregator_proxy_http2_connections"),
+        1.0
+    );
+    assert_eq!(pool_gauge(&pools, "aggregator_proxy_http2_streams"), 0.0);
     let started = Instant::now();
-    let answers = get_all(&client, 0..32).await;
+    let all = tokio::spawn({
+        let client = client.clone();
+        async move { get_all(&client, 0..32).await }
+    });
+    // While the 32 are at the backend (400 ms each), the gauges show them.
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let streams = pool_gauge(&pools, "aggregator_proxy_http2_streams");
+    assert!(streams > 4.0, "{streams} requests in flight");
+    let answers = all.await.unwrap();
     let took = started.elapsed();
     assert!(
         answers.iter().all(|(s, _)| *s == StatusCode::OK),
         "{answers:?}"
+    );
+    assert_eq!(pool_gauge(&pools, "aggregator_proxy_http2_streams"), 0.0);
+    assert_eq!(
+        pool_gauge(&pools, "aggregator_proxy_http2_connections"),
+        backend.connections.load(Ordering::SeqCst) as f64,
+        "every connection dialled stays open"
+    );
+    assert_eq!(
+        pool_gauge(&pools, "aggregator_proxy_dials_in_progress"),
+        0.0
     );
     let connections = backend.connections.load(Ordering::SeqCst);
     assert!(

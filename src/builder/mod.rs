@@ -113,6 +113,7 @@ pub struct Aggregator {
     metrics: Arc<AvailabilityMetrics>,
     discovery: DiscoveryManager,
     openapi: OpenApiManager,
+    transport: Arc<dyn Transport>,
     tenants: Option<Tenants>,
 }
 
@@ -242,7 +243,8 @@ impl Aggregator {
     /// (`apiserver_request_*`, `apiserver_current_inflight_requests`), the authentication
     /// and authorization metrics, `aggregator_discovery_aggregation_count_total`, the
     /// OpenAPI v2 regeneration metrics, the proxy's latency per APIService
-    /// (`aggregator_proxy_request_duration_seconds`), the
+    /// (`aggregator_proxy_request_duration_seconds`), the transport's own
+    /// ([`Transport::register_metrics`]: a `RustlsTransport`'s connection-pool gauges), the
     /// availability metrics and, when auditing, the audit metrics. A host serves
     /// `/metrics` from it behind the stack, so the request is authorized as upstream
     /// authorizes it (`get` on the non-resource URL `/metrics`).
@@ -260,6 +262,7 @@ impl Aggregator {
         )));
         registry.register_collector(Box::new(self.openapi.metrics().clone()));
         registry.register_collector(Box::new(self.aggregator.proxy_metrics().clone()));
+        self.transport.register_metrics(registry);
         self.metrics.register(registry);
         if let Some(audit) = self.audit.metrics() {
             audit.register(registry);
@@ -554,6 +557,7 @@ impl AggregatorBuilder {
             .resolver
             .unwrap_or_else(|| Arc::new(StaticServiceResolver::new()));
         let metrics = self.metrics.unwrap_or_default();
+        let transport = self.transport.clone();
         // With tenants, the stack's own APIServices and every tenant's take their clients
         // from one cache: one pool of connections per backend, whoever reaches it.
         let (own, tenants) = match self.tenants {
@@ -691,6 +695,7 @@ impl AggregatorBuilder {
                 metrics,
                 discovery,
                 openapi,
+                transport,
                 tenants,
             },
             worker,

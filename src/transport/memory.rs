@@ -169,6 +169,13 @@ impl Transport for InMemoryTransport {
             (None, None) => None,
         }
     }
+
+    /// The fallback's metrics (in-process backends have no connections to count).
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        if let Some(fallback) = &self.fallback {
+            fallback.register_metrics(registry);
+        }
+    }
 }
 
 /// One in-process backend's client: what crosses a network hop, and nothing else.

@@ -60,6 +60,8 @@ mod memory;
 #[cfg(feature = "tokio")]
 mod pool;
 #[cfg(feature = "tokio")]
+mod pool_metrics;
+#[cfg(feature = "tokio")]
 mod rustls_transport;
 mod tls;
 
@@ -76,6 +78,9 @@ pub(crate) use pool::Gathered;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use pool::PoolConfig;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use pool_metrics::PoolMetrics;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use rustls_transport::{RustlsTransport, TcpConnector};
@@ -256,6 +261,14 @@ pub trait Transport: Send + Sync + 'static {
     fn client_certificate(&self) -> Option<CertificateSummary> {
         None
     }
+
+    /// Adds the transport's own metrics to `registry` (a
+    /// [`RustlsTransport`]'s connection-pool gauges);
+    /// [`Aggregator::register_metrics`](crate::Aggregator::register_metrics) calls it.
+    /// The default adds nothing.
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        let _ = registry;
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Arc<T> {
@@ -269,5 +282,9 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
 
     fn client_certificate(&self) -> Option<CertificateSummary> {
         (**self).client_certificate()
+    }
+
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        (**self).register_metrics(registry);
     }
 }

@@ -12,6 +12,7 @@ use rustls::pki_types::ServerName;
 use tower::Service;
 
 use super::pool::{Connector, Pool, PoolConfig};
+use super::pool_metrics::PoolMetrics;
 use super::{
     BackendClient, BackendTarget, ClientCertificate, TlsConfigError, Transport, TransportError,
     client_config,
@@ -58,6 +59,7 @@ pub struct RustlsTransport {
     timer: Timer,
     tcp: TcpConnector,
     pool: PoolConfig,
+    pools: PoolMetrics,
 }
 
 impl RustlsTransport {
@@ -76,6 +78,7 @@ impl RustlsTransport {
             timer,
             tcp: tcp_connector(),
             pool: PoolConfig::default(),
+            pools: PoolMetrics::default(),
         }
     }
 
@@ -99,6 +102,12 @@ impl RustlsTransport {
     /// with the old certificate are no longer used for new requests.
     pub fn client_certificate(&self) -> &ClientCertificate {
         &self.client_cert
+    }
+
+    /// The connection-pool gauges of every client this transport built (and its clones
+    /// build), read when scraped.
+    pub fn pool_metrics(&self) -> &PoolMetrics {
+        &self.pools
     }
 }
 
@@ -136,13 +145,15 @@ impl RustlsTransport {
 impl Transport for RustlsTransport {
     fn client(&self, target: &BackendTarget) -> Result<BackendClient, TransportError> {
         let connector = self.connector(target, &[b"h2", b"http/1.1"])?;
-        Ok(BackendClient::new(Pool::new(
+        let pool = Pool::new(
             connector,
             self.pool.clone(),
             self.executor.clone(),
             self.timer.clone(),
             self.client_cert.clone(),
-        )))
+        );
+        self.pools.track(&target.server_name, pool.downgrade());
+        Ok(BackendClient::new(pool))
     }
 
     // Upgrades take over the connection, which HTTP/2 cannot do: ALPN offers only
@@ -155,6 +166,10 @@ impl Transport for RustlsTransport {
 
     fn client_certificate(&self) -> Option<super::CertificateSummary> {
         self.client_cert.summary()
+    }
+
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.register_collector(Box::new(self.pools.clone()));
     }
 }
 

@@ -27,6 +27,7 @@ mod connect;
 mod h1;
 mod h2;
 mod retry;
+mod stats;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -49,6 +50,7 @@ use crate::rt::{Executor, Timer};
 pub(crate) use connect::{Connector, Gathered};
 pub(crate) use h1::origin_form;
 use retry::{AttemptError, Retry, replay_copy};
+pub(crate) use stats::{PoolStats, WeakPool};
 
 /// How the connections to one APIService's backends are managed. Defaults follow
 /// client-go's transport where it has a setting (30 s dial, 10 s TLS handshake, 25 idle
