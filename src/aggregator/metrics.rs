@@ -2,7 +2,7 @@
 //! histogram of this crate's own (kube-aggregator has none per APIService), named in the
 //! style of upstream's `aggregator_*` metrics.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,8 +24,9 @@ const BUCKETS: [f64; 15] = [
 #[derive(Debug, Clone, Default)]
 pub struct ProxyMetrics(Arc<Mutex<ByApiService>>);
 
-/// Per APIService name, a histogram per response code (a handful: a short list).
-type ByApiService = HashMap<String, Vec<(u16, Histogram)>>;
+/// Per APIService name, a histogram per response code (a handful: a short list). A
+/// tree: a few string comparisons find a name, cheaper than hashing it each request.
+type ByApiService = BTreeMap<String, Vec<(u16, Histogram)>>;
 
 impl ProxyMetrics {
     /// One proxied request of `apiservice`, answered `code` after `took`. Looked up by
@@ -59,10 +60,8 @@ impl Collector for ProxyMetrics {
             None,
             MetricType::Histogram,
         )?;
-        let mut names: Vec<&String> = by_name.keys().collect();
-        names.sort();
-        for name in names {
-            for (code, histogram) in &by_name[name] {
+        for (name, codes) in by_name.iter() {
+            for (code, histogram) in codes {
                 let code = code.to_string();
                 let labels = [("apiservice", name.as_str()), ("code", code.as_str())];
                 histogram.encode(family.encode_family(&labels)?)?;
