@@ -85,8 +85,10 @@ impl RequestLabels {
 /// The `component` label of what this crate serves.
 const COMPONENT: &str = "apiserver";
 
-impl EncodeLabelSet for RequestLabels {
-    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+impl RequestLabels {
+    /// Writes the labels in upstream's order, without those named in `skip` (the
+    /// families that have no `dry_run`, or no `component`).
+    fn encode_without(&self, encoder: &mut LabelSetEncoder<'_>, skip: &[&str]) -> std::fmt::Result {
         for (k, v) in [
             ("verb", self.verb),
             ("dry_run", self.dry_run),
@@ -97,9 +99,17 @@ impl EncodeLabelSet for RequestLabels {
             ("scope", self.scope),
             ("component", self.component),
         ] {
-            (k, v).encode(encoder.encode_label())?;
+            if !skip.contains(&k) {
+                (k, v).encode(encoder.encode_label())?;
+            }
         }
         Ok(())
+    }
+}
+
+impl EncodeLabelSet for RequestLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+        self.encode_without(encoder, &[])
     }
 }
 
@@ -173,19 +183,7 @@ impl NoDryRun {
 
 impl EncodeLabelSet for NoDryRun {
     fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
-        let l = &self.0.0;
-        for (k, v) in [
-            ("verb", l.verb),
-            ("group", &l.group),
-            ("version", &l.version),
-            ("resource", &l.resource),
-            ("subresource", &l.subresource),
-            ("scope", l.scope),
-            ("component", l.component),
-        ] {
-            (k, v).encode(encoder.encode_label())?;
-        }
-        Ok(())
+        self.0.0.encode_without(encoder, &["dry_run"])
     }
 }
 
@@ -195,18 +193,10 @@ struct Aborted(NoDryRun);
 
 impl EncodeLabelSet for Aborted {
     fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
-        let l = &self.0.0.0;
-        for (k, v) in [
-            ("verb", l.verb),
-            ("group", &l.group),
-            ("version", &l.version),
-            ("resource", &l.resource),
-            ("subresource", &l.subresource),
-            ("scope", l.scope),
-        ] {
-            (k, v).encode(encoder.encode_label())?;
-        }
-        Ok(())
+        self.0
+            .0
+            .0
+            .encode_without(encoder, &["dry_run", "component"])
     }
 }
 
