@@ -585,26 +585,8 @@ fn table(
 
 /// Seconds since the Unix epoch of a `YYYY-MM-DDTHH:MM:SSZ` timestamp.
 fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() != 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-        || b[19] != b'Z'
-    {
-        return None;
-    }
-    let num = |range: std::ops::Range<usize>| s.get(range)?.parse::<i64>().ok();
-    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    // Days from civil date (proleptic Gregorian), March-based year.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
-    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
-    Some(days * 86_400 + num(11..13)? * 3600 + num(14..16)? * 60 + num(17..19)?)
+    let at = super::extension_server::parse_rfc3339(s)?;
+    i64::try_from(at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs()).ok()
 }
 
 /// apimachinery's `duration.HumanDuration` (the Age column): two significant units at most.

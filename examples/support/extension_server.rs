@@ -286,40 +286,12 @@ pub fn query_param(query: Option<&str>, key: &str) -> Option<String> {
 
 /// Seconds-precision RFC 3339 in UTC, the form of `metav1.Time`.
 pub fn rfc3339(time: SystemTime) -> String {
-    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm, proleptic Gregorian).
-    let z = days + 719_468;
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
+    humantime::format_rfc3339_seconds(time.max(UNIX_EPOCH)).to_string()
 }
 
 /// Parses what [`rfc3339`] writes (`YYYY-MM-DDTHH:MM:SSZ`).
 pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
-    let b = s.as_bytes();
-    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[19] != b'Z' {
-        return None;
-    }
-    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<u64>().ok();
-    let (y, mo, d) = (n(0..4)?, n(5..7)?, n(8..10)?);
-    let (h, mi, se) = (n(11..13)?, n(14..16)?, n(17..19)?);
-    // Days from civil (the inverse of the algorithm above).
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y / 400;
-    let yoe = y - era * 400;
-    let mp = if mo > 2 { mo - 3 } else { mo + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = (era * 146_097 + doe).checked_sub(719_468)?;
-    let secs = days * 86_400 + h * 3600 + mi * 60 + se;
-    Some(UNIX_EPOCH + std::time::Duration::from_secs(secs))
+    (s.len() == 20).then(|| humantime::parse_rfc3339(s).ok())?
 }
 
 /// A response body fed frame by frame from a channel; it ends when the sender is dropped.

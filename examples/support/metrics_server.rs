@@ -21,7 +21,7 @@ use std::fmt::Display;
 use std::future::{Future, ready};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -34,7 +34,7 @@ use tokio::net::TcpListener;
 use tower::Layer;
 
 use super::cluster::{self, NODES, PODS};
-use super::extension_server::{self, PROBES, ServingConfig};
+use super::extension_server::{self, PROBES, ServingConfig, rfc3339};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -382,23 +382,6 @@ fn respond(code: StatusCode, content_type: &'static str, body: Bytes) -> Respons
     let content_type = HeaderValue::from_static(content_type);
     response.headers_mut().insert(CONTENT_TYPE, content_type);
     response
-}
-
-/// Seconds-precision RFC 3339 in UTC, the form of `metav1.Time`.
-fn rfc3339(time: SystemTime) -> String {
-    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm, proleptic Gregorian).
-    let z = days + 719_468;
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
 }
 
 // ---- Command line --------------------------------------------------------------------

@@ -8,6 +8,7 @@ use std::io::Write as _;
 use std::time::SystemTime;
 
 use super::event::{Event, EventUser, ObjectReference, ResponseStatus};
+use crate::gocompat::civil_from_days;
 use crate::gocompat::json::{write, write_str};
 
 /// `event` as one JSON line, ending in `\n`, appended to `out`.
@@ -179,21 +180,6 @@ fn put_digits(digits: &mut [u8], mut value: u64) {
         *d = b'0' + (value % 10) as u8;
         value /= 10;
     }
-}
-
-/// Year, month and day of the `days`th day after 1970-01-01, in the proleptic Gregorian
-/// calendar (Howard Hinnant's `civil_from_days`, for days on or after the epoch).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
 }
 
 /// `s`, which has nothing to escape, quoted.

@@ -6,6 +6,7 @@
 //! - [`quote`]: `strconv.Quote`, the `%q` of names and paths in messages;
 //! - `url`: `net/url` escaping and unescaping of paths, queries and extra keys;
 //! - `json`: `encoding/json`'s HTML-safe escaping, written while serializing;
+//! - `time`: the civil date under Go's time formats (`MicroTime`, `http.TimeFormat`);
 //! - `names`: apimachinery's DNS-1123 / DNS-1035 / qualified-name checks and messages;
 //! - `yaml`: YAML request bodies with sigs.k8s.io/yaml's bound on alias expansion.
 
@@ -13,8 +14,10 @@ mod duration;
 pub(crate) mod json;
 pub(crate) mod names;
 mod quote;
+mod time;
 pub(crate) mod url;
 pub(crate) mod yaml;
 
 pub(crate) use duration::parse_duration;
 pub(crate) use quote::quote;
+pub(crate) use time::civil_from_days;
