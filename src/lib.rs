@@ -7,6 +7,12 @@
 //!   ([`transport::RustlsTransport`]) and the TLS accept loop ([`server`]). Without it the
 //!   crate uses no runtime: the host brings an executor, a timer and a
 //!   [`transport::Transport`].
+//! - `opentelemetry`: traces of requests ([`trace::TracingLayer`]): a server span per
+//!   request with spans for authentication, authorization (and its webhook) and the proxy
+//!   (and its dial), W3C `traceparent` read from privileged callers and sent to extension
+//!   servers. Runtime-free.
+//! - `otlp`: with `tokio`, the export of those traces over OTLP/gRPC from a
+//!   kube-apiserver `TracingConfiguration` (`--tracing-config-file`).
 //!
 //! # Modules, by the upstream piece each one reimplements
 //!
@@ -14,6 +20,7 @@
 //! |---|---|---|
 //! | [`builder`] | the whole stack in one step, and its [`Worker`] | kube-apiserver's `DefaultBuildHandlerChain` ([`pkg/server/config.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/config.go)) |
 //! | [`audit`] | the `Audit-Id` response header; the audit policy, events, layer and sink seam | [`pkg/endpoints/filters/audit_init.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit_init.go), [`audit.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/audit.go) |
+//! | [`trace`] | traces of requests (OpenTelemetry) | [`pkg/endpoints/filters/traces.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/traces.go) |
 //! | [`timeout`] | request deadlines, long-running requests | [`pkg/server/filters/timeout.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/server/filters/timeout.go) |
 //! | [`authn`] | who is calling: x509, front proxy, tokens, anonymous | [`pkg/endpoints/filters/authentication.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/authentication.go) |
 //! | [`impersonation`] | `kubectl --as` | [`pkg/endpoints/filters/impersonation/impersonation.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/impersonation/impersonation.go) |
@@ -73,6 +80,7 @@ pub mod tenant;
 #[cfg(any(test, fuzzing))]
 mod testing;
 pub mod timeout;
+pub mod trace;
 pub mod transport;
 pub mod webhook;
 mod worker;

@@ -2,6 +2,7 @@
 //! [`pkg/endpoints/filters/authorization.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/authorization.go)
 //! runs it.
 
+use crate::trace::{Kind, PathSpan};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -159,11 +160,13 @@ where
         let tenant = req.extensions().get::<crate::tenant::Tenant>();
         let attrs = Attributes::new(user, info).in_tenant(tenant);
         let started = self.metrics.as_ref().map(|m| (m.clone(), Instant::now()));
-        let mut pending = self.authorizer.authorize(&attrs);
+        // The webhook's calls are polled under this span, and so become its children.
+        let span = PathSpan::start(req.extensions(), "authorization", Kind::Internal);
+        let mut pending = span.within(self.authorizer.authorize(&attrs));
         // A decision that is there at once (a cached one) lets the ready inner service be
         // called in place, with no clone of it.
         if let Poll::Ready(decision) = crate::rt::poll_now(&mut pending) {
-            record(started, &decision);
+            record(started, &decision, span);
             return match allowed(decision, attrs, req) {
                 Allowed::Serve(req) => {
                     let called = self.inner.call(req);
@@ -176,7 +179,7 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(async move {
             let decision = pending.await;
-            record(started, &decision);
+            record(started, &decision, span);
             match allowed(decision, attrs, req) {
                 Allowed::Serve(req) => inner.call(req).await.map(|res| res.map(Body::new)),
                 Allowed::Refuse(res) => Ok(res),
@@ -185,14 +188,27 @@ where
     }
 }
 
-/// Records `decision` in the metrics, if any, with the time since they were taken.
+/// Records `decision` in the metrics, if any, with the time since they were taken, and
+/// ends its `span`.
 fn record(
     started: Option<(Arc<AuthorizationMetrics>, Instant)>,
     decision: &Result<super::Authorization, super::AuthorizationError>,
+    span: PathSpan,
 ) {
     if let Some((metrics, started)) = started {
         metrics.record(decision, started.elapsed().as_secs_f64());
     }
+    match decision {
+        Ok(authorization) => {
+            let allowed = authorization.decision == super::Decision::Allow;
+            span.text("decision", if allowed { "allow" } else { "forbid" });
+            if !authorization.reason.is_empty() {
+                span.text("reason", &authorization.reason);
+            }
+        }
+        Err(e) => span.error(e),
+    }
+    span.end();
 }
 
 /// The audit annotation with the decision: `allow` or `forbid`.

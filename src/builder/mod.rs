@@ -33,8 +33,9 @@
 //! [`TenantLayer`] (with [`AggregatorBuilder::tenants`]; a pass-through otherwise),
 //! [`TimeoutLayer`], [`AuthenticationLayer`] (with the
 //! builder's authenticator, or, without one, the [`UserInfo`] the host put into the
-//! request extensions), [`AuditLayer`] (with [`AggregatorBuilder::audit`]; a pass-through
-//! otherwise), [`ImpersonationLayer`], [`InFlightLayer`],
+//! request extensions), [`TracingLayer`] (with [`AggregatorBuilder::tracing`]; a
+//! pass-through otherwise), [`AuditLayer`] (with [`AggregatorBuilder::audit`]; a
+//! pass-through otherwise), [`ImpersonationLayer`], [`InFlightLayer`],
 //! [`AuthorizationLayer`], [`TenantGateLayer`], [`SelfReviewLayer`], then
 //! [`AggregatorLayer`] with aggregated discovery and OpenAPI. Impersonation, authorization and the self reviews ask the one
 //! authorizer. The [`Worker`] runs the
@@ -83,6 +84,7 @@ use crate::tenant::{
     Tenants, TenantsConfig,
 };
 use crate::timeout::{LongRunningCheck, TimeoutLayer, TimeoutService};
+use crate::trace::{TracingLayer, TracingService};
 use crate::transport::Transport;
 pub use crate::worker::Worker;
 
@@ -99,6 +101,7 @@ pub struct Aggregator {
     tenant: TenantLayer,
     timeout: TimeoutLayer,
     authentication: AuthenticationLayer<Box<dyn Authenticator>>,
+    tracing: TracingLayer,
     audit: AuditLayer,
     impersonation: ImpersonationLayer<SharedAuthorizer>,
     inflight: InFlightLayer,
@@ -138,10 +141,14 @@ pub type Layered<E> = AuditIdService<
         TenantService<
             TimeoutService<
                 AuthenticationService<
-                    AuditService<
-                        ImpersonationService<
-                            InFlightService<AuthorizationService<Handlers<E>, SharedAuthorizer>>,
-                            SharedAuthorizer,
+                    TracingService<
+                        AuditService<
+                            ImpersonationService<
+                                InFlightService<
+                                    AuthorizationService<Handlers<E>, SharedAuthorizer>,
+                                >,
+                                SharedAuthorizer,
+                            >,
                         >,
                     >,
                     Box<dyn Authenticator>,
@@ -224,6 +231,7 @@ impl Aggregator {
             long_running: LongRunningCheck::kube_apiserver(),
             inflight: InFlightLayer::default(),
             audit: AuditLayer::off(),
+            tracing: TracingLayer::off(),
         }
     }
 
@@ -301,7 +309,8 @@ impl Aggregator {
     fn layered<E: Send + 'static>(&self, handlers: Handlers<E>) -> Layered<E> {
         let authorized = self.authorization.layer(handlers);
         let impersonated = self.impersonation.layer(self.inflight.layer(authorized));
-        let authenticated = self.authentication.layer(self.audit.layer(impersonated));
+        let audited = self.tracing.layer(self.audit.layer(impersonated));
+        let authenticated = self.authentication.layer(audited);
         // The tenant comes off the path before anything reads it: the timeout, in-flight
         // and authorization layers all parse the path that remains, once.
         let timed = self.tenant.layer(self.timeout.layer(authenticated));
@@ -357,6 +366,7 @@ pub struct AggregatorBuilder {
     request_timeout: Duration,
     long_running: LongRunningCheck,
     inflight: InFlightLayer,
+    tracing: TracingLayer,
     audit: AuditLayer,
 }
 
@@ -517,6 +527,13 @@ impl AggregatorBuilder {
         self
     }
 
+    /// Traces requests with `layer` (see [`crate::trace`]; `--tracing-config-file`).
+    /// Without this, nothing is traced.
+    pub fn tracing(mut self, layer: TracingLayer) -> Self {
+        self.tracing = layer;
+        self
+    }
+
     /// Mounts tenants under `/clusters/<name>/...` (kcp's shape, see [`crate::tenant`]):
     /// each with its own APIServices, discovery, OpenAPI and availability, on this
     /// builder's transport, resolver and worker; their requests reach their backends as
@@ -674,6 +691,7 @@ impl AggregatorBuilder {
                     }),
                 authentication: AuthenticationLayer::new(authenticator)
                     .metrics(authentication_metrics.clone()),
+                tracing: self.tracing,
                 audit,
                 impersonation: ImpersonationLayer::new(authorizer.clone()),
                 inflight: self

@@ -75,6 +75,7 @@ use crate::authn::UserInfo;
 use crate::body::Body;
 use crate::rt::Timer;
 use crate::status::plain_text_error;
+use crate::trace::{Kind, PathSpan};
 use crate::transport::BackendClient;
 
 /// The deadline of discovery requests (`/apis/<group>/<version>`, exactly three path
@@ -140,12 +141,19 @@ pub async fn forward(
     req: Request<Body>,
 ) -> Response<Body> {
     let discovery = is_discovery_path(req.uri().path());
+    // Until the response head (its first byte); a dial's spans go under it.
+    let span = PathSpan::start(req.extensions(), "proxy", Kind::Client);
+    span.text("server.address", authority.as_str());
     let (req, client_body) = watch_request_body(req);
-    let upstream = match upstream_request(req, authority, user, remote_addr) {
+    let mut upstream = match upstream_request(req, authority, user, remote_addr) {
         Ok(r) => r,
-        Err(e) => return unsendable(authority, &e),
+        Err(e) => {
+            span.error(&e);
+            return unsendable(authority, &e);
+        }
     };
-    let call = client.oneshot(upstream);
+    span.inject(upstream.headers_mut());
+    let call = span.within(client.oneshot(upstream));
     let result = if discovery {
         match timer.timeout(DISCOVERY_TIMEOUT, call).await {
             Ok(r) => r,
@@ -154,6 +162,14 @@ pub async fn forward(
     } else {
         call.await
     };
+    match &result {
+        Ok(res) => span.number(
+            "http.response.status_code",
+            i64::from(res.status().as_u16()),
+        ),
+        Err(e) => span.error(&crate::status::error_chain(&**e)),
+    }
+    span.end();
     match result {
         Ok(res) if res.status() == StatusCode::SWITCHING_PROTOCOLS => {
             unrequested_switch(authority, &res)

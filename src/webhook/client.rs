@@ -1,5 +1,6 @@
 //! The JSON webhook client: one `POST`, retried on upstream's transient failures.
 
+use crate::trace::{Kind, PathSpan};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -248,6 +249,10 @@ impl WebhookClient {
             })?;
             req.headers_mut().insert(header::AUTHORIZATION, v);
         }
+        // Under the `authorization` span when a traced request's decision needs the webhook.
+        let span = PathSpan::current("webhook", Kind::Client);
+        span.text("url.full", &self.url.to_string());
+        span.inject(req.headers_mut());
         let started = self.timer.now();
         let mut code = None;
         let answered = &mut code;
@@ -294,6 +299,13 @@ impl WebhookClient {
             let took = self.timer.now().saturating_duration_since(started);
             metrics.attempt(code, took);
         }
+        if let Some(code) = code {
+            span.number("http.response.status_code", i64::from(code));
+        }
+        if let Err(e) = &result {
+            span.error(e);
+        }
+        span.end();
         result
     }
 }

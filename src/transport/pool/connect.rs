@@ -1,5 +1,6 @@
 //! Dialling one backend: TCP, then TLS with the APIService's server name and ALPN.
 
+use crate::trace::{Kind, PathSpan};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -124,18 +125,30 @@ impl Connector {
             .map_err(|e| {
                 ConnectError::new(format!("invalid backend address {authority}: {e}"), None)
             })?;
-        let tcp = self
-            .tcp
-            .clone()
-            .call(uri)
-            .await
-            .map_err(|e| {
-                let text = crate::status::error_chain(&e);
-                ConnectError::new(format!("dial tcp {authority}: {text}"), Some(Box::new(e)))
-            })?
-            .into_inner();
+        // Under the request's `proxy` span when a traced request dials.
+        let span = PathSpan::current("connect", Kind::Client);
+        span.text("server.address", authority.as_str());
+        let tcp = self.tcp.clone().call(uri).await.map_err(|e| {
+            let text = crate::status::error_chain(&e);
+            let e = ConnectError::new(format!("dial tcp {authority}: {text}"), Some(Box::new(e)));
+            span.error(&e);
+            e
+        });
+        span.end();
+        let tcp = tcp?.into_inner();
+        let span = PathSpan::current("tls handshake", Kind::Client);
         let handshake = self.tls.connect(self.server_name.clone(), tcp);
-        let tls = match tokio::time::timeout(self.tls_handshake_timeout, handshake).await {
+        let tls = tokio::time::timeout(self.tls_handshake_timeout, handshake).await;
+        match &tls {
+            Ok(Ok(tls)) => {
+                let protocol = tls.get_ref().1.alpn_protocol().unwrap_or_default();
+                span.text("tls.alpn", &String::from_utf8_lossy(protocol));
+            }
+            Ok(Err(e)) => span.error(e),
+            Err(_) => span.error(&"TLS handshake timeout"),
+        }
+        span.end();
+        let tls = match tls {
             Ok(Ok(tls)) => tls,
             Ok(Err(e)) => {
                 // A serving certificate that failed verification is told with its
