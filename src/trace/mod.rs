@@ -21,13 +21,17 @@
 //! (upstream's `WithPublicEndpointFn(notSystemPrivilegedGroup)`), so that an untrusted
 //! client cannot force spans to be sampled. Whether a trace is recorded is the tracer's
 //! sampler's decision (kube-apiserver's is `ParentBased(TraceIDRatioBased(rate))`, see
-//! `TracingConfiguration` with the `otlp` feature).
+//! `TracingConfiguration::tracer_provider` with the `otlp` feature).
 //!
 //! Without the `opentelemetry` feature, or with [`TracingLayer::off`], the layer passes
 //! requests through untouched and nothing is measured.
 
 #[cfg(feature = "opentelemetry")]
+mod config;
+#[cfg(feature = "opentelemetry")]
 mod otel;
+#[cfg(feature = "opentelemetry")]
+pub use config::{DEFAULT_ENDPOINT, TracingConfigError, TracingConfiguration};
 #[cfg(feature = "opentelemetry")]
 pub(crate) use otel::Received;
 #[cfg(feature = "opentelemetry")]
