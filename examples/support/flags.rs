@@ -235,6 +235,9 @@ pub struct GatewayFlags {
     /// The API version of the authorization.k8s.io SubjectAccessReview to send to and expect from the webhook.
     #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "v1beta1")]
     authorization_webhook_version: String,
+    /// File with apiserver tracing configuration (apiserver.config.k8s.io TracingConfiguration: endpoint, samplingRatePerMillion). Needs the otlp feature.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    tracing_config_file: OptionalPath,
     /// Path to the file with the audit policy (audit.k8s.io/v1 Policy, YAML or JSON).
     #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
     audit_policy_file: OptionalPath,
@@ -726,6 +729,8 @@ pub struct GatewayOptions {
     pub authorization_webhook_cache_unauthorized_ttl: Duration,
     /// `--authorization-webhook-version`, `v1beta1` (kube-apiserver's default) or `v1`.
     pub authorization_webhook_version: String,
+    /// `--tracing-config-file`: where traces go and how many; without it nothing is traced.
+    pub tracing_config_file: Option<PathBuf>,
     /// `--audit-policy-file`: the audit policy; without it nothing is audited.
     pub audit_policy_file: Option<PathBuf>,
     /// `--audit-log-path`: where audit events go, `-` for standard output.
@@ -834,6 +839,7 @@ impl GatewayOptions {
             authorization_webhook_cache_unauthorized_ttl: f
                 .authorization_webhook_cache_unauthorized_ttl,
             authorization_webhook_version: f.authorization_webhook_version,
+            tracing_config_file: f.tracing_config_file.0,
             audit_policy_file: f.audit_policy_file.0,
             audit_log_path: f.audit_log_path.0,
             audit_log_maxage: audit_non_negative("maxage", f.audit_log_maxage)?,
@@ -1003,6 +1009,7 @@ impl Default for GatewayOptions {
             authorization_webhook_cache_authorized_ttl: Duration::from_secs(300),
             authorization_webhook_cache_unauthorized_ttl: Duration::from_secs(30),
             authorization_webhook_version: "v1beta1".to_owned(),
+            tracing_config_file: None,
             audit_policy_file: None,
             audit_log_path: None,
             audit_log_maxage: 366,

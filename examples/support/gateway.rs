@@ -33,6 +33,9 @@ use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::server::DynamicServing;
 use kube_aggregator::source::{ApiServiceEvent, ManifestDir};
 use kube_aggregator::tenant::{TenantEvent, TenantForwarding, Tenants};
+#[cfg(feature = "otlp")]
+use kube_aggregator::trace::TracingConfiguration;
+use kube_aggregator::trace::TracingLayer;
 use kube_aggregator::transport::{
     BackendClient, ClientCertificate, InMemoryTransport, RustlsTransport, Transport,
 };
@@ -96,6 +99,7 @@ pub async fn start_with(
     let timer = Timer::tokio();
     // The audit backends start first: the webhook's batching task runs on `executor`.
     let audit = audit(&opts, &executor, &timer)?;
+    let (tracing_layer, tracer_provider) = tracing_layer(&opts)?;
     // The webhooks' request metrics, served on `/metrics` with the aggregator's.
     let mut webhook_metrics = Vec::new();
     let (authenticator, cas) = authenticator(&opts, &executor, &timer, &mut webhook_metrics)?;
@@ -229,6 +233,7 @@ pub async fn start_with(
     if let Some(layer) = audit {
         builder = builder.audit_layer(layer);
     }
+    builder = builder.tracing(tracing_layer);
     let (aggregator, worker) = builder.build().map_err(|e| StartError(e.to_string()))?;
     if let Some((dir, initial)) = initial {
         aggregator
@@ -285,9 +290,14 @@ pub async fn start_with(
     if opts.http2_max_streams_per_connection > 0 {
         serving = serving.http2_max_concurrent_streams(opts.http2_max_streams_per_connection);
     }
-    let handle = tokio::spawn(server::serve_tls_with(
-        listener, tls, service, shutdown, serving,
-    ));
+    let serve = server::serve_tls_with(listener, tls, service, shutdown, serving);
+    let handle = tokio::spawn(async move {
+        serve.await;
+        // The spans still batched are sent before the gateway ends.
+        if let Some(provider) = tracer_provider {
+            let _ = tokio::task::spawn_blocking(move || provider.shutdown()).await;
+        }
+    });
     Ok((
         Gateway {
             registry,
@@ -699,6 +709,59 @@ pub fn init_logging(v: u8) {
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// The tracer provider of `--tracing-config-file` (kube-apiserver's: OTLP over gRPC,
+/// `service.name` `apiserver`), and the layer tracing with it.
+#[cfg(feature = "otlp")]
+fn tracing_layer(
+    opts: &GatewayOptions,
+) -> Result<
+    (
+        TracingLayer,
+        Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+    ),
+    StartError,
+> {
+    use opentelemetry::trace::TracerProvider as _;
+
+    let Some(path) = &opts.tracing_config_file else {
+        return Ok((TracingLayer::off(), None));
+    };
+    let config = TracingConfiguration::from_file(path)
+        .map_err(|e| StartError(format!("--tracing-config-file: {e}")))?;
+    let instance = format!("kube-aggregator-{}", std::process::id());
+    let provider = config
+        .tracer_provider("apiserver", &instance)
+        .map_err(|e| StartError(format!("--tracing-config-file: {e}")))?;
+    tracing::info!(
+        endpoint = config.endpoint(),
+        sampling_rate_per_million = config.sampling_rate_per_million.unwrap_or(0),
+        "tracing requests"
+    );
+    let layer = TracingLayer::new(provider.tracer("k8s.io/kube-aggregator"));
+    Ok((layer, Some(provider)))
+}
+
+/// Without the `otlp` feature nothing can export traces: `--tracing-config-file` is
+/// refused rather than ignored.
+#[cfg(not(feature = "otlp"))]
+fn tracing_layer(opts: &GatewayOptions) -> Result<(TracingLayer, Option<Never>), StartError> {
+    match &opts.tracing_config_file {
+        None => Ok((TracingLayer::off(), None)),
+        Some(_) => Err(StartError(
+            "--tracing-config-file: this gateway was built without the otlp feature (cargo build --features otlp)".into(),
+        )),
+    }
+}
+
+/// No tracer provider: what the gateway keeps without the `otlp` feature.
+#[cfg(not(feature = "otlp"))]
+enum Never {}
+
+#[cfg(not(feature = "otlp"))]
+impl Never {
+    fn shutdown(self) {}
 }
 
 /// The audit policy and the backends of `--audit-policy-file`, `--audit-log-*` and
