@@ -721,3 +721,80 @@ async fn a_hanging_webhook_gets_one_call_per_request_and_masters_never_wait_for_
     );
     backend.next_request().await;
 }
+
+/// A traced request's decision by the webhook is a `webhook` span under `authorization`,
+/// both in the request's trace (the `opentelemetry` feature).
+#[cfg(feature = "opentelemetry")]
+#[tokio::test]
+async fn the_webhooks_call_is_a_span_under_authorization() {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let pki = Pki::new();
+    let backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
+    let webhook = Webhook::start(allow_all).await;
+    let authorizer = SubjectAccessReviewAuthorizer::from_kubeconfig(
+        &webhook.config_file("traced"),
+        Executor::tokio(),
+        Timer::tokio(),
+    )
+    .expect("webhook kubeconfig");
+    let x509 = X509Authenticator::from_pem(pki.client_ca.cert_pem.as_bytes()).expect("client CA");
+    let stack = common::builder(&pki, backend.addr)
+        .authenticator(x509)
+        .authorizer(authorizer)
+        .tracing(kube_aggregator::trace::TracingLayer::new(
+            provider.tracer("test"),
+        ));
+    let (addr, _aggregator) = common::start_gateway(
+        &pki,
+        stack,
+        vec![common::widgets_apiservice(&pki)],
+        common::host(),
+    )
+    .await;
+    let (status, body) = Bob::new(&pki, addr)
+        .send(
+            Method::GET,
+            &format!("{}/namespaces/ns1/widgets/w1", common::BASE),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(webhook.count(), 1, "one review");
+
+    let spans = exporter.get_finished_spans().expect("spans");
+    let one = |name: &str| {
+        let found: Vec<_> = spans.iter().filter(|s| s.name == name).collect();
+        assert_eq!(found.len(), 1, "one {name} span: {spans:#?}");
+        found[0]
+    };
+    let (authorization, call) = (one("authorization"), one("webhook"));
+    assert_eq!(call.parent_span_id, authorization.span_context.span_id());
+    assert_eq!(
+        call.span_context.trace_id(),
+        authorization.span_context.trace_id()
+    );
+    assert!(call.start_time >= authorization.start_time && call.end_time <= authorization.end_time);
+    let attribute = |span: &opentelemetry_sdk::trace::SpanData, key: &str| {
+        span.attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| kv.value.to_string())
+    };
+    assert_eq!(
+        attribute(authorization, "decision").as_deref(),
+        Some("allow")
+    );
+    assert_eq!(
+        attribute(call, "http.response.status_code").as_deref(),
+        Some("200")
+    );
+    assert!(
+        attribute(call, "url.full").is_some_and(|u| u.ends_with("/authorize")),
+        "{call:?}"
+    );
+}
