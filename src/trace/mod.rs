@@ -212,7 +212,7 @@ impl PathSpan {
         #[cfg_attr(not(feature = "opentelemetry"), allow(unused_variables))] value: &str,
     ) {
         #[cfg(feature = "opentelemetry")]
-        if let Some(span) = &self.span {
+        if let Some(span) = self.span.as_ref().filter(|s| s.is_recording()) {
             span.set_attribute(opentelemetry::KeyValue::new(key, value.to_owned()));
         }
     }
@@ -224,7 +224,7 @@ impl PathSpan {
         #[cfg_attr(not(feature = "opentelemetry"), allow(unused_variables))] value: i64,
     ) {
         #[cfg(feature = "opentelemetry")]
-        if let Some(span) = &self.span {
+        if let Some(span) = self.span.as_ref().filter(|s| s.is_recording()) {
             span.set_attribute(opentelemetry::KeyValue::new(key, value));
         }
     }
@@ -236,7 +236,7 @@ impl PathSpan {
         why: &dyn std::fmt::Display,
     ) {
         #[cfg(feature = "opentelemetry")]
-        if let Some(span) = &self.span {
+        if let Some(span) = self.span.as_ref().filter(|s| s.is_recording()) {
             span.set_error(why.to_string());
         }
     }

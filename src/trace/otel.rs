@@ -72,35 +72,11 @@ impl Tracing {
                 .any(|g| g == crate::identity::SYSTEM_MASTERS || g == SYSTEM_MONITORING)
         });
         let name = span_name(req.method(), req.extensions().get::<RequestInfo>());
-        let mut attributes = vec![
-            KeyValue::new("http.request.method", req.method().as_str().to_owned()),
-            KeyValue::new("url.path", req.uri().path().to_owned()),
-            KeyValue::new(
-                "http.target",
-                req.uri()
-                    .path_and_query()
-                    .map_or_else(|| req.uri().path().to_owned(), |p| p.as_str().to_owned()),
-            ),
-            KeyValue::new("network.protocol.version", protocol_version(req.version())),
-        ];
-        if let Some(agent) = req
-            .headers()
-            .get(http::header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-        {
-            attributes.push(KeyValue::new("user_agent.original", agent.to_owned()));
-        }
-        if let Some(AuditId(id)) = req.extensions().get::<AuditId>() {
-            // Upstream's GetAuditIDTruncated: the first 64 bytes of the ASCII header.
-            let id = String::from_utf8_lossy(&id.as_bytes()[..id.len().min(64)]).into_owned();
-            attributes.push(KeyValue::new("audit-id", id));
-        }
         let mut builder = self
             .tracer
             .span_builder(name)
             .with_kind(SpanKind::Server)
-            .with_start_time(received)
-            .with_attributes(attributes);
+            .with_start_time(received);
         let parent = if trusted && remote.is_valid() {
             Context::new().with_remote_span_context(remote)
         } else {
@@ -111,6 +87,10 @@ impl Tracing {
         };
         let span = self.tracer.build_with_context(builder, &parent);
         let cx = TraceContext(parent.with_span(span).with_value(self.clone()));
+        // The sampler decided without them: a trace not sampled costs no attributes.
+        if cx.0.span().is_recording() {
+            cx.0.span().set_attributes(attributes(&req));
+        }
         cx.child("authentication", SpanKind::Internal, received)
             .0
             .span()
@@ -121,6 +101,35 @@ impl Tracing {
             span: Some(EndOnDrop(cx.0)),
         }
     }
+}
+
+/// The server span's attributes: otelhttp's, with upstream's `http.target` and
+/// `audit-id`.
+fn attributes<B>(req: &Request<B>) -> Vec<KeyValue> {
+    let mut attributes = vec![
+        KeyValue::new("http.request.method", req.method().as_str().to_owned()),
+        KeyValue::new("url.path", req.uri().path().to_owned()),
+        KeyValue::new(
+            "http.target",
+            req.uri()
+                .path_and_query()
+                .map_or_else(|| req.uri().path().to_owned(), |p| p.as_str().to_owned()),
+        ),
+        KeyValue::new("network.protocol.version", protocol_version(req.version())),
+    ];
+    if let Some(agent) = req
+        .headers()
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+    {
+        attributes.push(KeyValue::new("user_agent.original", agent.to_owned()));
+    }
+    if let Some(AuditId(id)) = req.extensions().get::<AuditId>() {
+        // Upstream's GetAuditIDTruncated: the first 64 bytes of the ASCII header.
+        let id = String::from_utf8_lossy(&id.as_bytes()[..id.len().min(64)]).into_owned();
+        attributes.push(KeyValue::new("audit-id", id));
+    }
+    attributes
 }
 
 /// Upstream's span name (`getSpanNameFromRequestInfo`): the method and, for a resource
@@ -180,16 +189,22 @@ impl TraceContext {
         Some(TraceContext(cx))
     }
 
-    /// Starts a span named `name` under this one, at `start`.
+    /// Starts a span named `name` under this one, at `start`; under a span that is not
+    /// recorded, that span itself.
     pub fn child(
         &self,
         name: impl Into<Cow<'static, str>>,
         kind: SpanKind,
         start: SystemTime,
     ) -> TraceContext {
+        // Under a span not recorded (not sampled) nothing is recorded either: the
+        // context it would propagate is its parent's.
         let Some(tracing) = self.0.get::<Arc<Tracing>>() else {
             return self.clone();
         };
+        if !self.is_recording() {
+            return self.clone();
+        }
         let builder = tracing
             .tracer
             .span_builder(name)
@@ -203,10 +218,19 @@ impl TraceContext {
     /// there.
     pub fn inject(&self, headers: &mut HeaderMap) {
         if let Some(tracing) = self.0.get::<Arc<Tracing>>() {
+            // A client's trace context never travels beside this one: its `tracestate`
+            // would describe another trace.
+            headers.remove("traceparent");
+            headers.remove("tracestate");
             tracing
                 .propagator
                 .inject_context(&self.0, &mut HeadersMut(headers));
         }
+    }
+
+    /// Whether this span is recorded (sampled): attributes of one that is not are lost.
+    pub fn is_recording(&self) -> bool {
+        self.0.span().is_recording()
     }
 
     /// Adds `attribute` to this span.
@@ -248,6 +272,10 @@ struct HeadersMut<'a>(&'a mut HeaderMap);
 
 impl Injector for HeadersMut<'_> {
     fn set(&mut self, key: &str, value: String) {
+        // An empty `tracestate` is no state: not sent.
+        if value.is_empty() {
+            return;
+        }
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(key.as_bytes()),
             HeaderValue::from_str(&value),

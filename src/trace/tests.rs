@@ -31,6 +31,7 @@ fn recorded() -> (TracingLayer, InMemorySpanExporter, SdkTracerProvider) {
 fn request(uri: &str, user: UserInfo) -> Request<Body> {
     let mut req = Request::get(uri)
         .header("traceparent", format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"))
+        .header("tracestate", "vendor=client")
         .header("user-agent", "kubectl/v1.32.0")
         .body(Body::empty())
         .unwrap();
@@ -48,10 +49,22 @@ async fn handler(req: Request<Body>) -> Result<Response<Body>, Infallible> {
         .get::<TraceContext>()
         .expect("a traced request");
     let proxy = traced.child("proxy", SpanKind::Client, std::time::SystemTime::now());
-    let mut headers = http::HeaderMap::new();
+    let mut headers = req.headers().clone();
     proxy.inject(&mut headers);
     proxy.end();
     let parent = headers["traceparent"].to_str().unwrap().to_owned();
+    // The client's state goes on with the client's trace only, when it is joined.
+    let state = headers
+        .get("tracestate")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let joined = req
+        .extensions()
+        .get::<UserInfo>()
+        .unwrap()
+        .groups
+        .iter()
+        .any(|g| g == "system:masters");
+    assert_eq!(state.as_deref(), joined.then_some("vendor=client"));
     Ok(Response::new(Body::full(parent)))
 }
 
@@ -188,4 +201,25 @@ async fn off_passes_requests_through_untraced() {
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
+}
+
+#[tokio::test]
+async fn a_trace_not_sampled_records_nothing_and_still_propagates() {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_sampler(opentelemetry_sdk::trace::Sampler::AlwaysOff)
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let layer = TracingLayer::new(provider.tracer("test"));
+    // A viewer's traceparent is not joined: the new trace, not sampled, is what goes on.
+    let res = layer
+        .layer(tower::service_fn(handler))
+        .oneshot(request("/version", UserInfo::new("viewer", ["viewers"])))
+        .await
+        .unwrap();
+    let sent = res.into_body().collect().await.unwrap().to_bytes();
+    let sent = std::str::from_utf8(&sent).unwrap();
+    assert!(sent.starts_with("00-") && sent.ends_with("-00"), "{sent}");
+    assert!(!sent.contains(CLIENT_TRACE), "{sent}");
+    assert!(exporter.get_finished_spans().unwrap().is_empty());
 }
