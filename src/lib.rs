@@ -75,6 +75,7 @@ pub mod selfreview;
 pub mod server;
 mod sharded;
 pub mod source;
+mod span;
 pub mod status;
 pub mod tenant;
 #[cfg(any(test, fuzzing))]

@@ -177,7 +177,7 @@ where
         req.extensions_mut().insert(AuditId(id.clone()));
         #[cfg(feature = "opentelemetry")]
         req.extensions_mut()
-            .insert(crate::trace::Received(std::time::SystemTime::now()));
+            .insert(crate::span::Received(std::time::SystemTime::now()));
         ResponseFuture {
             inner: self.inner.call(req),
             id: Some(id),

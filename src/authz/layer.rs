@@ -2,7 +2,7 @@
 //! [`pkg/endpoints/filters/authorization.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/endpoints/filters/authorization.go)
 //! runs it.
 
-use crate::trace::{Kind, PathSpan};
+use crate::span::{Kind, PathSpan};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

@@ -74,8 +74,8 @@ use tower::ServiceExt;
 use crate::authn::UserInfo;
 use crate::body::Body;
 use crate::rt::Timer;
+use crate::span::{Kind, PathSpan};
 use crate::status::plain_text_error;
-use crate::trace::{Kind, PathSpan};
 use crate::transport::BackendClient;
 
 /// The deadline of discovery requests (`/apis/<group>/<version>`, exactly three path

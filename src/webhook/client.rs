@@ -1,6 +1,6 @@
 //! The JSON webhook client: one `POST`, retried on upstream's transient failures.
 
-use crate::trace::{Kind, PathSpan};
+use crate::span::{Kind, PathSpan};
 use std::sync::Arc;
 use std::time::Duration;
 

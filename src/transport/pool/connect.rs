@@ -1,6 +1,6 @@
 //! Dialling one backend: TCP, then TLS with the APIService's server name and ALPN.
 
-use crate::trace::{Kind, PathSpan};
+use crate::span::{Kind, PathSpan};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
