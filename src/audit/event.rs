@@ -235,19 +235,6 @@ impl Event {
         line.pop();
         line
     }
-
-    /// [`Event::to_json`] as one line, ending in `\n`: the bytes the `Serialize` derive
-    /// gives through Go's escaping, written field by field into one buffer.
-    pub fn to_json_line(&self) -> Vec<u8> {
-        let mut line = Vec::new();
-        self.write_json_line(&mut line);
-        line
-    }
-
-    /// [`Event::to_json_line`] appended to `out`.
-    pub fn write_json_line(&self, out: &mut Vec<u8>) {
-        super::json::line(out, self);
-    }
 }
 
 /// What an event says of the request itself, gathered once when it arrives.
@@ -356,7 +343,7 @@ fn user_agent(headers: &HeaderMap) -> String {
 /// `metav1.MicroTime`: RFC 3339 in UTC with six fractional digits.
 fn micro_time<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     let mut text = Vec::with_capacity(27);
-    super::json::micro_time(&mut text, *t);
+    crate::gocompat::micro_time(&mut text, *t);
     s.serialize_str(std::str::from_utf8(&text).unwrap_or_default())
 }
 

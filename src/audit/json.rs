@@ -8,11 +8,26 @@ use std::io::Write as _;
 use std::time::SystemTime;
 
 use super::event::{Event, EventUser, ObjectReference, ResponseStatus};
-use crate::gocompat::civil_from_days;
 use crate::gocompat::json::{write, write_str};
+use crate::gocompat::micro_time;
 
 /// `event` as one JSON line, ending in `\n`, appended to `out`.
-pub(super) fn line(out: &mut Vec<u8>, event: &Event) {
+impl Event {
+    /// [`Event::to_json`] as one line, ending in `\n`: the bytes the `Serialize` derive
+    /// gives through Go's escaping, written field by field into one buffer.
+    pub fn to_json_line(&self) -> Vec<u8> {
+        let mut line = Vec::new();
+        self.write_json_line(&mut line);
+        line
+    }
+
+    /// [`Event::to_json_line`] appended to `out`.
+    pub fn write_json_line(&self, out: &mut Vec<u8>) {
+        line(out, self);
+    }
+}
+
+fn line(out: &mut Vec<u8>, event: &Event) {
     out.reserve(1024);
     let mut o = Object::open(out);
     o.plain("kind", event.kind);
@@ -139,47 +154,6 @@ fn strings(out: &mut Vec<u8>, items: &[String]) {
         write_str(out, item);
     }
     out.push(b']');
-}
-
-/// `metav1.MicroTime`: RFC 3339 in UTC with six fractional digits
-/// (`2026-12-06T14:02:03.123456Z`). A clock outside 1970..=9999 is written as the nearest
-/// end of that range.
-pub(super) fn micro_time(out: &mut Vec<u8>, at: SystemTime) {
-    const LAST: (u64, u32) = (253_402_300_799, 999_999);
-    let (secs, micros) = at
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or((0, 0), |d| (d.as_secs(), d.subsec_micros()))
-        .min(LAST);
-    thread_local! {
-        // The second last written, and its text up to the fraction: the events of a
-        // request, and of the requests of one second, share it.
-        static SECOND: std::cell::Cell<(u64, [u8; 27])> =
-            const { std::cell::Cell::new((u64::MAX, [0; 27])) };
-    }
-    let mut text = SECOND.get();
-    if text.0 != secs {
-        let (year, month, day) = civil_from_days(secs / 86_400);
-        let of_day = secs % 86_400;
-        let mut fresh = *b"0000-00-00T00:00:00.000000Z";
-        put_digits(&mut fresh[0..4], year);
-        put_digits(&mut fresh[5..7], month);
-        put_digits(&mut fresh[8..10], day);
-        put_digits(&mut fresh[11..13], of_day / 3600);
-        put_digits(&mut fresh[14..16], of_day / 60 % 60);
-        put_digits(&mut fresh[17..19], of_day % 60);
-        text = (secs, fresh);
-        SECOND.set(text);
-    }
-    put_digits(&mut text.1[20..26], u64::from(micros));
-    out.extend_from_slice(&text.1);
-}
-
-/// `value`'s last `digits.len()` decimal digits, zero-padded, into `digits`.
-fn put_digits(digits: &mut [u8], mut value: u64) {
-    for d in digits.iter_mut().rev() {
-        *d = b'0' + (value % 10) as u8;
-        value /= 10;
-    }
 }
 
 /// `s`, which has nothing to escape, quoted.

@@ -6,7 +6,7 @@
 //! - [`quote`]: `strconv.Quote`, the `%q` of names and paths in messages;
 //! - `url`: `net/url` escaping and unescaping of paths, queries and extra keys;
 //! - `json`: `encoding/json`'s HTML-safe escaping, written while serializing;
-//! - `time`: the civil date under Go's time formats (`MicroTime`, `http.TimeFormat`);
+//! - `time`: `metav1.MicroTime` and the civil date under Go's time formats;
 //! - `names`: apimachinery's DNS-1123 / DNS-1035 / qualified-name checks and messages;
 //! - `yaml`: YAML request bodies with sigs.k8s.io/yaml's bound on alias expansion.
 
@@ -20,4 +20,4 @@ pub(crate) mod yaml;
 
 pub(crate) use duration::parse_duration;
 pub(crate) use quote::quote;
-pub(crate) use time::civil_from_days;
+pub(crate) use time::{civil_from_days, micro_time};

@@ -2,6 +2,8 @@
 //! audit events and the `http.TimeFormat` of `Last-Modified` both start from the civil date
 //! of a day counted from 1970-01-01, as Go's `time.Time.date` computes it.
 
+use std::time::SystemTime;
+
 /// Year, month (1..=12) and day (1..=31) of the `days`th day after 1970-01-01
 /// (Howard Hinnant's `civil_from_days`, for days on or after the epoch).
 pub(crate) fn civil_from_days(days: u64) -> (u64, u64, u64) {
@@ -15,6 +17,47 @@ pub(crate) fn civil_from_days(days: u64) -> (u64, u64, u64) {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + u64::from(month <= 2);
     (year, month, day)
+}
+
+/// `metav1.MicroTime`: RFC 3339 in UTC with six fractional digits
+/// (`2026-12-06T14:02:03.123456Z`). A clock outside 1970..=9999 is written as the nearest
+/// end of that range.
+pub(crate) fn micro_time(out: &mut Vec<u8>, at: SystemTime) {
+    const LAST: (u64, u32) = (253_402_300_799, 999_999);
+    let (secs, micros) = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or((0, 0), |d| (d.as_secs(), d.subsec_micros()))
+        .min(LAST);
+    thread_local! {
+        // The second last written, and its text up to the fraction: the events of a
+        // request, and of the requests of one second, share it.
+        static SECOND: std::cell::Cell<(u64, [u8; 27])> =
+            const { std::cell::Cell::new((u64::MAX, [0; 27])) };
+    }
+    let mut text = SECOND.get();
+    if text.0 != secs {
+        let (year, month, day) = civil_from_days(secs / 86_400);
+        let of_day = secs % 86_400;
+        let mut fresh = *b"0000-00-00T00:00:00.000000Z";
+        put_digits(&mut fresh[0..4], year);
+        put_digits(&mut fresh[5..7], month);
+        put_digits(&mut fresh[8..10], day);
+        put_digits(&mut fresh[11..13], of_day / 3600);
+        put_digits(&mut fresh[14..16], of_day / 60 % 60);
+        put_digits(&mut fresh[17..19], of_day % 60);
+        text = (secs, fresh);
+        SECOND.set(text);
+    }
+    put_digits(&mut text.1[20..26], u64::from(micros));
+    out.extend_from_slice(&text.1);
+}
+
+/// `value`'s last `digits.len()` decimal digits, zero-padded, into `digits`.
+fn put_digits(digits: &mut [u8], mut value: u64) {
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
 }
 
 #[cfg(test)]
