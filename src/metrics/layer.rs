@@ -90,12 +90,12 @@ where
                 .headers
                 .get(http::header::CONTENT_TYPE)
                 .map(|v| v.as_bytes());
-            let labels = Shared(Arc::new(RequestLabels::of(
+            let labels = Shared::new(RequestLabels::of(
                 info,
                 &parts.method,
                 parts.uri.query(),
                 content_type,
-            )));
+            ));
             let metrics = &self.layer.metrics;
             let gauge = self
                 .layer

@@ -115,10 +115,21 @@ impl EncodeLabelSet for RequestLabels {
 
 /// [`RequestLabels`] as a family key: shared, so that the keys of one request's
 /// samples are reference counts, not copies of its strings.
-#[derive(Clone, Debug, Hash, PartialEq, Eq)]
-struct Shared(Arc<RequestLabels>);
+#[derive(Clone, Debug)]
+struct Shared(Arc<RequestLabels>, u64);
 
 impl Shared {
+    /// `labels`, with their hash computed once (FxHash, eight bytes a step): each of a
+    /// request's three metric families looks the set up by that number instead of
+    /// hashing every string again with the families' SipHash.
+    fn new(labels: RequestLabels) -> Shared {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut hasher = rustc_hash::FxHasher::default();
+        labels.hash(&mut hasher);
+        let hash = hasher.finish();
+        Shared(Arc::new(labels), hash)
+    }
+
     /// The labels without what a client chose freely: the group, version, resource and
     /// subresource of a request answered 404, so made-up paths cannot grow the label
     /// sets (upstream counts only what its installed handlers serve).
@@ -126,15 +137,29 @@ impl Shared {
         if code != 404 {
             return self.clone();
         }
-        Shared(Arc::new(RequestLabels {
+        Shared::new(RequestLabels {
             group: String::new(),
             version: String::new(),
             resource: String::new(),
             subresource: String::new(),
             ..(*self.0).clone()
-        }))
+        })
     }
 }
+
+impl std::hash::Hash for Shared {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.1);
+    }
+}
+
+impl PartialEq for Shared {
+    fn eq(&self, other: &Shared) -> bool {
+        self.1 == other.1 && (Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0)
+    }
+}
+
+impl Eq for Shared {}
 
 impl EncodeLabelSet for Shared {
     fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
@@ -174,10 +199,10 @@ impl NoDryRun {
         if labels.0.dry_run.is_empty() {
             return NoDryRun(labels.clone());
         }
-        NoDryRun(Shared(Arc::new(RequestLabels {
+        NoDryRun(Shared::new(RequestLabels {
             dry_run: "",
             ..(*labels.0).clone()
-        })))
+        }))
     }
 }
 
@@ -226,6 +251,18 @@ pub struct RequestMetrics {
     long_running: Family<NoDryRun, Gauge>,
     terminations: Family<NoDryRunWithCode, Counter>,
     aborts: Family<Aborted, Counter>,
+    /// The three families' samples of each label set seen, so that a request looks its
+    /// labels up once, not once per family.
+    samples: std::sync::RwLock<rustc_hash::FxHashMap<Shared, Arc<Samples>>>,
+}
+
+/// The samples one label set records into: its duration, its response size (`GET` and
+/// `LIST`), and its count for each code answered so far.
+#[derive(Debug)]
+struct Samples {
+    duration: Histogram,
+    size: Option<Histogram>,
+    counts: std::sync::Mutex<Vec<(u16, Counter)>>,
 }
 
 impl Default for RequestMetrics {
@@ -240,6 +277,7 @@ impl Default for RequestMetrics {
             long_running: Family::default(),
             terminations: Family::default(),
             aborts: Family::default(),
+            samples: std::sync::RwLock::default(),
         }
     }
 }
@@ -282,27 +320,62 @@ impl RequestMetrics {
 
     /// One request over: its labels, code, duration in seconds and response bytes.
     pub fn observe(&self, labels: &RequestLabels, code: u16, seconds: f64, bytes: u64) {
-        self.observe_shared(&Shared(Arc::new(labels.clone())), code, seconds, bytes);
+        self.observe_shared(&Shared::new(labels.clone()), code, seconds, bytes);
     }
 
     fn observe_shared(&self, labels: &Shared, code: u16, seconds: f64, bytes: u64) {
         let labels = labels.bounded(code);
-        if matches!(labels.0.verb, "GET" | "LIST") {
-            self.sizes
-                .get_or_create(&NoDryRun::of(&labels))
-                .observe(bytes as f64);
+        let samples = self.samples_of(&labels);
+        if let Some(size) = &samples.size {
+            size.observe(bytes as f64);
         }
-        self.durations.get_or_create(&labels).observe(seconds);
-        self.requests
-            .get_or_create(&WithCode(labels, Code(code)))
-            .inc();
+        samples.duration.observe(seconds);
+        let mut counts = samples
+            .counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match counts.iter().find(|(c, _)| *c == code) {
+            Some((_, count)) => {
+                count.inc();
+            }
+            None => {
+                let count = self
+                    .requests
+                    .get_or_create(&WithCode(labels, Code(code)))
+                    .clone();
+                count.inc();
+                counts.push((code, count));
+            }
+        };
+    }
+
+    /// The samples of `labels` in the families, found once per label set.
+    fn samples_of(&self, labels: &Shared) -> Arc<Samples> {
+        use std::sync::PoisonError;
+        let known = self.samples.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(samples) = known.get(labels) {
+            return samples.clone();
+        }
+        drop(known);
+        let samples = Arc::new(Samples {
+            duration: self.durations.get_or_create(labels).clone(),
+            size: matches!(labels.0.verb, "GET" | "LIST")
+                .then(|| self.sizes.get_or_create(&NoDryRun::of(labels)).clone()),
+            counts: std::sync::Mutex::default(),
+        });
+        self.samples
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(labels.clone())
+            .or_insert(samples)
+            .clone()
     }
 
     /// A request refused in self-defense (the in-flight limit's 429, the timeout's 504):
     /// `apiserver_request_terminations_total`, and for a 429 `apiserver_request_total`
     /// too, as upstream's `RecordDroppedRequest` counts it.
     pub fn terminated(&self, labels: &RequestLabels, code: u16) {
-        let labels = Shared(Arc::new(labels.clone())).bounded(code);
+        let labels = Shared::new(labels.clone()).bounded(code);
         self.terminations
             .get_or_create(&NoDryRunWithCode(NoDryRun::of(&labels), Code(code)))
             .inc();
@@ -326,7 +399,7 @@ impl RequestMetrics {
     /// timeout filter when the deadline passes mid-answer, the proxy when the backend's
     /// body fails): `apiserver_request_aborts_total`.
     pub fn aborted(&self, labels: &RequestLabels) {
-        self.aborted_shared(&Shared(Arc::new(labels.clone())));
+        self.aborted_shared(&Shared::new(labels.clone()));
     }
 
     fn aborted_shared(&self, labels: &Shared) {
