@@ -39,11 +39,11 @@
 //! [`AuthorizationLayer`], [`TenantGateLayer`], [`SelfReviewLayer`], then
 //! [`AggregatorLayer`] with aggregated discovery and OpenAPI. Impersonation, authorization and the self reviews ask the one
 //! authorizer. The [`Worker`] runs the
-//! [`Registry`] feed from the builder's [`ApiServiceSource`], the
-//! [`AvailabilityController`], the [`DiscoveryManager`] and the [`OpenApiManager`], and
+//! [`Registry`] feed from the builder's [`ApiServiceSource`](crate::source::ApiServiceSource), the
+//! [`AvailabilityController`](crate::availability::AvailabilityController), the [`DiscoveryManager`] and the [`OpenApiManager`], and
 //! with tenants their feed and every tenant's managers. Assembling the layers by hand
 //! stays possible: each is public and documented, and then the host runs
-//! [`Registry::run`] and [`AvailabilityController::run`] itself.
+//! [`Registry::run`] and [`AvailabilityController::run`](crate::availability::AvailabilityController::run) itself.
 //!
 //! A stack whose worker is not running cannot mark any remote APIService `Available`; it
 //! says so instead of answering a silent 503: each request to a remote APIService gets
@@ -51,7 +51,6 @@
 //! minute).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use http::HeaderValue;
@@ -59,30 +58,21 @@ use tower::Layer;
 use tower_http::set_header::{SetResponseHeader, SetResponseHeaderLayer};
 
 use crate::aggregator::AggregatorLayer;
-use crate::audit::{AuditIdLayer, AuditIdService, AuditLayer, AuditService, AuditSink, Policy};
+use crate::audit::{AuditIdLayer, AuditIdService, AuditLayer, AuditService};
 use crate::authn::{
     AuthenticateFuture, AuthenticationLayer, AuthenticationMetrics, AuthenticationService,
     Authenticator, UserInfo,
 };
 use crate::authz::{AuthorizationLayer, AuthorizationMetrics, AuthorizationService, Authorizer};
-use crate::availability::{
-    AvailabilityConfig, AvailabilityController, AvailabilityMetrics, ServiceResolver,
-    StaticServiceResolver,
-};
+use crate::availability::{AvailabilityConfig, AvailabilityMetrics};
 use crate::discovery::{DiscoveryConfig, DiscoveryManager};
 use crate::impersonation::{ImpersonationLayer, ImpersonationService};
 use crate::inflight::{InFlightLayer, InFlightService};
 use crate::metrics::{MetricsLayer, RequestMetrics};
 use crate::openapi::{OpenApiConfig, OpenApiManager};
-use crate::registry::{Registry, StatusSink};
-use crate::rt::{Executor, Timer};
+use crate::registry::Registry;
 use crate::selfreview::SelfReviewLayer;
-use crate::source::{ApiServiceEvent, ApiServiceSource};
-use crate::tenant::client::{CachedTransport, ClientCache};
-use crate::tenant::{
-    TenantEvent, TenantForwarding, TenantGateLayer, TenantLayer, TenantService, TenantSource,
-    Tenants, TenantsConfig,
-};
+use crate::tenant::{TenantGateLayer, TenantLayer, TenantService, Tenants};
 use crate::timeout::{LongRunningCheck, TimeoutLayer, TimeoutService};
 use crate::trace::{TracingLayer, TracingService};
 use crate::transport::Transport;
@@ -345,40 +335,6 @@ where
     }
 }
 
-/// Configures an [`Aggregator`]; every setting is given once.
-pub struct AggregatorBuilder {
-    transport: Arc<dyn Transport>,
-    /// The status sinks, added to the registry when it is built.
-    sinks: Vec<AddSink>,
-    tenants: Option<TenantForwarding>,
-    tenant_source: Option<Box<dyn BoxedTenantSource>>,
-    resolver: Option<Arc<dyn ServiceResolver>>,
-    source: Option<Box<dyn BoxedSource>>,
-    authenticator: Option<Box<dyn Authenticator>>,
-    authorizer: Option<Box<dyn Authorizer>>,
-    executor: Option<Executor>,
-    timer: Option<Timer>,
-    metrics: Option<Arc<AvailabilityMetrics>>,
-    request_metrics: Option<Arc<RequestMetrics>>,
-    availability: AvailabilityConfig,
-    discovery: DiscoveryConfig,
-    openapi: OpenApiConfig,
-    request_timeout: Duration,
-    long_running: LongRunningCheck,
-    inflight: InFlightLayer,
-    tracing: TracingLayer,
-    audit: AuditLayer,
-}
-
-impl std::fmt::Debug for AggregatorBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AggregatorBuilder")
-            .field("availability", &self.availability)
-            .field("tenants", &self.tenants)
-            .finish_non_exhaustive()
-    }
-}
-
 /// Why [`AggregatorBuilder::build`] refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -396,360 +352,15 @@ pub enum BuildError {
     NoRuntime,
 }
 
-impl AggregatorBuilder {
-    /// Where `namespace/name:port` of each APIService's `spec.service` lives. Default: an
-    /// empty [`StaticServiceResolver`] (every remote APIService `ServiceNotFound`).
-    pub fn resolver(mut self, resolver: impl ServiceResolver) -> Self {
-        self.resolver = Some(Arc::new(resolver));
-        self
-    }
+mod build;
+mod settings;
 
-    /// Where APIServices come from (a [`ManifestDir`](crate::source::ManifestDir), a
-    /// watch, a database); the worker applies its events. Its first event (a directory's
-    /// first read, a watch's initial list) and whatever the host applied before are the
-    /// APIServices "known at start" that [`DiscoveryManager::has_synced`] waits for.
-    /// Without a source, the host pushes updates with [`Registry::apply`].
-    pub fn source(mut self, source: impl ApiServiceSource) -> Self {
-        self.source = Some(Box::new(source));
-        self
-    }
-
-    /// Tells `sink` every change of an APIService's `Available` condition, so the host can
-    /// write status back to where its APIServices live (as kube-aggregator's
-    /// availability controller updates the APIService's status). May be given more than
-    /// once; same as [`Registry::add_status_sink`] on [`Aggregator::registry`].
-    pub fn status_sink(mut self, sink: impl StatusSink) -> Self {
-        self.sinks.push(Box::new(move |registry: &Registry| {
-            registry.add_status_sink(sink)
-        }));
-        self
-    }
-
-    /// Authenticates callers (a [`Union`](crate::authn::Union) of x509, request-header,
-    /// tokens, ...). Without one the stack expects the host to have put a [`UserInfo`]
-    /// into the request extensions, and answers 401 when there is none.
-    pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
-        self.authenticator = Some(Box::new(authenticator));
-        self
-    }
-
-    /// Decides requests (required). kube-apiserver asks
-    /// [`PrivilegedGroups`](crate::authz::PrivilegedGroups) for `system:masters` before
-    /// its configured modes; put one first in a [`Union`](crate::authz::Union) to do the
-    /// same.
-    pub fn authorizer(mut self, authorizer: impl Authorizer) -> Self {
-        self.authorizer = Some(Box::new(authorizer));
-        self
-    }
-
-    /// The executor (spliced upgrade connections) and timer (probes, deadlines) of a host
-    /// not on tokio. With the `tokio` feature the defaults are tokio's.
-    pub fn runtime(mut self, executor: Executor, timer: Timer) -> Self {
-        self.executor = Some(executor);
-        self.timer = Some(timer);
-        self
-    }
-
-    /// Where the availability metrics go (default: a fresh set, see
-    /// [`Aggregator::metrics`]).
-    pub fn metrics(mut self, metrics: Arc<AvailabilityMetrics>) -> Self {
-        self.metrics = Some(metrics);
-        self
-    }
-
-    /// Where the request metrics go (default: a fresh set, see
-    /// [`Aggregator::request_metrics`]).
-    pub fn request_metrics(mut self, metrics: Arc<RequestMetrics>) -> Self {
-        self.request_metrics = Some(metrics);
-        self
-    }
-
-    /// Timing of availability checks (default: upstream's 30 s resync, 5 s probe timeout).
-    pub fn availability(mut self, config: AvailabilityConfig) -> Self {
-        self.availability = config;
-        self
-    }
-
-    /// How backends' discovery documents are fetched (default: upstream's 1 min refresh, 5 s
-    /// timeout, 16 MiB limit).
-    pub fn discovery(mut self, config: DiscoveryConfig) -> Self {
-        self.discovery = config;
-        self
-    }
-
-    /// How backends' OpenAPI specs are fetched (default: 1 min refresh, 16 MiB limit).
-    pub fn openapi(mut self, config: OpenApiConfig) -> Self {
-        self.openapi = config;
-        self
-    }
-
-    /// `--request-timeout`: the deadline of requests that are not long-running, and the cap
-    /// of their `?timeout=` (default 60 s).
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// Which requests are long-running (no request timeout, not counted in flight):
-    /// kube-apiserver's rule by default; [`LongRunningCheck::or`] adds the host's own.
-    pub fn long_running(mut self, check: LongRunningCheck) -> Self {
-        self.long_running = check;
-        self
-    }
-
-    /// `--max-requests-inflight` and `--max-mutating-requests-inflight` (default 400 and
-    /// 200; 0 means no limit), and an optional limit per APIService (0: none).
-    pub fn max_requests_inflight(
-        mut self,
-        read: usize,
-        mutating: usize,
-        per_api_service: usize,
-    ) -> Self {
-        self.inflight = InFlightLayer::new(read, mutating).per_api_service(per_api_service);
-        self
-    }
-
-    /// Audits requests by `policy` (`--audit-policy-file`) into `sink` (a
-    /// [`LogSink`](crate::audit::LogSink), or the host's own): the [`AuditLayer`] after
-    /// authentication, and the [`AuditIdLayer`] auditing the requests authentication
-    /// refuses (see [`AuditIdLayer::audit_refused`]). Without this,
-    /// nothing is audited (requests still get their `Audit-Id`).
-    pub fn audit(mut self, policy: Policy, sink: impl AuditSink) -> Self {
-        self.audit = AuditLayer::new(policy, sink);
-        self
-    }
-
-    /// As [`AggregatorBuilder::audit`], with a layer the host made (one counting into
-    /// the [`AuditMetrics`](crate::audit::AuditMetrics) its sinks count into, say). Its
-    /// long-running check is replaced by the builder's.
-    pub fn audit_layer(mut self, layer: AuditLayer) -> Self {
-        self.audit = layer;
-        self
-    }
-
-    /// Traces requests with `layer` (see [`crate::trace`]; `--tracing-config-file`).
-    /// Without this, nothing is traced.
-    pub fn tracing(mut self, layer: TracingLayer) -> Self {
-        self.tracing = layer;
-        self
-    }
-
-    /// Mounts tenants under `/clusters/<name>/...` (kcp's shape, see [`crate::tenant`]):
-    /// each with its own APIServices, discovery, OpenAPI and availability, on this
-    /// builder's transport, resolver and worker; their requests reach their backends as
-    /// `forwarding` says. Tenants come from [`AggregatorBuilder::tenant_source`] or
-    /// [`Aggregator::tenants`]; until one is mounted, every `/clusters/<name>` request is
-    /// 404. Without this, `/clusters/...` paths are the host's like any other.
-    pub fn tenants(mut self, forwarding: TenantForwarding) -> Self {
-        self.tenants = Some(forwarding);
-        self
-    }
-
-    /// Where tenants come from (a watch of workspaces, a database); the worker applies
-    /// its events. Mounts `/clusters/` with the default [`TenantForwarding`] unless
-    /// [`AggregatorBuilder::tenants`] chose one.
-    pub fn tenant_source(mut self, source: impl TenantSource) -> Self {
-        self.tenants.get_or_insert_with(TenantForwarding::default);
-        self.tenant_source = Some(Box::new(source));
-        self
-    }
-
-    /// The stack and its worker. Spawn the worker (`tokio::spawn(worker)`, or the host's
-    /// executor): it runs until the process ends.
-    ///
-    /// # Errors
-    ///
-    /// [`BuildError::NoAuthorizer`] without an authorizer; [`BuildError::NoRuntime`]
-    /// without an executor and timer when the `tokio` feature is off.
-    pub fn build(self) -> Result<(Aggregator, Worker), BuildError> {
-        let authorizer = self.authorizer.ok_or(BuildError::NoAuthorizer)?;
-        let (executor, timer) = match (self.executor, self.timer) {
-            (Some(e), Some(t)) => (e, t),
-            #[cfg(feature = "tokio")]
-            _ => (Executor::tokio(), Timer::tokio()),
-            #[cfg(not(feature = "tokio"))]
-            _ => return Err(BuildError::NoRuntime),
-        };
-        let resolver = self
-            .resolver
-            .unwrap_or_else(|| Arc::new(StaticServiceResolver::new()));
-        let metrics = self.metrics.unwrap_or_default();
-        let transport = self.transport.clone();
-        // With tenants, the stack's own APIServices and every tenant's take their clients
-        // from one cache: one pool of connections per backend, whoever reaches it.
-        let (own, tenants) = match self.tenants {
-            None => (Registry::new(self.transport.clone()), None),
-            Some(forwarding) => {
-                let config = TenantsConfig {
-                    forwarding,
-                    discovery: self.discovery.clone(),
-                    openapi: self.openapi.clone(),
-                };
-                let clients = Arc::new(ClientCache::new(self.transport.clone()));
-                let tenants =
-                    Tenants::with_clients(config, clients.clone(), resolver.clone(), timer.clone());
-                (Registry::new(CachedTransport(clients)), Some(tenants))
-            }
-        };
-        own.set_clock(timer.clone());
-        for add in self.sinks {
-            add(&own);
-        }
-        let mut controller = AvailabilityController::new(
-            own.clone(),
-            resolver.clone(),
-            timer.clone(),
-            self.availability,
-            metrics.clone(),
-        );
-        if let Some(tenants) = &tenants {
-            controller = controller.tenants(tenants.clone());
-        }
-        let discovery = DiscoveryManager::new(timer.clone(), self.discovery);
-        let openapi = OpenApiManager::new(timer.clone(), self.openapi);
-        let (registry, mut source) = (own.clone(), self.source);
-        let (feed_resolver, to_discovery, to_openapi) =
-            (resolver.clone(), discovery.clone(), openapi.clone());
-        let follow = async move {
-            // The APIServices known at start are what the host applied before the worker
-            // ran plus the source's first event (a directory's first read, a watch's
-            // initial list). The managers follow the registry only from then on, so
-            // `DiscoveryManager::has_synced` (the `/readyz` post-start hook) covers them.
-            if let Some(source) = &mut source {
-                if let Some(event) = source.next_boxed().await {
-                    registry.apply_logged(event);
-                }
-            }
-            registry.feed(feed_resolver.clone(), to_discovery);
-            registry.feed(feed_resolver, to_openapi);
-            if let Some(mut source) = source {
-                while let Some(event) = source.next_boxed().await {
-                    registry.apply_logged(event);
-                }
-            }
-        };
-        let managers = (discovery.clone().run(), openapi.clone().run());
-        // The tenants' managers and feed, in the same worker.
-        let (to_tenants, mut tenant_source) = (tenants.clone(), self.tenant_source);
-        let tenant_work = async move {
-            let Some(tenants) = to_tenants else {
-                return;
-            };
-            let follow = async {
-                if let Some(source) = &mut tenant_source {
-                    while let Some(event) = source.next_boxed().await {
-                        tenants.apply_logged(event);
-                    }
-                }
-            };
-            futures_util::future::join(tenants.clone().run_managers(), follow).await;
-        };
-        let work: BoxFuture<'static, ()> = Box::pin(async move {
-            let stack =
-                futures_util::future::join4(controller.run(), managers.0, managers.1, follow);
-            futures_util::future::join(stack, tenant_work).await;
-        });
-        let (worker, state) = Worker::new(work, timer.now());
-        let mut aggregator = AggregatorLayer::new(own.clone(), resolver, timer.clone())
-            .executor(executor)
-            .discovery(discovery.clone())
-            .openapi(openapi.clone())
-            .with_worker(state);
-        if let Some(tenants) = &tenants {
-            aggregator = aggregator.tenants(tenants.clone());
-        }
-        let authenticator = self
-            .authenticator
-            .unwrap_or_else(|| Box::new(HostAuthenticated));
-        let authorizer: SharedAuthorizer = Arc::from(authorizer);
-        let audit = self.audit.long_running(self.long_running.clone());
-        let request_metrics = self.request_metrics.unwrap_or_default();
-        let authentication_metrics = Arc::new(AuthenticationMetrics::default());
-        let authorization_metrics = Arc::new(AuthorizationMetrics::default());
-        Ok((
-            Aggregator {
-                audit_id: AuditIdLayer::new().audit_refused(&audit),
-                cache_control: SetResponseHeaderLayer::if_not_present(
-                    http::header::CACHE_CONTROL,
-                    HeaderValue::from_static("no-cache, private"),
-                ),
-                tenant: if tenants.is_some() {
-                    TenantLayer::new()
-                } else {
-                    TenantLayer::off()
-                },
-                timeout: TimeoutLayer::new(timer.clone())
-                    .request_timeout(self.request_timeout)
-                    .long_running(self.long_running.clone())
-                    .on_timeout({
-                        let metrics = request_metrics.clone();
-                        Arc::new(move |method, uri| metrics.terminated_request(method, uri, 504))
-                    })
-                    .on_abort({
-                        let metrics = request_metrics.clone();
-                        Arc::new(move |method, uri| metrics.aborted_request(method, uri))
-                    }),
-                authentication: AuthenticationLayer::new(authenticator)
-                    .metrics(authentication_metrics.clone()),
-                tracing: self.tracing,
-                audit,
-                impersonation: ImpersonationLayer::new(authorizer.clone()),
-                inflight: self
-                    .inflight
-                    .long_running(self.long_running.clone())
-                    .metrics(request_metrics.clone()),
-                authorization: AuthorizationLayer::new(authorizer.clone())
-                    .metrics(authorization_metrics.clone()),
-                request_metrics: MetricsLayer::new(request_metrics).long_running(self.long_running),
-                authentication_metrics,
-                authorization_metrics,
-                tenant_gate: match &tenants {
-                    Some(t) => TenantGateLayer::new(t.clone()),
-                    None => TenantGateLayer::off(),
-                },
-                selfreview: SelfReviewLayer::new(authorizer),
-                aggregator,
-                registry: own,
-                metrics,
-                discovery,
-                openapi,
-                transport,
-                tenants,
-            },
-            worker,
-        ))
-    }
-}
-
-/// An [`ApiServiceSource`] behind a box (its `impl Future` method is not object safe).
-trait BoxedSource: Send {
-    fn next_boxed(&mut self) -> BoxFuture<'_, Option<ApiServiceEvent>>;
-}
-
-impl<S: ApiServiceSource> BoxedSource for S {
-    fn next_boxed(&mut self) -> BoxFuture<'_, Option<ApiServiceEvent>> {
-        Box::pin(self.next_event())
-    }
-}
-
-/// A status sink waiting for the registry [`AggregatorBuilder::build`] makes.
-type AddSink = Box<dyn FnOnce(&Registry) + Send>;
-
-/// A [`TenantSource`] behind a box.
-trait BoxedTenantSource: Send {
-    fn next_boxed(&mut self) -> BoxFuture<'_, Option<TenantEvent>>;
-}
-
-impl<S: TenantSource> BoxedTenantSource for S {
-    fn next_boxed(&mut self) -> BoxFuture<'_, Option<TenantEvent>> {
-        Box::pin(self.next_event())
-    }
-}
+pub use settings::AggregatorBuilder;
 
 /// The authenticator of a stack built without one: the [`UserInfo`] an earlier layer of
 /// the host put into the request extensions, or nobody (401).
 #[derive(Debug, Clone, Copy)]
-struct HostAuthenticated;
+pub(super) struct HostAuthenticated;
 
 impl Authenticator for HostAuthenticated {
     fn authenticate(&self, parts: &http::request::Parts) -> AuthenticateFuture {

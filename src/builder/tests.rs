@@ -8,10 +8,12 @@ use tower::{Layer, ServiceExt};
 use super::*;
 use crate::apiservice::{ApiService, ServiceReference};
 use crate::authz::AlwaysAllow;
+use crate::availability::StaticServiceResolver;
 use crate::body::Body;
 use crate::source::ApiServiceEvent;
 use crate::testing::{NoExecutor, StoppedClock};
 use crate::transport::InMemoryTransport;
+use std::time::Duration;
 
 fn apiservice() -> ApiService {
     let mut svc = ApiService::default();
