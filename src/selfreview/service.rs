@@ -295,14 +295,14 @@ async fn respond<Z: Authorizer + ?Sized>(
         }
         Format::Json | Format::Yaml => (
             Some(json::decode(bytes, input == Format::Yaml, kind)?),
-            &b""[..],
+            Vec::new(),
         ),
     };
     let (doc, pb) = match kind {
         Kind::AccessReview => {
             let review = match &value {
                 Some(v) => json::access_review(v)?,
-                None => proto::decode_access_review(raw)?,
+                None => proto::decode_access_review(&raw)?,
             };
             if let Some(audit) = audit {
                 let decoded = SubjectAccessReviewStatus::default();
@@ -326,7 +326,7 @@ async fn respond<Z: Authorizer + ?Sized>(
         Kind::RulesReview => {
             let namespace = match &value {
                 Some(v) => json::rules_review_namespace(v)?,
-                None => proto::decode_rules_review(raw)?,
+                None => proto::decode_rules_review(&raw)?,
             };
             if let Some(audit) = audit {
                 audit.log_request_object(json::rules_review_request(&namespace));
@@ -346,7 +346,7 @@ async fn respond<Z: Authorizer + ?Sized>(
         }
         Kind::SubjectReview => {
             if value.is_none() {
-                proto::decode_subject_review(raw)?;
+                proto::decode_subject_review(&raw)?;
             }
             if let Some(audit) = audit {
                 audit.log_request_object(json::subject_review_request());

@@ -283,7 +283,7 @@ async fn protobuf_as_kubectl_1_32_sends_it() {
         (v.as_str(), k.as_str()),
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview")
     );
-    let echoed = proto::decode_access_review(raw).unwrap();
+    let echoed = proto::decode_access_review(&raw).unwrap();
     assert_eq!(
         echoed.resource_attributes.as_ref().unwrap().resource,
         "nodes"
