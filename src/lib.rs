@@ -77,6 +77,7 @@ mod sharded;
 pub mod source;
 mod span;
 pub mod status;
+mod tenancy;
 pub mod tenant;
 #[cfg(any(test, fuzzing))]
 mod testing;

@@ -85,6 +85,7 @@ mod metrics;
 mod openapi;
 mod remote;
 mod route;
+pub(crate) mod tenants;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -97,17 +98,18 @@ use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use tower::{Layer, Service, ServiceExt};
 
-use crate::availability::ServiceResolver;
 use crate::body::{Body, BoxError};
 use crate::discovery::DiscoveryManager;
 use crate::openapi::OpenApiManager;
 use crate::registry::Registry;
+use crate::resolver::ServiceResolver;
 use crate::rt::{Executor, Timer};
-use crate::tenant::{Tenant, Tenants};
+use crate::tenancy::Tenant;
 
 pub use metrics::ProxyMetrics;
 use remote::remote;
 use route::{Target, route};
+use tenants::Tenants;
 
 /// Layer that puts the aggregator in front of the host's own handlers.
 ///
@@ -347,7 +349,7 @@ where
             {
                 Some(mounted) => Some(mounted),
                 None => {
-                    let res = crate::tenant::not_found(tenant);
+                    let res = crate::tenancy::not_found(tenant);
                     return Box::pin(std::future::ready(Ok(res)));
                 }
             },

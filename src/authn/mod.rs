@@ -65,11 +65,8 @@ mod union;
 mod x509;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-
-use rustls_pki_types::CertificateDer;
 
 pub use bearer::{BearerToken, TokenAuthenticator, WEBSOCKET_BEARER_PREFIX, bearer_token};
 pub use client_cas::{CaReloadError, ClientCas};
@@ -87,24 +84,8 @@ pub use union::{Anonymous, Union};
 pub use x509::{CREDENTIAL_ID_EXTRA, InvalidClientCa, X509Authenticator};
 
 pub use crate::identity::{
-    SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, UserInfo,
+    ConnectionInfo, SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, UserInfo,
 };
-
-/// What the TLS accept loop learned about the connection a request came on. The
-/// [`server`](crate::server) module's accept loop inserts it; a host with its own loop
-/// builds it from its TLS session.
-///
-/// The host inserts one into every request's extensions. `peer_certificates` is the chain
-/// the client presented (leaf first), not yet verified: authenticators verify it against
-/// their own CA, as kube-apiserver does.
-#[derive(Debug, Clone, Default)]
-pub struct ConnectionInfo {
-    /// The client's address: the host part goes into `X-Forwarded-For` when proxied.
-    pub remote_addr: Option<SocketAddr>,
-    /// The presented certificate chain, leaf first, DER; empty when none. Shared, so
-    /// cloning the info per request costs a reference count.
-    pub peer_certificates: Arc<[CertificateDer<'static>]>,
-}
 
 /// Why an authenticator refused credentials that were presented.
 ///

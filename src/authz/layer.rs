@@ -157,7 +157,7 @@ where
                 &"no user found for request",
             ))));
         };
-        let tenant = req.extensions().get::<crate::tenant::Tenant>();
+        let tenant = req.extensions().get::<crate::tenancy::Tenant>();
         let attrs = Attributes::new(user, info).in_tenant(tenant);
         let started = self.metrics.as_ref().map(|m| (m.clone(), Instant::now()));
         // The webhook's calls are polled under this span, and so become its children.

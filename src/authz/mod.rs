@@ -193,7 +193,7 @@ impl Attributes {
     }
 
     /// These attributes within `tenant` (see [`Attributes::tenant`]).
-    pub fn in_tenant(mut self, tenant: Option<&crate::tenant::Tenant>) -> Attributes {
+    pub fn in_tenant(mut self, tenant: Option<&crate::tenancy::Tenant>) -> Attributes {
         self.tenant = tenant.map(|t| t.name().to_owned()).unwrap_or_default();
         self
     }

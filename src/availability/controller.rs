@@ -14,11 +14,11 @@ use futures_util::future::join_all;
 use futures_util::stream::FuturesUnordered;
 
 use super::probe::Probe;
-use super::{AvailabilityMetrics, ServiceResolver, UnavailableCause};
+use super::{AvailabilityMetrics, MountedTenants, ServiceResolver, UnavailableCause};
 use crate::apiservice::{ConditionStatus, ServiceReference};
 use crate::registry::{Registry, Route, RoutingTable};
 use crate::rt::Timer;
-use crate::tenant::{Tenant, Tenants};
+use crate::tenancy::Tenant;
 use crate::transport::CertificateSummary;
 
 /// How many APIServices are checked at the same time (upstream: 5 workers).
@@ -102,7 +102,7 @@ impl Default for AvailabilityConfig {
 #[derive(Clone)]
 pub struct AvailabilityController {
     registry: Registry,
-    tenants: Option<Tenants>,
+    tenants: Option<Arc<dyn MountedTenants>>,
     resolver: Arc<dyn ServiceResolver>,
     timer: Timer,
     config: AvailabilityConfig,
@@ -213,8 +213,8 @@ impl AvailabilityController {
     /// with the same workers, schedule and resolver: one controller for the whole stack.
     /// A tenant's conditions go to its own registry, and its metrics carry a `cluster`
     /// label.
-    pub fn tenants(mut self, tenants: Tenants) -> AvailabilityController {
-        self.tenants = Some(tenants);
+    pub fn tenants(mut self, tenants: impl MountedTenants) -> AvailabilityController {
+        self.tenants = Some(Arc::new(tenants));
         self
     }
 
@@ -225,7 +225,7 @@ impl AvailabilityController {
             None,
             (self.registry.clone(), self.registry.snapshot_owned()),
         );
-        for (tenant, registry) in self.tenants.iter().flat_map(Tenants::registries) {
+        for (tenant, registry) in self.tenants.iter().flat_map(|t| t.registries()) {
             let table = registry.snapshot_owned();
             scopes.insert(Some(tenant), (registry, table));
         }
@@ -251,7 +251,7 @@ impl AvailabilityController {
         let mut running: FuturesUnordered<CheckFuture<'_>> = FuturesUnordered::new();
         loop {
             // Read before the tables, so a change while this pass runs wakes the next.
-            let tenants_seen = self.tenants.as_ref().map(Tenants::generation);
+            let tenants_seen = self.tenants.as_ref().map(|t| t.generation());
             let scopes = self.scopes();
             let now = self.timer.now();
             // A tenant that is gone takes its schedule and its gauges along (its checks in

@@ -77,6 +77,7 @@ mod controller;
 mod metrics;
 mod preflight;
 mod probe;
+mod tenants;
 
 pub use crate::resolver::{
     InvalidAddress, ResolveError, ResolveFuture, ServiceResolver, StaticServiceResolver,
@@ -85,3 +86,4 @@ pub use cause::UnavailableCause;
 pub use controller::{AvailabilityConfig, AvailabilityController};
 pub use metrics::AvailabilityMetrics;
 pub use preflight::proxy_certificate_warnings;
+pub use tenants::MountedTenants;

@@ -8,6 +8,7 @@ use http::HeaderValue;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 use crate::aggregator::AggregatorLayer;
+use crate::aggregator::tenants::client::{CachedTransport, ClientCache};
 use crate::audit::AuditIdLayer;
 use crate::authn::{AuthenticationLayer, AuthenticationMetrics};
 use crate::authz::{AuthorizationLayer, AuthorizationMetrics};
@@ -20,7 +21,6 @@ use crate::registry::Registry;
 #[cfg(feature = "tokio")]
 use crate::rt::{Executor, Timer};
 use crate::selfreview::SelfReviewLayer;
-use crate::tenant::client::{CachedTransport, ClientCache};
 use crate::tenant::{TenantGateLayer, TenantLayer, Tenants, TenantsConfig};
 use crate::timeout::TimeoutLayer;
 

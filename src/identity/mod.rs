@@ -35,6 +35,22 @@ pub use user::{
 
 use crate::gocompat::url;
 
+/// What the TLS accept loop learned about the connection a request came on. The
+/// [`server`](crate::server) module's accept loop inserts it; a host with its own loop
+/// builds it from its TLS session.
+///
+/// The host inserts one into every request's extensions. `peer_certificates` is the chain
+/// the client presented (leaf first), not yet verified: authenticators verify it against
+/// their own CA, as kube-apiserver does.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionInfo {
+    /// The client's address: the host part goes into `X-Forwarded-For` when proxied.
+    pub remote_addr: Option<std::net::SocketAddr>,
+    /// The presented certificate chain, leaf first, DER; empty when none. Shared, so
+    /// cloning the info per request costs a reference count.
+    pub peer_certificates: std::sync::Arc<[rustls_pki_types::CertificateDer<'static>]>,
+}
+
 /// The user's name (always sent, even empty).
 pub(crate) const X_REMOTE_USER: HeaderName = HeaderName::from_static("x-remote-user");
 /// The user's UID (sent when set).

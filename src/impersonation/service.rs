@@ -177,7 +177,7 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let authorizer = self.authorizer.clone();
         // Impersonation is asked within the request's tenant, as everything else it does.
-        let tenant = req.extensions().get::<crate::tenant::Tenant>().cloned();
+        let tenant = req.extensions().get::<crate::tenancy::Tenant>().cloned();
         ResponseFuture::Checking {
             checking: Box::pin(async move {
                 for item in &items {

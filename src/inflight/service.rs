@@ -269,7 +269,7 @@ fn admit(shared: &Arc<Shared>, head: &http::request::Parts, info: &RequestInfo) 
         class: None,
         api_service: None,
     };
-    let tenant = head.extensions.get::<crate::tenant::Tenant>();
+    let tenant = head.extensions.get::<crate::tenancy::Tenant>();
     if let (Some(per), Some(name)) = (per, api_service_name(info, tenant)) {
         if per.try_acquire(&name) {
             slots.api_service = Some(name);
@@ -297,14 +297,14 @@ fn admit(shared: &Arc<Shared>, head: &http::request::Parts, info: &RequestInfo) 
 
 /// The APIService a request addresses: `<version>.<group>` for `/apis/<group>/<version>...`,
 /// `<version>.` for the core group's resources.
-fn api_service_name(info: &RequestInfo, tenant: Option<&crate::tenant::Tenant>) -> Option<String> {
+fn api_service_name(info: &RequestInfo, tenant: Option<&crate::tenancy::Tenant>) -> Option<String> {
     let (version, group) = match info.api_path() {
         ApiPath::GroupVersion { group, version } => (version, group),
         ApiPath::Legacy if info.is_resource_request => (info.api_version.as_str(), ""),
         _ => return None,
     };
     // Pushed, not formatted: this runs for every counted request.
-    let tenant = tenant.map(crate::tenant::Tenant::name);
+    let tenant = tenant.map(crate::tenancy::Tenant::name);
     let mut name =
         String::with_capacity(tenant.map_or(0, |t| t.len() + 1) + version.len() + 1 + group.len());
     // A tenant's APIService is another one than the same name elsewhere.

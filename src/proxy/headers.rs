@@ -2,6 +2,8 @@
 
 use http::header::{self, HeaderMap, HeaderName};
 
+use crate::transport::connection_listed;
+
 /// Headers that apply to one connection only (Go `httputil.ReverseProxy`'s list, RFC 9110
 /// §7.6.1). `Proxy-Authorization` is among them, so a proxy credential never reaches a
 /// backend.
@@ -33,18 +35,6 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
     for name in &HOP_BY_HOP {
         headers.remove(name);
     }
-}
-
-/// The header names a `Connection` header lists (comma-separated, case-insensitive;
-/// names that are not valid header names skipped): hop-by-hop by RFC 9110 §7.6.1.
-pub(crate) fn connection_listed(headers: &HeaderMap) -> Vec<HeaderName> {
-    headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect()
 }
 
 /// The protocol a message's headers switch to, as Go's `httputil` `upgradeType` reads

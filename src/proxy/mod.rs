@@ -53,9 +53,6 @@ mod upgrade;
 
 pub use crate::gocompat::url::encode_query;
 pub use crate::identity::{InvalidIdentityHeader, escape_extra_key, set_identity_headers};
-// For the HTTP/2 backend client, which only the tokio feature builds.
-#[cfg(feature = "tokio")]
-pub(crate) use headers::connection_listed;
 pub use headers::is_upgrade_request;
 #[cfg(fuzzing)]
 pub(crate) use request::escaped_path_and_query;

@@ -74,7 +74,7 @@ const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host")
 ///
 /// Removes hop-by-hop headers, `Host`, credentials, impersonation, client-supplied
 /// identity headers and a client's tenant header
-/// ([`TENANT_HEADER`](crate::tenant::TENANT_HEADER)); writes `user` as front-proxy headers; appends the client IP to
+/// ([`TENANT_HEADER`](crate::tenancy::TENANT_HEADER)); writes `user` as front-proxy headers; appends the client IP to
 /// `X-Forwarded-For`; sets `X-Forwarded-Proto: https`, `X-Forwarded-Uri` (the cleaned
 /// escaped path) and `X-Forwarded-Host` (the backend's host:port, as upstream).
 ///
@@ -112,7 +112,7 @@ pub fn upstream_request(
     write_identity_headers(h, user, &mut values)?;
     // The tenant header is the aggregator's to write (a tenant's client adds it behind
     // this): a client's own never reaches a backend, whether tenants are mounted or not.
-    h.remove(crate::tenant::TENANT_HEADER);
+    h.remove(crate::tenancy::TENANT_HEADER);
     if let Some(addr) = remote_addr {
         let value = match h.entry(X_FORWARDED_FOR) {
             header::Entry::Occupied(prior) => {

@@ -257,7 +257,7 @@ where
         Err(e) => return bad_request(format!("reading the request body: {e}")),
     };
     // A self review in a tenant asks about that tenant.
-    let tenant = parts.extensions.get::<crate::tenant::Tenant>();
+    let tenant = parts.extensions.get::<crate::tenancy::Tenant>();
     let audit = parts.extensions.get::<AuditContext>();
     match respond(
         kind, input, output, &bytes, &user, tenant, authorizer, audit,
@@ -282,7 +282,7 @@ async fn respond<Z: Authorizer + ?Sized>(
     output: Format,
     bytes: &[u8],
     user: &UserInfo,
-    tenant: Option<&crate::tenant::Tenant>,
+    tenant: Option<&crate::tenancy::Tenant>,
     authorizer: &Z,
     audit: Option<&AuditContext>,
 ) -> Result<Response<Body>, ReviewError> {

@@ -9,7 +9,7 @@ use tower::{Layer, Service};
 use super::layer::ResponseFuture;
 use super::{Tenant, Tenants};
 use crate::body::Body;
-use crate::status::Status;
+use crate::tenancy::not_found;
 
 /// Layer that answers a request in a tenant that is not mounted (a [`Tenant`] in its
 /// extensions that `tenants` does not know) with 404 `clusters "<name>" not found`, as
@@ -106,9 +106,4 @@ where
             inner: self.inner.call(req),
         }
     }
-}
-
-/// `clusters "<name>" not found`, apimachinery's `NewNotFound` for resource `clusters`.
-pub(crate) fn not_found(tenant: &Tenant) -> Response<Body> {
-    Status::not_found("", "clusters", tenant.name()).into_response()
 }

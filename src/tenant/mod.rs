@@ -62,118 +62,21 @@
 //! # Ok(()) }
 //! ```
 
-pub(crate) mod client;
-mod event;
 mod gate;
 mod layer;
-mod signal;
-mod tenants;
 
-use std::sync::Arc;
-
-use http::HeaderName;
-
-pub use event::{TenantApplyError, TenantError, TenantEvent, TenantSource, TenantSpec};
-pub(crate) use gate::not_found;
 pub use gate::{TenantGate, TenantGateLayer};
 pub use layer::{ResponseFuture, TenantLayer, TenantService};
-pub use signal::Changed;
-pub use tenants::{TenantStatusSink, Tenants, TenantsConfig};
 
-/// The path prefix of a tenant's requests: `/clusters/<name>/...` (kcp's).
-pub const CLUSTERS_PREFIX: &str = "/clusters/";
+pub use crate::aggregator::tenants::{
+    TenantApplyError, TenantError, TenantEvent, TenantSource, TenantSpec, TenantStatusSink,
+    Tenants, TenantsConfig,
+};
 
-/// The header that names the tenant to a backend under [`TenantForwarding::Header`]:
-/// `X-Kubernetes-Cluster: <name>` (the header kcp's servers read the logical cluster
-/// from). A client's own copy is removed by [`TenantLayer`] and by the proxy, whatever
-/// the forwarding, as a client's `X-Remote-*` headers are.
-pub const TENANT_HEADER: HeaderName = HeaderName::from_static("x-kubernetes-cluster");
-
-/// The SubjectAccessReview `spec.extra` key that carries the tenant of a request:
-/// `authorization.kcp.io/cluster-name`, one value, the tenant's name (the key kcp's
-/// webhook authorizer sends). A value of the same key in the user's own extra is replaced
-/// for a tenant's request and removed for any other, so no authenticator or front proxy
-/// can place a request in a tenant.
-pub const TENANT_EXTRA_KEY: &str = "authorization.kcp.io/cluster-name";
-
-/// How a tenant's requests reach its backends. The aggregator's own requests of those
-/// backends (probes, discovery and OpenAPI fetches) are sent the same way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum TenantForwarding {
-    /// The path without `/clusters/<name>` (what a single-tenant extension server serves)
-    /// and the tenant in [`TENANT_HEADER`]. The default: backends that ignore the header
-    /// work unchanged.
-    #[default]
-    Header,
-    /// The path as the client sent it, `/clusters/<name>` included (what a kcp shard
-    /// serves); `X-Forwarded-Uri` keeps the prefix too. No tenant header is sent.
-    PathPrefix,
-}
-
-/// The tenant a request addresses. [`TenantLayer`] puts it into the request extensions
-/// for a path under `/clusters/<name>`; the host's handlers read it there to know whose
-/// request they serve.
-///
-/// A name is kcp's logical-cluster name: one or more `:`-separated parts, each 1 to 63
-/// lower-case letters, digits and `-`, starting and ending with a letter or digit
-/// (`team-a`, `root:org:team-a`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Tenant(Arc<str>);
-
-impl Tenant {
-    /// The tenant `name`.
-    ///
-    /// # Errors
-    ///
-    /// [`InvalidTenantName`] when `name` is not a logical-cluster name (see [`Tenant`]).
-    pub fn new(name: &str) -> Result<Tenant, InvalidTenantName> {
-        if is_valid_name(name) {
-            Ok(Tenant(Arc::from(name)))
-        } else {
-            Err(InvalidTenantName {
-                name: name.to_owned(),
-            })
-        }
-    }
-
-    /// The name.
-    pub fn name(&self) -> &str {
-        &self.0
-    }
-
-    pub(crate) fn shared_name(&self) -> &Arc<str> {
-        &self.0
-    }
-}
-
-impl std::fmt::Display for Tenant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// A tenant name that is not a logical-cluster name; kcp's wording.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid cluster: {name:?} does not match the regex")]
-pub struct InvalidTenantName {
-    /// The name as given.
-    pub name: String,
-}
-
-/// kcp's `^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?:)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`.
-fn is_valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.split(':').all(|part| {
-            let b = part.as_bytes();
-            let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-            !b.is_empty()
-                && b.len() <= 63
-                && b.first().is_some_and(alnum)
-                && b.last().is_some_and(alnum)
-                && b.iter().all(|c| alnum(c) || *c == b'-')
-        })
-}
+pub use crate::tenancy::{
+    CLUSTERS_PREFIX, Changed, InvalidTenantName, TENANT_EXTRA_KEY, TENANT_HEADER, Tenant,
+    TenantForwarding,
+};
 
 #[cfg(test)]
 mod tests;

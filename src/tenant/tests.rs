@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;

@@ -12,9 +12,9 @@ use tower::util::{BoxCloneSyncService, Oneshot, ServiceExt};
 
 use super::{BackendClient, BackendTarget, ClientCertificate, Transport, TransportError};
 use crate::apiservice::ServiceReference;
-use crate::authn::ConnectionInfo;
-use crate::availability::{ResolveError, ResolveFuture, ServiceResolver};
 use crate::body::{Body, BoxError};
+use crate::identity::ConnectionInfo;
+use crate::resolver::{ResolveError, ResolveFuture, ServiceResolver};
 
 type Backends = Arc<RwLock<HashMap<String, BackendClient>>>;
 

@@ -94,6 +94,18 @@ pub use tls::{
 
 use crate::body::{Body, BoxError};
 
+/// The header names a `Connection` header lists (comma-separated, case-insensitive;
+/// names that are not valid header names skipped): hop-by-hop by RFC 9110 §7.6.1.
+pub(crate) fn connection_listed(headers: &http::HeaderMap) -> Vec<http::HeaderName> {
+    headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| http::HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect()
+}
+
 /// How to reach and verify one APIService's backend (kube-aggregator `BuildTransportConfig`).
 ///
 /// The registry builds one from each remote APIService's `spec` and asks the

@@ -157,7 +157,7 @@ impl SubjectAccessReviewSpec {
     /// the path) for resource requests or the path and verb otherwise.
     ///
     /// Beyond upstream, the tenant ([`Attributes::tenant`]) goes into `extra` under
-    /// [`TENANT_EXTRA_KEY`](crate::tenant::TENANT_EXTRA_KEY) (`authorization.kcp.io/cluster-name`,
+    /// [`TENANT_EXTRA_KEY`](crate::tenancy::TENANT_EXTRA_KEY) (`authorization.kcp.io/cluster-name`,
     /// as kcp sends it); whatever the user's own extra held under that key is dropped, so
     /// only the request's path can place it in a tenant.
     pub fn from_attributes(attrs: &Attributes) -> SubjectAccessReviewSpec {
@@ -182,10 +182,10 @@ impl SubjectAccessReviewSpec {
             (None, Some(n))
         };
         let mut extra = attrs.user.extra.clone();
-        extra.remove(crate::tenant::TENANT_EXTRA_KEY);
+        extra.remove(crate::tenancy::TENANT_EXTRA_KEY);
         if !attrs.tenant.is_empty() {
             extra.insert(
-                crate::tenant::TENANT_EXTRA_KEY.to_owned(),
+                crate::tenancy::TENANT_EXTRA_KEY.to_owned(),
                 vec![attrs.tenant.clone()],
             );
         }

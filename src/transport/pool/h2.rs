@@ -310,7 +310,7 @@ fn prepare_headers(headers: &mut HeaderMap, method: &Method, body: &Body) {
         .keys()
         .any(|name| name == header::TE || CONNECTION_SPECIFIC.contains(name))
     {
-        let listed = crate::proxy::connection_listed(headers);
+        let listed = crate::transport::connection_listed(headers);
         for name in listed.iter().chain(&CONNECTION_SPECIFIC) {
             headers.remove(name);
         }

@@ -13,18 +13,23 @@ use futures_util::StreamExt;
 use futures_util::future::{AbortHandle, Abortable, BoxFuture};
 use futures_util::stream::FuturesUnordered;
 
-use super::client::{ClientCache, TenantTransport};
-use super::event::{TenantApplyError, TenantError, TenantEvent, TenantSource, TenantSpec};
-use super::signal::{Bump, Changed, Signal};
-use super::{Tenant, TenantForwarding};
-use crate::aggregator::Scope;
+pub(crate) mod client;
+mod event;
+mod signal;
+
+use client::{ClientCache, TenantTransport};
+pub use event::{TenantApplyError, TenantError, TenantEvent, TenantSource, TenantSpec};
+use signal::Bump;
+
+use super::Scope;
 use crate::apiservice::ApiService;
-use crate::availability::ServiceResolver;
 use crate::discovery::{DiscoveryConfig, DiscoveryManager};
 use crate::openapi::{OpenApiConfig, OpenApiManager};
 use crate::registry::{Registry, StatusSink};
+use crate::resolver::ServiceResolver;
 use crate::rt::Timer;
 use crate::source::ApiServiceEvent;
+use crate::tenancy::{Changed, Signal, Tenant, TenantForwarding};
 use crate::transport::Transport;
 
 /// How every tenant of a [`Tenants`] is served. Defaults: [`TenantForwarding::Header`]
@@ -178,7 +183,7 @@ impl Tenants {
     }
 
     /// Every mounted tenant with its registry, in no particular order.
-    pub(crate) fn registries(&self) -> Vec<(Tenant, Registry)> {
+    pub fn registries(&self) -> Vec<(Tenant, Registry)> {
         self.shared
             .mounted
             .load()
@@ -395,6 +400,20 @@ fn apply_all(pending: Vec<(String, Registry, Vec<ApiService>)>, errors: &mut Vec
         if let Err(e) = registry.apply(ApiServiceEvent::Resynced(apiservices)) {
             errors.push(TenantError::ApiServices { tenant, source: e });
         }
+    }
+}
+
+impl crate::availability::MountedTenants for Tenants {
+    fn registries(&self) -> Vec<(Tenant, Registry)> {
+        Tenants::registries(self)
+    }
+
+    fn generation(&self) -> u64 {
+        Tenants::generation(self)
+    }
+
+    fn changed(&self, seen: u64) -> Changed {
+        Tenants::changed(self, seen)
     }
 }
 

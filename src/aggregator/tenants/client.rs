@@ -11,8 +11,8 @@ use http::{HeaderName, HeaderValue, Request, Response, Uri};
 use tower::Service;
 use tower::util::{BoxCloneSyncService, Oneshot, ServiceExt};
 
-use super::{CLUSTERS_PREFIX, TENANT_HEADER, Tenant, TenantForwarding};
 use crate::body::{Body, BoxError};
+use crate::tenancy::{CLUSTERS_PREFIX, TENANT_HEADER, Tenant, TenantForwarding};
 use crate::transport::{BackendClient, BackendTarget, Transport, TransportError};
 
 /// The stack's transport, with the clients it built shared by every tenant that reaches

@@ -10,7 +10,7 @@ use crate::source::ApiServiceEvent;
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct TenantSpec {
-    /// The tenant's name (see [`Tenant`](super::Tenant)).
+    /// The tenant's name (see [`Tenant`](crate::tenant::Tenant)).
     pub name: String,
     /// Every APIService of the tenant.
     pub apiservices: Vec<ApiService>,
@@ -60,7 +60,7 @@ pub trait TenantSource: Send + 'static {
 pub enum TenantError {
     /// The name is not a tenant name; nothing of that tenant was applied.
     #[error(transparent)]
-    InvalidName(#[from] super::InvalidTenantName),
+    InvalidName(#[from] crate::tenancy::InvalidTenantName),
     /// An APIService change for a tenant that is not mounted.
     #[error("clusters {tenant:?} not found")]
     NotMounted {
