@@ -15,26 +15,27 @@
 //! keep-alive PINGs after a silence. Not kept: extended CONNECT, which upgrades do not
 //! need (they go over HTTP/1.1).
 
-use std::future::Future;
-use std::pin::Pin;
+mod pipe;
+mod response;
+mod task;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::task::{Context, Poll, ready};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use h2::client::Connection;
-use h2::{PingPong, Reason, RecvStream, SendStream};
+use h2::Reason;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Response};
-use http_body::{Body as _, Frame, SizeHint};
+use http_body::Body as _;
 
 use super::body::StreamSlot;
 use super::connect::{Gathered, Io};
 use super::retry::{AttemptError, Retry};
 use super::{H2Conn, PoolInner};
 use crate::body::Body;
-use crate::rt::Timer;
+use pipe::{CancelOnDrop, PipeBody};
+use response::H2Body;
+use task::{ConnTask, KeepAlive};
 
 /// The TLS stream an HTTP/2 connection runs on.
 type H2Io = Gathered<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
@@ -360,318 +361,9 @@ fn h2_retry(e: &h2::Error) -> Retry {
     }
 }
 
-/// A backend's HTTP/2 response body. The stream's receive window is given back as data
-/// is read, so the backend may send more; the stream slot is given back when the body is
-/// dropped (h2 resets a stream dropped before its end with `CANCEL`).
-pub(super) struct H2Body {
-    recv: RecvStream,
-    data_done: bool,
-    /// What `Content-Length` says is still to come.
-    remaining: Option<u64>,
-    _slot: StreamSlot,
-}
-
-impl http_body::Body for H2Body {
-    type Data = Bytes;
-    type Error = h2::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
-        let this = &mut *self;
-        if !this.data_done {
-            match ready!(this.recv.poll_data(cx)) {
-                Some(Ok(data)) => {
-                    let _ = this.recv.flow_control().release_capacity(data.len());
-                    if let Some(left) = &mut this.remaining {
-                        *left = left.saturating_sub(data.len() as u64);
-                    }
-                    return Poll::Ready(Some(Ok(Frame::data(data))));
-                }
-                // A backend that resets with these has finished what it meant to send.
-                Some(Err(e)) if matches!(e.reason(), Some(Reason::NO_ERROR | Reason::CANCEL)) => {
-                    return Poll::Ready(None);
-                }
-                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
-                None => this.data_done = true,
-            }
-        }
-        match ready!(this.recv.poll_trailers(cx)) {
-            Ok(Some(trailers)) => Poll::Ready(Some(Ok(Frame::trailers(trailers)))),
-            Ok(None) => Poll::Ready(None),
-            Err(e) => Poll::Ready(Some(Err(e))),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.recv.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self.remaining {
-            Some(left) => SizeHint::with_exact(left),
-            None if self.recv.is_end_stream() => SizeHint::with_exact(0),
-            None => SizeHint::default(),
-        }
-    }
-}
-
-/// Sends a request body on its stream as the backend's flow-control window allows, then
-/// ends the stream (with trailers, when the body has them). Mirrors hyper 1.12's
-/// `PipeToSendStream`: send capacity is claimed only for a chunk in hand (claiming it
-/// ahead of the body can deadlock a second stream with backends that send WINDOW_UPDATE
-/// only once their window is used up, hyper#4003), a reset from the backend is watched
-/// for while waiting on the body or the window, and a body that fails resets the stream
-/// with the HTTP/2 reason in its error (`INTERNAL_ERROR` when none). When the request's
-/// caller gives up before the response (`cancel` fires), the stream is reset with
-/// `CANCEL`, so the backend stops and the connection's window is freed.
-struct PipeBody {
-    body: Body,
-    tx: SendStream<Bytes>,
-    /// A chunk taken from the body that waits for send capacity, and whether it ends it.
-    buffered: Option<(Bytes, bool)>,
-    /// Fires when the caller dropped the request before its response; closed (and then
-    /// dropped here) once the response came.
-    cancel: Option<tokio::sync::oneshot::Receiver<()>>,
-}
-
-impl Future for PipeBody {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = &mut *self;
-        if let Some(cancel) = &mut this.cancel {
-            match Pin::new(cancel).poll(cx) {
-                Poll::Ready(Ok(())) => {
-                    tracing::debug!(
-                        "request dropped before its response; resetting the backend stream"
-                    );
-                    this.tx.send_reset(Reason::CANCEL);
-                    return Poll::Ready(());
-                }
-                Poll::Ready(Err(_)) => this.cancel = None,
-                Poll::Pending => {}
-            }
-        }
-        loop {
-            if let Poll::Ready(reset) = this.tx.poll_reset(cx) {
-                tracing::debug!(?reset, "backend reset the stream of a request body");
-                return Poll::Ready(());
-            }
-            if let Some((data, end)) = this.buffered.take() {
-                if this.tx.capacity() == 0 {
-                    loop {
-                        match this.tx.poll_capacity(cx) {
-                            Poll::Ready(Some(Ok(0))) => {}
-                            Poll::Ready(Some(Ok(_))) => break,
-                            Poll::Ready(Some(Err(e))) => {
-                                tracing::debug!(error = %e, "backend HTTP/2 request body not sent");
-                                return Poll::Ready(());
-                            }
-                            Poll::Ready(None) => return Poll::Ready(()),
-                            Poll::Pending => {
-                                this.buffered = Some((data, end));
-                                return Poll::Pending;
-                            }
-                        }
-                    }
-                }
-                if this.tx.send_data(data, end).is_err() || end {
-                    return Poll::Ready(());
-                }
-                continue;
-            }
-            match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => {
-                        let end = this.body.is_end_stream();
-                        if data.is_empty() {
-                            // Needs no capacity: an explicit end goes straight out.
-                            if this.tx.send_data(data, end).is_err() || end {
-                                return Poll::Ready(());
-                            }
-                            continue;
-                        }
-                        // A small claim; h2 raises it to the chunk's length as it sends.
-                        this.tx.reserve_capacity(1);
-                        this.buffered = Some((data, end));
-                    }
-                    Err(frame) => {
-                        if let Ok(trailers) = frame.into_trailers() {
-                            this.tx.reserve_capacity(0);
-                            let _ = this.tx.send_trailers(trailers);
-                            return Poll::Ready(());
-                        }
-                    }
-                },
-                Some(Err(e)) => {
-                    let reason = h2_reason(&*e);
-                    tracing::debug!(error = %e, ?reason, "client request body failed; resetting the backend stream");
-                    this.tx.send_reset(reason);
-                    return Poll::Ready(());
-                }
-                None => {
-                    this.tx.reserve_capacity(0);
-                    let _ = this.tx.send_data(Bytes::new(), true);
-                    return Poll::Ready(());
-                }
-            }
-        }
-    }
-}
-
-/// The HTTP/2 reason of the first `h2` error in `e`'s source chain (a client stream
-/// reset with `CANCEL`, say), else `INTERNAL_ERROR`: what a failed body resets with.
-fn h2_reason(e: &(dyn std::error::Error + 'static)) -> Reason {
-    let mut cur = Some(e);
-    while let Some(err) = cur {
-        if let Some(reason) = err.downcast_ref::<h2::Error>().and_then(h2::Error::reason) {
-            return reason;
-        }
-        cur = err.source();
-    }
-    Reason::INTERNAL_ERROR
-}
-
-/// Held by a request waiting for its response while its body's pipe runs in a task of
-/// its own: dropped unanswered (the caller gave up), it tells the pipe to reset the
-/// stream.
-struct CancelOnDrop(Option<tokio::sync::oneshot::Sender<()>>);
-
-impl CancelOnDrop {
-    /// The response came: the pipe goes on sending the body.
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(tx) = self.0.take() {
-            let _ = tx.send(());
-        }
-    }
-}
-
-/// Keep-alive PINGs on one connection: one when nothing has been received for
-/// `interval` (busy or idle, as hyper's client with `keep_alive_while_idle`), and the
-/// connection given up when its answer has not come `timeout` after it was sent.
-struct KeepAlive {
-    ping: Option<PingPong>,
-    interval: Duration,
-    timeout: Duration,
-    awaiting_pong: bool,
-    /// Until the silence is long enough for a PING, or until the awaited answer is late.
-    sleep: Pin<Box<dyn hyper::rt::Sleep>>,
-    /// Reads that brought bytes on the connection's stream, counted by it.
-    reads: Arc<AtomicU64>,
-    reads_seen: u64,
-    /// When the count was last seen to move.
-    last_read: Instant,
-    timer: Timer,
-}
-
-impl KeepAlive {
-    /// `Ready` when the connection is to be closed: its PING went unanswered.
-    fn poll_dead(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        let Some(ping) = &mut self.ping else {
-            return Poll::Pending;
-        };
-        let reads = self.reads.load(Ordering::Relaxed);
-        if reads != self.reads_seen {
-            self.reads_seen = reads;
-            self.last_read = self.timer.now();
-        }
-        loop {
-            if self.awaiting_pong {
-                match ping.poll_pong(cx) {
-                    Poll::Ready(Ok(_)) => {
-                        self.awaiting_pong = false;
-                        self.last_read = self.timer.now();
-                        self.sleep = self.timer.sleep(self.interval);
-                    }
-                    // The connection is closing; its own poll reports why.
-                    Poll::Ready(Err(_)) => {
-                        self.ping = None;
-                        return Poll::Pending;
-                    }
-                    Poll::Pending => {}
-                }
-            }
-            if self.sleep.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            if self.awaiting_pong {
-                return Poll::Ready(());
-            }
-            let quiet = self.timer.now().saturating_duration_since(self.last_read);
-            if quiet < self.interval {
-                // Something came meanwhile: wait out the rest of a silence.
-                self.sleep = self.timer.sleep(self.interval - quiet);
-                continue;
-            }
-            if ping.send_ping(h2::Ping::opaque()).is_err() {
-                self.ping = None;
-                return Poll::Pending;
-            }
-            self.awaiting_pong = true;
-            self.sleep = self.timer.sleep(self.timeout);
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A backend HTTP/2 connection's task: drives the connection, publishes the backend's
-    /// stream limit as it changes (it can only change while the connection is polled, so
-    /// it is read after every poll and stored where `pick` reads it without a lock), and
-    /// closes the connection when a keep-alive PING goes unanswered. Dropping the
-    /// connection fails its open streams at once. The task ends with the connection; an
-    /// error ending it is logged at debug and otherwise seen by the requests on it.
-    struct ConnTask {
-        #[pin]
-        conn: Connection<H2Io, Bytes>,
-        watch: Arc<ConnWatch>,
-        keep_alive: KeepAlive,
-    }
-
-    impl PinnedDrop for ConnTask {
-        fn drop(this: Pin<&mut Self>) {
-            this.watch.close();
-        }
-    }
-}
-
-impl Future for ConnTask {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut this = self.project();
-        let polled = this.conn.as_mut().poll(cx);
-        this.watch.publish(this.conn.max_concurrent_send_streams());
-        match polled {
-            Poll::Ready(Ok(())) => {}
-            Poll::Ready(Err(e)) => {
-                tracing::debug!(error = %e, "backend HTTP/2 connection ended with an error");
-            }
-            Poll::Pending => {
-                if this.keep_alive.poll_dead(cx).is_pending() {
-                    return Poll::Pending;
-                }
-                tracing::debug!(
-                    timeout = ?this.keep_alive.timeout,
-                    "backend HTTP/2 connection did not answer a PING; closing it"
-                );
-            }
-        }
-        // Not for new streams from now on, whenever the executor drops the task.
-        this.watch.close();
-        Poll::Ready(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::pipe::h2_reason;
     use super::*;
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
