@@ -434,6 +434,39 @@ async fn kubectl_discovery_and_openapi_with_a_black_holed_apiservice() {
         "{explained}"
     );
 
+    // The core API's own OpenAPI (the host's), merged with the APIServices': each form of
+    // explain a user types.
+    assert!(root["paths"].get("api/v1").is_some(), "{root}");
+    let explained = kubectl(&kc, &cache, &["explain", "nodes"]).await;
+    assert!(
+        explained.contains("KIND:       Node\nVERSION:    v1"),
+        "{explained}"
+    );
+    assert!(explained.contains("status\t<NodeStatus>"), "{explained}");
+    let explained = kubectl(&kc, &cache, &["explain", "pods.spec.containers"]).await;
+    assert!(
+        explained.contains("FIELD: containers <[]Container>"),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("  name\t<string> -required-"),
+        "{explained}"
+    );
+    let explained = kubectl(&kc, &cache, &["explain", "nodemetrics"]).await;
+    assert!(explained.contains("KIND:       NodeMetrics"), "{explained}");
+    // A group-qualified name no core resource shares.
+    let explained = kubectl(&kc, &cache, &["explain", "widgets.widgets.example.io"]).await;
+    assert!(explained.contains("KIND:       Widget"), "{explained}");
+    // kubectl takes the first resource named `nodes` whose group-resource prefixes the
+    // argument, and the core group comes first: `nodes.metrics.k8s.io` is the core Node
+    // with the field path `metrics.k8s.io`, as against kube-apiserver (kubectl
+    // pkg/explain/explain.go, SplitAndParseResourceRequestWithMatchingPrefix). The schema's
+    // header is printed, then the field is not found.
+    let (ok, out, err) = run_kubectl(&kc, &cache, &["explain", "nodes.metrics.k8s.io"]).await;
+    assert!(!ok, "{out}");
+    assert!(out.contains("KIND:       Node\nVERSION:    v1"), "{out}");
+    assert!(err.contains("does not exist"), "{err}");
+
     // kubectl apply with validation on (strict, the default).
     let manifest = dir.join("widget.yaml");
     std::fs::write(&manifest, "apiVersion: widgets.example.io/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: default\nspec:\n  size: 3\n").unwrap();

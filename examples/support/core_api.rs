@@ -4,6 +4,7 @@
 //! Paths, bodies and errors follow kube-apiserver:
 //! - `/version` (version.Info), `/api` (APIVersions), `/api/v1` (APIResourceList), `/`
 //!   (RootPaths), and `/healthz`, `/livez`, `/readyz` (with `/ping` and `?verbose`);
+//! - `/openapi/v2`, `/openapi/v3` and `/openapi/v3/api/v1` ([`super::core_openapi`]);
 //! - `/api/v1/nodes[/<name>]`, `/api/v1/pods`, `/api/v1/namespaces[/<ns>]`,
 //!   `/api/v1/namespaces/<ns>/pods[/<name>]` as JSON, YAML, or a `meta.k8s.io` Table when
 //!   `Accept` asks for `as=Table` (kubectl get). As in kube-apiserver, a Table is sent with
@@ -50,6 +51,11 @@ fn handle_at(req: &Parts, now: i64) -> Response<Full<Bytes>> {
     let path = req.uri.path();
     let query = req.uri.query().unwrap_or("");
     let read_only = req.method == Method::GET || req.method == Method::HEAD;
+    if read_only {
+        if let Some(res) = super::core_openapi::handle(path, req.uri.query(), &req.headers) {
+            return res;
+        }
+    }
     let route = match path {
         "/healthz" | "/livez" | "/readyz" | "/healthz/ping" | "/livez/ping" | "/readyz/ping" => {
             Route::Health(path.trim_end_matches("/ping").trim_start_matches('/'))
@@ -708,7 +714,7 @@ fn aggregated_core(version: &'static str) -> Response<Full<Bytes>> {
 }
 
 fn root_paths() -> Value {
-    json!({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]})
+    json!({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3", "/openapi/v3/", "/readyz", "/version"]})
 }
 
 fn health(check: &str, query: &str) -> Response<Full<Bytes>> {
@@ -1408,7 +1414,7 @@ mod tests {
 
     #[test]
     fn unknown_paths_get_gos_plain_404() {
-        for uri in ["/apis/foo", "/metrics", "/apiv1", "/openapi/v2"] {
+        for uri in ["/apis/foo", "/metrics", "/apiv1", "/openapi/v3/apis/x/v1"] {
             let expected = (
                 404,
                 "text/plain; charset=utf-8".to_owned(),

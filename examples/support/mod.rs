@@ -6,6 +6,7 @@
 pub mod api_status;
 pub mod cluster;
 pub mod core_api;
+pub mod core_openapi;
 pub mod crud;
 pub mod custom_metrics;
 pub mod demo;
@@ -15,6 +16,7 @@ pub mod flags;
 pub mod gateway;
 pub mod metrics_openapi;
 pub mod metrics_server;
+pub mod openapi_doc;
 pub mod pki;
 pub mod policy;
 pub mod selector;
