@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 #[path = "../examples/support/pki.rs"]
-mod pki;
-mod support;
+pub mod pki;
+pub mod support;
 
 use criterion::measurement::WallTime;
 use criterion::{

@@ -2,7 +2,7 @@
 //! webhook in memory, answer already cached) and a client certificate (chain verified on
 //! every request, as kube-apiserver does), next to a no-authn baseline in the same group.
 
-mod support;
+pub mod support;
 
 use std::convert::Infallible;
 use std::hint::black_box;

@@ -3,7 +3,7 @@
 //! request through `AuthorizationLayer` with a SubjectAccessReview cache hit against the
 //! same request with no authorization at all.
 
-mod support;
+pub mod support;
 
 use std::convert::Infallible;
 use std::hint::black_box;

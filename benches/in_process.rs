@@ -9,8 +9,8 @@
 //! The baseline in the same group is the extension server called directly in memory.
 
 #[path = "../examples/support/pki.rs"]
-mod pki;
-mod support;
+pub mod pki;
+pub mod support;
 
 use std::convert::Infallible;
 use std::hint::black_box;

@@ -24,8 +24,8 @@
 //! only for the copy kept in case of one.
 
 #[path = "../examples/support/pki.rs"]
-mod pki;
-mod support;
+pub mod pki;
+pub mod support;
 
 use std::convert::Infallible;
 use std::hint::black_box;

@@ -16,7 +16,7 @@
 //! gateway.
 
 #[path = "support/mod.rs"]
-mod support;
+pub mod support;
 
 fn main() -> std::process::ExitCode {
     support::crud::main_from_args(std::env::args().skip(1))

@@ -13,7 +13,7 @@
 //! behind the gateway.
 
 #[path = "support/mod.rs"]
-mod support;
+pub mod support;
 
 fn main() -> std::process::ExitCode {
     support::custom_metrics::main_from_args(std::env::args().skip(1))

@@ -11,7 +11,7 @@
 //! ```
 
 #[path = "support/mod.rs"]
-mod support;
+pub mod support;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

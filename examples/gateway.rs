@@ -7,7 +7,7 @@
 //! ```
 
 #[path = "support/mod.rs"]
-mod support;
+pub mod support;
 
 // A proxy allocates and frees small buffers for every request (headers, bodies, TLS
 // records); mimalloc does that with less CPU than the system allocator.

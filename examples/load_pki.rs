@@ -29,7 +29,7 @@
 //! bound exits 1; each prints one line naming the flag, file or address.
 
 #[path = "support/mod.rs"]
-mod support;
+pub mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -8,7 +8,7 @@
 //! ```
 
 #[path = "support/mod.rs"]
-mod support;
+pub mod support;
 
 fn main() -> std::process::ExitCode {
     support::metrics_server::main_from_args(std::env::args().skip(1))

@@ -2,10 +2,9 @@
 //! client, an executor that runs nothing, and three clocks (one whose sleeps end at once,
 //! one whose sleeps end when it is stepped past them, one whose sleeps never end).
 //!
-//! Compiled for `cfg(test)` and `cfg(fuzzing)` only. Each clock's `now` is what the test
+//! Compiled for `cfg(test)` and `cfg(fuzzing)` only (the virtual clock, `MustBeReady` and
+//! `later` for `cfg(test)` alone). Each clock's `now` is what the test
 //! sets, never the wall clock, so a test decides how much time passes.
-// The fuzz logic uses a part of it.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::future::Future;
 use std::pin::Pin;
@@ -138,14 +137,17 @@ impl hyper::rt::Timer for StoppedClock {
 
 /// A clock stepped by hand whose sleeps end when [`VirtualClock::advance`] passes their
 /// deadline, so timeouts can be tested without real waiting.
+#[cfg(test)]
 #[derive(Clone)]
 pub(crate) struct VirtualClock(Arc<Mutex<VirtualState>>);
 
+#[cfg(test)]
 struct VirtualState {
     now: Instant,
     wakers: Vec<Waker>,
 }
 
+#[cfg(test)]
 impl VirtualClock {
     pub(crate) fn new() -> VirtualClock {
         VirtualClock(Arc::new(Mutex::new(VirtualState {
@@ -171,11 +173,13 @@ impl VirtualClock {
     }
 }
 
+#[cfg(test)]
 struct VirtualSleep {
     clock: VirtualClock,
     deadline: Instant,
 }
 
+#[cfg(test)]
 impl Future for VirtualSleep {
     type Output = ();
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
@@ -189,8 +193,10 @@ impl Future for VirtualSleep {
     }
 }
 
+#[cfg(test)]
 impl hyper::rt::Sleep for VirtualSleep {}
 
+#[cfg(test)]
 impl hyper::rt::Timer for VirtualClock {
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
         let deadline = self.now() + duration;
@@ -210,12 +216,14 @@ impl hyper::rt::Timer for VirtualClock {
 /// Wraps a service so that calling an instance that was not made ready first fails: tower's
 /// contract, which layers that take the readied service (or call it in place) keep. Clones
 /// start unready, as tower's `Clone` docs say a clone's readiness is its own.
+#[cfg(test)]
 #[derive(Debug)]
 pub(crate) struct MustBeReady<S> {
     inner: S,
     ready: bool,
 }
 
+#[cfg(test)]
 impl<S> MustBeReady<S> {
     pub(crate) fn new(inner: S) -> MustBeReady<S> {
         MustBeReady {
@@ -225,12 +233,14 @@ impl<S> MustBeReady<S> {
     }
 }
 
+#[cfg(test)]
 impl<S: Clone> Clone for MustBeReady<S> {
     fn clone(&self) -> Self {
         MustBeReady::new(self.inner.clone())
     }
 }
 
+#[cfg(test)]
 impl<S, R> tower::Service<R> for MustBeReady<S>
 where
     S: tower::Service<R, Error = std::convert::Infallible>,
@@ -270,6 +280,7 @@ where
 
 /// Resolves to `value` after answering `Pending` once (waking itself): a future that is
 /// not ready at once, for the asynchronous path of a layer.
+#[cfg(test)]
 pub(crate) async fn later<T>(value: T) -> T {
     let mut yielded = false;
     std::future::poll_fn(|cx| {

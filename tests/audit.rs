@@ -3,9 +3,9 @@
 //! events, field by field, for a proxied GET, a proxied watch, a forbidden request, an
 //! impersonated one and a refused authentication.
 
-mod kubectl_cli;
+pub mod kubectl_cli;
 #[path = "../examples/support/mod.rs"]
-mod support;
+pub mod support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! acting as the front proxy), FailOnError (a bad token with anonymous on is 401), and the
 //! token cache (one webhook call for many concurrent requests, none within the TTL).
 
-mod common;
+pub mod common;
 
 use std::convert::Infallible;
 use std::sync::Arc;

@@ -6,9 +6,9 @@
 //! The rows come from docs/upstream-behaviour.md §8 (Forbidden message, SAR body, failure policy, cache)
 //! and §9 (the attributes RequestInfo gives), and known failure B10.
 
-mod common;
+pub mod common;
 #[path = "../examples/support/policy.rs"]
-mod policy;
+pub mod policy;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

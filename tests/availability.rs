@@ -11,7 +11,7 @@
 //! test uses `Aggregator::builder`).
 
 #[path = "../examples/support/pki.rs"]
-mod pki;
+pub mod pki;
 
 use std::convert::Infallible;
 use std::future::Future;

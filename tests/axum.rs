@@ -3,7 +3,7 @@
 //! caller in the extensions), the aggregated group reaches its extension server over mTLS
 //! with the caller's identity, and `/apis` lists both.
 
-mod common;
+pub mod common;
 
 use std::convert::Infallible;
 

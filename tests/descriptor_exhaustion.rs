@@ -7,7 +7,7 @@
 //! again as the child with `--serve-with-few-descriptors <dir>`.
 
 #[path = "../examples/support/pki.rs"]
-mod pki;
+pub mod pki;
 
 use std::convert::Infallible;
 use std::io::BufRead as _;

@@ -5,7 +5,7 @@
 //! servers report the aggregator's discovery and OpenAPI fetches; its availability
 //! probes they answer themselves.
 
-mod common;
+pub mod common;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

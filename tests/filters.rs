@@ -8,9 +8,9 @@
 //! §12 (timeouts, long-running), §13 (max-in-flight), §16 (Audit-Id) and known failures
 //! B07 and B20.
 
-mod common;
+pub mod common;
 #[path = "../examples/support/policy.rs"]
-mod policy;
+pub mod policy;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;

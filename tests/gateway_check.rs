@@ -3,9 +3,9 @@
 //! Service points at a port nothing listens on). The report names each APIService, OK or
 //! the cause with what to change, and says whether all passed (the exit status).
 
-mod kubectl_cli;
+pub mod kubectl_cli;
 #[path = "../examples/support/mod.rs"]
-mod support;
+pub mod support;
 
 use std::time::Duration;
 

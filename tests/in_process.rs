@@ -4,7 +4,7 @@
 //! the caller's identity and never a client's own, and is checked for availability and
 //! listed in discovery like any other.
 
-mod common;
+pub mod common;
 
 use std::sync::{Arc, Mutex};
 

@@ -5,9 +5,9 @@
 //!
 //! Fails (never skips) when `kubectl` is not on `PATH`.
 
-mod kubectl_cli;
+pub mod kubectl_cli;
 #[path = "../examples/support/mod.rs"]
-mod support;
+pub mod support;
 
 use std::collections::HashMap;
 use std::convert::Infallible;

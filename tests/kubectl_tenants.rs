@@ -6,9 +6,9 @@
 //!
 //! Fails (never skips) when `kubectl` is not on `PATH`.
 
-mod kubectl_cli;
+pub mod kubectl_cli;
 #[path = "../examples/support/mod.rs"]
-mod support;
+pub mod support;
 
 use kubectl_cli::{Kubectl, scratch_dir};
 use std::time::Duration;

@@ -3,9 +3,9 @@
 //! family it precedes, or a sample of a declared family with well-formed labels), and
 //! upstream's names, labels and buckets checked for the requests kubectl made.
 
-mod kubectl_cli;
+pub mod kubectl_cli;
 #[path = "../examples/support/mod.rs"]
-mod support;
+pub mod support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

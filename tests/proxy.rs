@@ -7,7 +7,7 @@
 //! the derived URL rows (§5.3a), client-go's identity header escaping (§5.4), apimachinery's
 //! redirect rejection (§5.5), and known failures B03, B05 and B07.
 
-mod common;
+pub mod common;
 
 use std::sync::Mutex;
 

@@ -8,7 +8,7 @@
 //! what is missing when neither works (no `python3`, no `venv` module, no registry).
 
 #[path = "../examples/support/mod.rs"]
-mod support;
+pub mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

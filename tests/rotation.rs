@@ -7,7 +7,7 @@
 //! credentials that stay valid runs throughout and must not see a single failure.
 
 #[path = "../examples/support/mod.rs"]
-mod support;
+pub mod support;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

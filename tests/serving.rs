@@ -5,7 +5,7 @@
 //! flight are never cut; `Host` is required on HTTP/1.1; header sets up to 1 MiB are
 //! accepted.
 
-mod common;
+pub mod common;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

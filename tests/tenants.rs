@@ -3,7 +3,7 @@
 //! its own, the tenant in the authorizer's attributes and at the backend, tenants mounted
 //! and unmounted at run time, and the paths that must never reach a backend.
 
-mod common;
+pub mod common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! here (an HTTP/2 server decoding `ExportTraceServiceRequest`s), while requests pass it
 //! over real TLS to an extension server that reports the `traceparent` it received.
 
-mod common;
+pub mod common;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;

@@ -5,7 +5,7 @@
 //! in `aggregator_apiservice_failed_checks_total{cause}`.
 
 #[path = "../examples/support/pki.rs"]
-mod pki;
+pub mod pki;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -3,7 +3,7 @@
 //! tunnel open (CVE-2018-1002105) nor have a non-101 success relayed (CVE-2020-8559).
 
 #[path = "../examples/support/pki.rs"]
-mod pki;
+pub mod pki;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -6,7 +6,7 @@
 //! The gateway here is assembled by hand (the layers, and availability set by the test
 //! instead of a controller), so each test owns every connection the backend sees.
 
-mod common;
+pub mod common;
 
 use std::collections::HashMap;
 use std::convert::Infallible;

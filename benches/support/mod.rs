@@ -5,9 +5,6 @@
 //! answer, the reader that checks it, the benches' one-worker runtime and their
 //! loopback listeners.
 
-// Each bench file uses a part of it.
-#![allow(dead_code)]
-
 use std::time::Duration;
 
 use http::{Request, Response, Uri};
@@ -20,12 +17,12 @@ use kube_aggregator::{Body, Registry};
 use tower::util::BoxCloneSyncService;
 
 /// What the benches' extension servers answer to a `GET` of nodes.
-pub(crate) const ANSWER: &str =
+pub const ANSWER: &str =
     r#"{"kind":"NodeMetricsList","apiVersion":"metrics.k8s.io/v1beta1","metadata":{},"items":[]}"#;
 
 /// Reads a response through and returns its status, panicking unless the body is
 /// [`ANSWER`] (a bench that measured a wrong answer would measure nothing).
-pub(crate) async fn read_answer<B>(res: Response<B>) -> http::StatusCode
+pub async fn read_answer<B>(res: Response<B>) -> http::StatusCode
 where
     B: http_body::Body,
     B::Error: std::fmt::Display,
@@ -44,7 +41,7 @@ where
 
 /// A tokio runtime with one worker thread: client, gateway and backend share it, as the
 /// gateway example runs on one core.
-pub(crate) fn one_worker_runtime() -> tokio::runtime::Runtime {
+pub fn one_worker_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -62,7 +59,7 @@ fn in_memory_webhook(url: &'static str, answer: &'static str, timer: Timer) -> W
 
 /// A TokenReview authenticator whose webhook says every token is `alice` in `dev`;
 /// answers are cached for an hour, so after the first request every one is a cache hit.
-pub(crate) fn token_review(timer: Timer) -> TokenReviewAuthenticator {
+pub fn token_review(timer: Timer) -> TokenReviewAuthenticator {
     let answer = r#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","status":{"authenticated":true,"user":{"username":"alice","groups":["dev"]}}}"#;
     let client = in_memory_webhook("https://authn.bench/review", answer, timer.clone());
     TokenReviewAuthenticator::new(client, timer, CacheTtl::both(Duration::from_secs(3600)))
@@ -71,7 +68,7 @@ pub(crate) fn token_review(timer: Timer) -> TokenReviewAuthenticator {
 
 /// A SubjectAccessReview authorizer whose webhook allows everything (default TTLs, so
 /// after the first request every one is a cache hit).
-pub(crate) fn allowing_sar(timer: Timer) -> SubjectAccessReviewAuthorizer {
+pub fn allowing_sar(timer: Timer) -> SubjectAccessReviewAuthorizer {
     let answer = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":true}}"#;
     let client = in_memory_webhook("https://authz.bench/authorize", answer, timer.clone());
     SubjectAccessReviewAuthorizer::new(client, timer)
@@ -79,7 +76,7 @@ pub(crate) fn allowing_sar(timer: Timer) -> SubjectAccessReviewAuthorizer {
 
 /// Waits until the worker's availability check has marked APIService `name` Available
 /// (the benches measure the proxied path, not the gate's 503).
-pub(crate) async fn available(registry: &Registry, name: &str) {
+pub async fn available(registry: &Registry, name: &str) {
     let wait = async {
         loop {
             let seen = registry.snapshot().generation();
@@ -103,7 +100,7 @@ pub(crate) async fn available(registry: &Registry, name: &str) {
 
 /// A listener on a free loopback port and its address; panics naming `what` (say, "the
 /// backend") when either fails.
-pub(crate) async fn bind_loopback(what: &str) -> (tokio::net::TcpListener, std::net::SocketAddr) {
+pub async fn bind_loopback(what: &str) -> (tokio::net::TcpListener, std::net::SocketAddr) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .unwrap_or_else(|e| panic!("bind {what}: {e}"));

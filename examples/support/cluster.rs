@@ -5,6 +5,7 @@
 /// A node of the sample cluster.
 #[derive(Debug, Clone, Copy)]
 pub struct Node {
+    /// The node's name.
     pub name: &'static str,
     /// Allocatable CPU in millicores.
     pub cpu_millis: u64,
@@ -19,7 +20,9 @@ pub struct Node {
 /// A container of a sample pod, with its current usage.
 #[derive(Debug, Clone, Copy)]
 pub struct Container {
+    /// The container's name.
     pub name: &'static str,
+    /// Its image.
     pub image: &'static str,
     /// CPU usage in nanocores.
     pub usage_cpu_nanos: u64,
@@ -30,12 +33,17 @@ pub struct Container {
 /// A pod of the sample cluster.
 #[derive(Debug, Clone, Copy)]
 pub struct Pod {
+    /// The pod's namespace.
     pub namespace: &'static str,
+    /// Its name.
     pub name: &'static str,
+    /// The node it runs on.
     pub node: &'static str,
+    /// Its containers.
     pub containers: &'static [Container],
 }
 
+/// The nodes.
 pub const NODES: &[Node] = &[
     Node {
         name: "node-a",
@@ -53,6 +61,7 @@ pub const NODES: &[Node] = &[
     },
 ];
 
+/// The pods, on the nodes of [`NODES`].
 pub const PODS: &[Pod] = &[
     Pod {
         namespace: "kube-system",

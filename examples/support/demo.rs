@@ -53,7 +53,7 @@ rules:
 ";
 
 /// How the demo runs.
-#[derive(Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct DemoOptions<'a> {
     /// The custom-metrics adapter on a loopback port behind mTLS, instead of in the
     /// gateway's process through the in-memory transport.
@@ -65,6 +65,7 @@ pub struct DemoOptions<'a> {
 }
 
 /// A running demo.
+#[derive(Debug)]
 pub struct Demo {
     /// Absolute path of the kubeconfig.
     pub kubeconfig: PathBuf,
@@ -99,6 +100,7 @@ fn write(path: &Path, contents: &str) -> Result<(), String> {
 }
 
 /// What [`write_cluster_files`] generated and keeps in memory for the caller.
+#[derive(Debug)]
 pub struct ClusterFiles {
     /// Signs users' client certificates and the serving certificates.
     pub cluster_ca: Ca,
@@ -191,6 +193,7 @@ pub fn write_cluster_files(
 }
 
 /// One more APIService for [`start_with`]: its manifest (YAML) and where its Service is.
+#[derive(Debug)]
 pub struct ExtraApiService {
     /// File name under `apiservices/`.
     pub file: String,

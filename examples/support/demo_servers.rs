@@ -27,6 +27,7 @@ pub const ADAPTER_SERVER_NAME: &str = "custom-metrics-apiserver.custom-metrics.s
 pub const CATALOG_APISERVICE: &str = "v1beta1.servicecatalog.example.io";
 
 /// The two servers, ready to serve, and their APIServices.
+#[derive(Debug)]
 pub struct DemoServers {
     /// The custom-metrics adapter.
     pub adapter: Adapter,

@@ -52,6 +52,7 @@ use super::flags::{FlagError, GatewayOptions, load_service_endpoints};
 use super::tenant_dir::{self, TenantDir};
 
 /// A started gateway.
+#[derive(Debug)]
 pub struct Gateway {
     /// The APIService registry (status included).
     pub registry: Registry,
@@ -66,6 +67,7 @@ pub struct Gateway {
 }
 
 /// A start-up failure: one line naming the flag or file.
+#[derive(Debug)]
 pub struct StartError(pub String);
 
 fn read(flag: &str, path: &Path) -> Result<Vec<u8>, StartError> {

@@ -1,7 +1,7 @@
 //! Code shared by the examples and the end-to-end tests: a kube-apiserver-like gateway
 //! embedding the aggregator, a metrics-server-like extension server, a demo PKI, and the
 //! fixed cluster data both serve.
-#![allow(dead_code, unreachable_pub)]
+#![allow(unreachable_pub)]
 
 pub mod api_status;
 pub mod cluster;

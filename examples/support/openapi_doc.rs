@@ -26,11 +26,15 @@ pub const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 
 /// A group-version whose spec is being written: its group (empty for the core API), its
 /// version, the Go package its definitions are named after, and its operations' tag.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct GroupVersion {
+    /// The group; empty for the core API.
     pub group: &'static str,
+    /// The version.
     pub version: &'static str,
+    /// The Go package the definitions are named after (`io.k8s.api.core.v1`).
     pub package: &'static str,
+    /// The tag of the operations (`core_v1`).
     pub tag: &'static str,
 }
 
@@ -198,6 +202,7 @@ fn v3_document(spec: &Value) -> (Bytes, String) {
     (json, hash)
 }
 
+/// A response of `code` with `content_type`, `etag` and `body`, and `Vary: Accept`.
 pub fn respond(
     code: StatusCode,
     content_type: &str,

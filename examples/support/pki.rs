@@ -1,4 +1,3 @@
-#![allow(dead_code, unreachable_pub)]
 //! A throw-away PKI for the demo and the tests, made with rcgen: a CA per trust domain
 //! and the leaf certificates a small cluster needs.
 
@@ -9,14 +8,23 @@ use rcgen::{
 
 /// A CA: its PEM certificate and what it needs to sign.
 pub struct Ca {
+    /// The CA certificate, PEM.
     pub cert_pem: String,
     issuer: Issuer<'static, KeyPair>,
 }
 
+impl std::fmt::Debug for Ca {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ca").finish_non_exhaustive()
+    }
+}
+
 /// A leaf certificate and its key, PEM.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Leaf {
+    /// The certificate, PEM.
     pub cert_pem: String,
+    /// Its private key, PEM (PKCS#8).
     pub key_pem: String,
 }
 

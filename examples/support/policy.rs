@@ -1,4 +1,4 @@
-#![allow(dead_code, unreachable_pub)]
+#![allow(unreachable_pub)]
 //! A small SubjectAccessReview webhook for the demo, in the shape of an authorization
 //! webhook kube-apiserver's `--authorization-mode=Webhook` calls: HTTPS, one `POST` per
 //! review, the review echoed back with its `status` filled in.

@@ -37,6 +37,7 @@ pub fn load(dir: &Path) -> Result<Vec<TenantSpec>, String> {
 /// A [`TenantSource`] that re-reads the directory every `interval` and sends the whole
 /// set when it changed; a directory that cannot be read is logged and keeps the last
 /// good set.
+#[derive(Debug)]
 pub struct TenantDir {
     dir: PathBuf,
     interval: Duration,

@@ -11,11 +11,8 @@
 //! legacy discovery document passes, `/apis` and the OpenAPI paths are 404) and report
 //! only the callers' requests, which are what the tests look at.
 
-// Shared by several test crates, each of which uses a part of it.
-#![allow(dead_code)]
-
 #[path = "../../examples/support/pki.rs"]
-pub(crate) mod pki;
+pub mod pki;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -50,13 +47,15 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tower::Layer;
 
-pub(crate) const GROUP: &str = "widgets.example.io";
+/// The widgets APIService's group.
+pub const GROUP: &str = "widgets.example.io";
 const VERSION: &str = "v1alpha1";
-pub(crate) const APISERVICE: &str = "v1alpha1.widgets.example.io";
+/// The widgets APIService's name.
+pub const APISERVICE: &str = "v1alpha1.widgets.example.io";
 /// The APIService's group/version prefix.
-pub(crate) const BASE: &str = "/apis/widgets.example.io/v1alpha1";
+pub const BASE: &str = "/apis/widgets.example.io/v1alpha1";
 /// Every network step gets at most this long, so a broken proxy fails fast.
-pub(crate) const WAIT: Duration = Duration::from_secs(5);
+pub const WAIT: Duration = Duration::from_secs(5);
 
 async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
     tokio::time::timeout(WAIT, fut)
@@ -69,25 +68,33 @@ async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
 // ---------------------------------------------------------------------------------------
 
 /// One CA per trust domain, as a real cluster keeps them apart (B06).
-pub(crate) struct Pki {
+#[derive(Debug)]
+pub struct Pki {
     /// Signs the gateway's serving certificate; clients trust it.
-    pub(crate) gateway_ca: pki::Ca,
+    pub gateway_ca: pki::Ca,
     /// Signs user certificates; the gateway's x509 authenticator trusts it.
-    pub(crate) client_ca: pki::Ca,
+    pub client_ca: pki::Ca,
     /// Signs the gateway's proxy client certificate; the backend requires it.
-    pub(crate) front_proxy_ca: pki::Ca,
+    pub front_proxy_ca: pki::Ca,
     /// Signs the backend's serving certificate; it is the APIService's caBundle.
-    pub(crate) serving_ca: pki::Ca,
+    pub serving_ca: pki::Ca,
 }
 
 impl Pki {
-    pub(crate) fn new() -> Pki {
+    /// Four new CAs.
+    pub fn new() -> Pki {
         Pki {
             gateway_ca: pki::Ca::new("gateway-ca"),
             client_ca: pki::Ca::new("client-ca"),
             front_proxy_ca: pki::Ca::new("front-proxy-ca"),
             serving_ca: pki::Ca::new("serving-ca"),
         }
+    }
+}
+
+impl Default for Pki {
+    fn default() -> Pki {
+        Pki::new()
     }
 }
 
@@ -119,12 +126,12 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 /// The TLS of an extension server: serving certificate for `backend.test-ns.svc` from the
 /// serving CA, a client certificate from the front-proxy CA required, ALPN `alpn`.
-pub(crate) fn backend_tls(pki: &Pki, alpn: &[&[u8]]) -> Arc<ServerConfig> {
+pub fn backend_tls(pki: &Pki, alpn: &[&[u8]]) -> Arc<ServerConfig> {
     backend_tls_for(pki, alpn, "backend.test-ns.svc")
 }
 
 /// As [`backend_tls`], serving `server_name` (`<service>.<namespace>.svc`).
-pub(crate) fn backend_tls_for(pki: &Pki, alpn: &[&[u8]], server_name: &str) -> Arc<ServerConfig> {
+pub fn backend_tls_for(pki: &Pki, alpn: &[&[u8]], server_name: &str) -> Arc<ServerConfig> {
     let leaf = pki.serving_ca.server("backend", &[server_name]);
     let verifier = WebPkiClientVerifier::builder_with_provider(
         Arc::new(roots(&pki.front_proxy_ca.cert_pem)),
@@ -144,16 +151,20 @@ pub(crate) fn backend_tls_for(pki: &Pki, alpn: &[&[u8]], server_name: &str) -> A
 
 /// What the backend received: one request.
 #[derive(Debug)]
-pub(crate) struct Seen {
-    pub(crate) method: Method,
-    pub(crate) uri: Uri,
-    pub(crate) version: Version,
-    pub(crate) headers: HeaderMap,
+pub struct Seen {
+    /// The request's method.
+    pub method: Method,
+    /// The request's URI, as the backend saw it.
+    pub uri: Uri,
+    /// The HTTP version it came in.
+    pub version: Version,
+    /// Its headers.
+    pub headers: HeaderMap,
 }
 
 impl Seen {
     /// Every value of `name`, in arrival order.
-    pub(crate) fn all(&self, name: &str) -> Vec<&str> {
+    pub fn all(&self, name: &str) -> Vec<&str> {
         self.headers
             .get_all(name)
             .iter()
@@ -161,7 +172,8 @@ impl Seen {
             .collect()
     }
 
-    pub(crate) fn one(&self, name: &str) -> Option<&str> {
+    /// The one value of `name`, if any; more than one fails the test.
+    pub fn one(&self, name: &str) -> Option<&str> {
         match self.all(name).as_slice() {
             [] => None,
             [v] => Some(v),
@@ -170,7 +182,7 @@ impl Seen {
     }
 
     /// The target host: `Host` over HTTP/1.1, `:authority` over HTTP/2.
-    pub(crate) fn host(&self) -> String {
+    pub fn host(&self) -> String {
         match self.version {
             Version::HTTP_2 => self.uri.authority().map(ToString::to_string),
             _ => self.one("host").map(str::to_owned),
@@ -178,13 +190,14 @@ impl Seen {
         .expect("the request names its host")
     }
 
-    pub(crate) fn path_and_query(&self) -> &str {
+    /// The path and query, as sent.
+    pub fn path_and_query(&self) -> &str {
         self.uri.path_and_query().map_or("", |pq| pq.as_str())
     }
 
     /// A request of the aggregator itself (availability probe, discovery or OpenAPI
     /// fetch), not of a caller.
-    pub(crate) fn is_background(&self) -> bool {
+    pub fn is_background(&self) -> bool {
         matches!(
             self.one("x-remote-user"),
             Some("system:kube-aggregator" | "system:aggregator")
@@ -193,12 +206,12 @@ impl Seen {
 
     /// An availability probe: the aggregator's `GET` of a group-version, sent with no
     /// `Accept` (discovery's legacy fetch of the same path asks for JSON).
-    pub(crate) fn is_availability_probe(&self) -> bool {
+    pub fn is_availability_probe(&self) -> bool {
         self.is_background() && !self.headers.contains_key(header::ACCEPT)
     }
 
     /// Header names (hyper lower-cases them), sorted, without duplicates.
-    pub(crate) fn names(&self) -> Vec<&str> {
+    pub fn names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.headers.keys().map(|n| n.as_str()).collect();
         names.sort_unstable();
         names
@@ -208,15 +221,18 @@ impl Seen {
 type Handler = Arc<dyn Fn(&Seen) -> Response<Body> + Send + Sync>;
 
 /// ALPN offers of the backend.
-pub(crate) const H2_AND_HTTP11: &[&[u8]] = &[b"h2", b"http/1.1"];
-pub(crate) const HTTP11_ONLY: &[&[u8]] = &[b"http/1.1"];
+pub const H2_AND_HTTP11: &[&[u8]] = &[b"h2", b"http/1.1"];
+/// The ALPN offer of a backend without HTTP/2.
+pub const HTTP11_ONLY: &[&[u8]] = &[b"http/1.1"];
 
 /// What an extension server answers itself instead of reporting: every request of the
 /// aggregator ([`Seen::is_background`]), or only its availability probes (for the
 /// discovery tests, which look at the fetches).
-#[derive(Clone, Copy)]
-pub(crate) enum Answers {
+#[derive(Debug, Clone, Copy)]
+pub enum Answers {
+    /// Every request of the aggregator.
     Background,
+    /// Only its availability probes.
     Probes,
 }
 
@@ -254,8 +270,10 @@ impl Answers {
 /// An HTTPS extension server on 127.0.0.1 that requires a client certificate from the
 /// front-proxy CA, reports each request of a caller and counts the TCP connections that
 /// carried one (the aggregator's own requests are answered, not reported: [`Answers`]).
-pub(crate) struct Backend {
-    pub(crate) addr: SocketAddr,
+#[derive(Debug)]
+pub struct Backend {
+    /// Where it listens.
+    pub addr: SocketAddr,
     seen: mpsc::UnboundedReceiver<Seen>,
     connections: Arc<AtomicUsize>,
     /// Every TLS connection accepted, the aggregator's own included.
@@ -263,7 +281,8 @@ pub(crate) struct Backend {
 }
 
 impl Backend {
-    pub(crate) async fn start(
+    /// Starts a backend offering `alpn` that answers callers with `handler`.
+    pub async fn start(
         pki: &Pki,
         alpn: &[&[u8]],
         handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
@@ -273,7 +292,7 @@ impl Backend {
 
     /// As [`Backend::start`], reporting the aggregator's discovery and OpenAPI fetches too
     /// (and passing them to `handler`); only its availability probes are answered here.
-    pub(crate) async fn start_seeing_fetches(
+    pub async fn start_seeing_fetches(
         pki: &Pki,
         alpn: &[&[u8]],
         handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
@@ -283,7 +302,7 @@ impl Backend {
 
     /// As [`Backend::start`], reading each request body to its end before answering (the
     /// handler's answer when the body arrived whole, a 400 when it did not).
-    pub(crate) async fn start_reading_bodies(
+    pub async fn start_reading_bodies(
         pki: &Pki,
         alpn: &[&[u8]],
         handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
@@ -293,7 +312,7 @@ impl Backend {
 
     /// As [`Backend::start`], for Service `<name>.<namespace>.svc` (`server_name`), with
     /// the aggregator's requests answered as `answers` says.
-    pub(crate) async fn start_for(
+    pub async fn start_for(
         pki: &Pki,
         server_name: &str,
         answers: Answers,
@@ -343,7 +362,8 @@ impl Backend {
         }
     }
 
-    pub(crate) async fn next_request(&mut self) -> Seen {
+    /// The next request of a caller, waiting at most [`WAIT`].
+    pub async fn next_request(&mut self) -> Seen {
         within("a request at the backend", self.seen.recv())
             .await
             .expect("the backend is running")
@@ -351,7 +371,7 @@ impl Backend {
 
     /// The next request for `path`, passing over the others (the aggregator's discovery and
     /// OpenAPI fetches of one Service run side by side, so their order is not fixed).
-    pub(crate) async fn next_request_to(&mut self, path: &str) -> Seen {
+    pub async fn next_request_to(&mut self, path: &str) -> Seen {
         loop {
             let seen = self.next_request().await;
             if seen.uri.path() == path {
@@ -361,21 +381,22 @@ impl Backend {
     }
 
     /// A request already received and not yet taken, if any.
-    pub(crate) fn try_next(&mut self) -> Option<Seen> {
+    pub fn try_next(&mut self) -> Option<Seen> {
         self.seen.try_recv().ok()
     }
 
-    pub(crate) fn connections(&self) -> usize {
+    /// The TCP connections that carried a caller's request so far.
+    pub fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
     }
 
     /// Every TLS connection accepted so far, the aggregator's own included.
-    pub(crate) fn accepted(&self) -> usize {
+    pub fn accepted(&self) -> usize {
         self.accepted.load(Ordering::SeqCst)
     }
 
     /// No request of a caller reached the backend, and no connection carried one.
-    pub(crate) fn assert_untouched(&mut self) {
+    pub fn assert_untouched(&mut self) {
         assert_eq!(
             self.connections(),
             0,
@@ -441,21 +462,26 @@ async fn backend_accept_loop(
 }
 
 /// An answer that may take its time: the backend calls it per request and awaits it.
-pub(crate) type AsyncHandler =
+pub type AsyncHandler =
     Arc<dyn Fn(Seen) -> Pin<Box<dyn Future<Output = Response<Body>> + Send>> + Send + Sync>;
 
 /// An HTTPS extension server like [`Backend`] whose handler is async (it may never
 /// answer); counts each request of a caller as it arrives and the handler futures
 /// dropped before they finished (a cancelled stream or closed connection). The
 /// aggregator's own requests are answered as [`Answers::Background`] says.
-pub(crate) struct AsyncBackend {
-    pub(crate) addr: SocketAddr,
-    pub(crate) arrived: Arc<AtomicUsize>,
-    pub(crate) cancelled: Arc<AtomicUsize>,
+#[derive(Debug)]
+pub struct AsyncBackend {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Requests of callers that arrived.
+    pub arrived: Arc<AtomicUsize>,
+    /// Handler futures dropped before they finished.
+    pub cancelled: Arc<AtomicUsize>,
 }
 
 impl AsyncBackend {
-    pub(crate) async fn start(pki: &Pki, alpn: &[&[u8]], handler: AsyncHandler) -> AsyncBackend {
+    /// Starts a backend offering `alpn` whose callers get `handler`'s answer.
+    pub async fn start(pki: &Pki, alpn: &[&[u8]], handler: AsyncHandler) -> AsyncBackend {
         let config = backend_tls(pki, alpn);
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
@@ -516,7 +542,7 @@ impl AsyncBackend {
 }
 
 /// The widgets APIService's twin, `v1.gadgets.example.io`, served by the same Service.
-pub(crate) fn gadgets_apiservice(pki: &Pki) -> ApiService {
+pub fn gadgets_apiservice(pki: &Pki) -> ApiService {
     let mut svc = widgets_apiservice(pki);
     svc.metadata.name = "v1.gadgets.example.io".into();
     svc.spec.group = "gadgets.example.io".into();
@@ -525,7 +551,7 @@ pub(crate) fn gadgets_apiservice(pki: &Pki) -> ApiService {
 }
 
 /// The proxy client certificate the gateway presents to extension servers.
-pub(crate) fn proxy_identity(pki: &Pki) -> ClientCertificate {
+pub fn proxy_identity(pki: &Pki) -> ClientCertificate {
     let proxy_leaf = pki.front_proxy_ca.client("front-proxy-client", &[]);
     ClientCertificate::from_pem(
         proxy_leaf.cert_pem.as_bytes(),
@@ -538,7 +564,7 @@ pub(crate) fn proxy_identity(pki: &Pki) -> ClientCertificate {
 /// identity, Services resolved by `resolver`, and a worker that checks each APIService
 /// once at start and then not again within a test's lifetime (every period is an hour),
 /// so a condition a test sets stays as set.
-pub(crate) fn builder_with(pki: &Pki, resolver: impl ServiceResolver) -> AggregatorBuilder {
+pub fn builder_with(pki: &Pki, resolver: impl ServiceResolver) -> AggregatorBuilder {
     let hour = Duration::from_secs(3600);
     Aggregator::builder(RustlsTransport::new(
         proxy_identity(pki),
@@ -555,7 +581,7 @@ pub(crate) fn builder_with(pki: &Pki, resolver: impl ServiceResolver) -> Aggrega
 }
 
 /// [`builder_with`] a resolver that sends `test-ns/backend:443` to `service_addr`.
-pub(crate) fn builder(pki: &Pki, service_addr: SocketAddr) -> AggregatorBuilder {
+pub fn builder(pki: &Pki, service_addr: SocketAddr) -> AggregatorBuilder {
     let mut resolver = StaticServiceResolver::new();
     resolver
         .insert("test-ns", "backend", 443, &service_addr.to_string())
@@ -566,7 +592,7 @@ pub(crate) fn builder(pki: &Pki, service_addr: SocketAddr) -> AggregatorBuilder 
 /// Builds the gateway, registers `apiservices`, runs its worker, serves it in front of
 /// `host` over TLS ([`serve_gateway`]) and waits until each APIService's first
 /// availability check is done (`Available=True` when its backend answers the probe).
-pub(crate) async fn start_gateway<S, RB>(
+pub async fn start_gateway<S, RB>(
     pki: &Pki,
     builder: AggregatorBuilder,
     apiservices: Vec<ApiService>,
@@ -621,7 +647,7 @@ where
 }
 
 /// The host's own handlers: 404 naming the request, so a test can tell they answered.
-pub(crate) fn host() -> impl tower::Service<
+pub fn host() -> impl tower::Service<
     Request<Body>,
     Response = Response<Body>,
     Error = Infallible,
@@ -643,7 +669,7 @@ pub(crate) fn host() -> impl tower::Service<
 
 /// Serves `service` over TLS on 127.0.0.1 with the gateway's certificate; client
 /// certificates from the client CA are asked for.
-pub(crate) async fn serve_gateway<S>(pki: &Pki, service: S) -> SocketAddr
+pub async fn serve_gateway<S>(pki: &Pki, service: S) -> SocketAddr
 where
     S: tower::Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
         + Clone
@@ -673,7 +699,8 @@ where
     addr
 }
 
-pub(crate) fn respond(status: u16, body: &'static str) -> Response<Body> {
+/// A response of `status` with `body`.
+pub fn respond(status: u16, body: &'static str) -> Response<Body> {
     let mut res = Response::new(Body::full(body));
     *res.status_mut() = StatusCode::from_u16(status).expect("valid status");
     res
@@ -681,7 +708,8 @@ pub(crate) fn respond(status: u16, body: &'static str) -> Response<Body> {
 
 /// A response body written frame by frame as the test sends chunks; it ends when the
 /// sender is dropped.
-pub(crate) struct ChannelBody(pub(crate) mpsc::UnboundedReceiver<Bytes>);
+#[derive(Debug)]
+pub struct ChannelBody(pub mpsc::UnboundedReceiver<Bytes>);
 
 impl http_body::Body for ChannelBody {
     type Data = Bytes;
@@ -701,15 +729,18 @@ impl http_body::Body for ChannelBody {
 
 /// A kube-apiserver-like host: the stack of `Aggregator::builder` (kube-apiserver's
 /// filter chain, then the aggregator) in front of the host's own handlers ([`host`]).
-pub(crate) struct Gateway {
-    pub(crate) addr: SocketAddr,
-    pub(crate) registry: Registry,
+#[derive(Debug)]
+pub struct Gateway {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its APIService registry.
+    pub registry: Registry,
 }
 
 impl Gateway {
     /// Starts a gateway whose `test-ns/backend:443` Service resolves to `service_addr`,
     /// with the widgets APIService registered and checked once.
-    pub(crate) async fn start(
+    pub async fn start(
         pki: &Pki,
         authenticator: impl Authenticator,
         service_addr: SocketAddr,
@@ -718,7 +749,7 @@ impl Gateway {
     }
 
     /// As [`Gateway::start`], with `authorizer` deciding requests.
-    pub(crate) async fn start_with_authorizer(
+    pub async fn start_with_authorizer(
         pki: &Pki,
         authenticator: impl Authenticator,
         authorizer: impl Authorizer,
@@ -738,7 +769,7 @@ impl Gateway {
 
 /// `v1alpha1.widgets.example.io` served by `test-ns/backend:443`, verified with the
 /// serving CA.
-pub(crate) fn widgets_apiservice(pki: &Pki) -> ApiService {
+pub fn widgets_apiservice(pki: &Pki) -> ApiService {
     ApiService {
         metadata: ObjectMeta {
             name: APISERVICE.into(),
@@ -762,8 +793,8 @@ pub(crate) fn widgets_apiservice(pki: &Pki) -> ApiService {
 }
 
 /// Vouches for every request as one fixed user, as a token or OIDC authenticator would.
-#[derive(Clone)]
-pub(crate) struct FixedUser(UserInfo);
+#[derive(Debug, Clone)]
+pub struct FixedUser(UserInfo);
 
 impl Authenticator for FixedUser {
     fn authenticate(&self, _parts: &http::request::Parts) -> AuthenticateFuture {
@@ -773,7 +804,7 @@ impl Authenticator for FixedUser {
 
 /// A user exercising every identity header: a UID, a group containing a comma (which must
 /// never be joined with or split from its neighbours) and extra keys needing escapes.
-pub(crate) fn alice() -> FixedUser {
+pub fn alice() -> FixedUser {
     FixedUser(UserInfo {
         name: "alice".into(),
         uid: "6b60d791-1af9-4513-92e5-e4252a1e0a78".into(),
@@ -786,14 +817,20 @@ pub(crate) fn alice() -> FixedUser {
 }
 
 /// A backend and a gateway in front of it.
-pub(crate) struct Fixture {
-    pub(crate) pki: Pki,
-    pub(crate) backend: Backend,
-    pub(crate) gateway: Gateway,
+#[derive(Debug)]
+pub struct Fixture {
+    /// The CAs of both.
+    pub pki: Pki,
+    /// The extension server.
+    pub backend: Backend,
+    /// The gateway in front of it.
+    pub gateway: Gateway,
 }
 
 impl Fixture {
-    pub(crate) async fn start(
+    /// Starts a backend answering with `handler` and a gateway authenticating callers
+    /// with `authenticator` in front of it.
+    pub async fn start(
         alpn: &[&[u8]],
         authenticator: impl Authenticator + Clone,
         handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
@@ -809,7 +846,7 @@ impl Fixture {
     }
 
     /// A client presenting no certificate.
-    pub(crate) fn client(&self, protocol: Protocol) -> Client {
+    pub fn client(&self, protocol: Protocol) -> Client {
         Client::new(&self.pki, self.gateway.addr, None, protocol)
     }
 }
@@ -818,31 +855,49 @@ impl Fixture {
 // The client
 // ---------------------------------------------------------------------------------------
 
+/// The HTTP version a [`Client`] speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Protocol {
+pub enum Protocol {
+    /// HTTP/1.1 (ALPN `http/1.1`).
     Http1,
+    /// HTTP/2 (ALPN `h2`).
     Http2,
 }
 
 /// One new TLS connection per request, so each request's protocol is exactly the one
 /// asked for.
-pub(crate) struct Client {
+pub struct Client {
     addr: SocketAddr,
     tls: tokio_rustls::TlsConnector,
     protocol: Protocol,
 }
 
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("addr", &self.addr)
+            .field("protocol", &self.protocol)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A complete response.
 #[derive(Debug)]
-pub(crate) struct Reply {
-    pub(crate) status: StatusCode,
-    pub(crate) version: Version,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: String,
+pub struct Reply {
+    /// The status.
+    pub status: StatusCode,
+    /// The HTTP version it came in.
+    pub version: Version,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body, UTF-8.
+    pub body: String,
 }
 
 impl Client {
-    pub(crate) fn new(
+    /// A client of the gateway at `addr` trusting `pki`'s gateway CA, presenting `cert`
+    /// when given.
+    pub fn new(
         pki: &Pki,
         addr: SocketAddr,
         cert: Option<&pki::Leaf>,
@@ -870,7 +925,7 @@ impl Client {
     }
 
     /// A new TLS connection to the gateway, as `localhost`.
-    pub(crate) async fn connect(&self) -> tokio_rustls::client::TlsStream<TcpStream> {
+    pub async fn connect(&self) -> tokio_rustls::client::TlsStream<TcpStream> {
         let tcp = within("connect to the gateway", TcpStream::connect(self.addr))
             .await
             .expect("the gateway accepts connections");
@@ -885,11 +940,7 @@ impl Client {
 
     /// Sends `GET path_and_query` with `headers` and returns the response head; the body
     /// streams.
-    pub(crate) async fn open(
-        &self,
-        path_and_query: &str,
-        headers: &[(&str, &str)],
-    ) -> Response<Incoming> {
+    pub async fn open(&self, path_and_query: &str, headers: &[(&str, &str)]) -> Response<Incoming> {
         let host = format!("localhost:{}", self.addr.port());
         let mut req = Request::get(match self.protocol {
             Protocol::Http1 => path_and_query.to_owned(),
@@ -935,7 +986,7 @@ impl Client {
     /// Sends `GET path` over a new HTTP/2 connection and returns the response status, the
     /// request sender (kept alive so the client does not close the connection itself) and
     /// the task driving the connection, which ends when the server closes it.
-    pub(crate) async fn h2_status_and_connection(
+    pub async fn h2_status_and_connection(
         &self,
         path: &str,
     ) -> (
@@ -959,7 +1010,8 @@ impl Client {
         (res.status(), sender, driver)
     }
 
-    pub(crate) async fn get_with(&self, path_and_query: &str, headers: &[(&str, &str)]) -> Reply {
+    /// `GET path_and_query` with `headers`, read whole.
+    pub async fn get_with(&self, path_and_query: &str, headers: &[(&str, &str)]) -> Reply {
         let res = self.open(path_and_query, headers).await;
         let (parts, body) = res.into_parts();
         let body = within("response body", body.collect())
@@ -976,7 +1028,7 @@ impl Client {
 
     /// Sends `method path_and_query` with `body` (as JSON, possibly still streaming) on a
     /// new connection and returns the response head as it arrives (within [`WAIT`]).
-    pub(crate) async fn send_body<B>(
+    pub async fn send_body<B>(
         &self,
         method: Method,
         path_and_query: &str,
@@ -991,7 +1043,7 @@ impl Client {
     }
 
     /// [`Client::send_body`] with `content_type` for the body.
-    pub(crate) async fn send_typed<B>(
+    pub async fn send_typed<B>(
         &self,
         method: Method,
         path_and_query: &str,
@@ -1034,12 +1086,13 @@ impl Client {
         }
     }
 
-    pub(crate) async fn get(&self, path_and_query: &str) -> Reply {
+    /// `GET path_and_query`, read whole.
+    pub async fn get(&self, path_and_query: &str) -> Reply {
         self.get_with(path_and_query, &[]).await
     }
 
     /// Sends `method path_and_query` with `body` (as JSON) on a new connection.
-    pub(crate) async fn send(&self, method: Method, path_and_query: &str, body: Bytes) -> Reply {
+    pub async fn send(&self, method: Method, path_and_query: &str, body: Bytes) -> Reply {
         let res = self
             .send_body(method, path_and_query, http_body_util::Full::new(body))
             .await
@@ -1059,20 +1112,23 @@ impl Client {
 }
 
 /// Reads a streaming body line by line, each read bounded by [`WAIT`].
-pub(crate) struct Lines {
+#[derive(Debug)]
+pub struct Lines {
     body: Incoming,
     buf: Vec<u8>,
 }
 
 impl Lines {
-    pub(crate) fn new(body: Incoming) -> Lines {
+    /// Lines of `body`.
+    pub fn new(body: Incoming) -> Lines {
         Lines {
             body,
             buf: Vec::new(),
         }
     }
 
-    pub(crate) async fn next(&mut self) -> Option<String> {
+    /// The next line, with its `\n`; `None` at the end of the body.
+    pub async fn next(&mut self) -> Option<String> {
         loop {
             if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.buf.drain(..=i).collect();
@@ -1094,7 +1150,7 @@ impl Lines {
 }
 
 /// The plain backend answer: 200 `some data` to everything.
-pub(crate) fn ok(_: &Seen) -> Response<Body> {
+pub fn ok(_: &Seen) -> Response<Body> {
     respond(200, "some data")
 }
 
@@ -1102,18 +1158,20 @@ pub(crate) fn ok(_: &Seen) -> Response<Body> {
 /// every [`JumpClock::advance`] so far, and sleeps measure against that `now`. For what
 /// reads the injected clock only to compare times (TTLs), so a test moves past a TTL
 /// instead of waiting it out.
-#[derive(Clone, Default)]
-pub(crate) struct JumpClock(Arc<std::sync::Mutex<Duration>>);
+#[derive(Debug, Clone, Default)]
+pub struct JumpClock(Arc<std::sync::Mutex<Duration>>);
 
 impl JumpClock {
-    pub(crate) fn advance(&self, by: Duration) {
+    /// Moves the clock `by` ahead.
+    pub fn advance(&self, by: Duration) {
         *self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) += by;
     }
 
-    pub(crate) fn timer(&self) -> Timer {
+    /// A [`Timer`] on this clock.
+    pub fn timer(&self) -> Timer {
         Timer::new(self.clone())
     }
 }

@@ -3,9 +3,6 @@
 //! Every function panics with kubectl's output when a command that must succeed fails,
 //! and with the reason when `kubectl` is not on `PATH` (these tests fail, never skip).
 
-// Shared by several test crates, each of which uses a part of it.
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -15,11 +12,7 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// Runs `kubectl args...` against `kubeconfig` with its discovery cache in `cache`;
 /// returns (exit status was success, stdout, stderr). The server has 20 s to answer each
 /// request (`--request-timeout=20s`).
-pub(crate) async fn run_kubectl(
-    kubeconfig: &Path,
-    cache: &Path,
-    args: &[&str],
-) -> (bool, String, String) {
+pub async fn run_kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> (bool, String, String) {
     let out = tokio::time::timeout(
         COMMAND_TIMEOUT,
         tokio::process::Command::new("kubectl")
@@ -39,7 +32,7 @@ pub(crate) async fn run_kubectl(
 }
 
 /// [`run_kubectl`] for a command that must succeed: its stdout.
-pub(crate) async fn kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> String {
+pub async fn kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> String {
     let (ok, stdout, stderr) = run_kubectl(kubeconfig, cache, args).await;
     assert!(
         ok,
@@ -50,14 +43,16 @@ pub(crate) async fn kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> S
 
 /// A kubeconfig and the discovery cache its commands share.
 #[derive(Debug, Clone)]
-pub(crate) struct Kubectl {
-    pub(crate) kubeconfig: PathBuf,
-    pub(crate) cache: PathBuf,
+pub struct Kubectl {
+    /// The kubeconfig file.
+    pub kubeconfig: PathBuf,
+    /// kubectl's discovery and HTTP cache directory.
+    pub cache: PathBuf,
 }
 
 impl Kubectl {
     /// `kubeconfig`, with the cache in `kube-cache` beside it.
-    pub(crate) fn beside(kubeconfig: &Path) -> Kubectl {
+    pub fn beside(kubeconfig: &Path) -> Kubectl {
         Kubectl {
             kubeconfig: kubeconfig.to_owned(),
             cache: kubeconfig.with_file_name("kube-cache"),
@@ -65,19 +60,19 @@ impl Kubectl {
     }
 
     /// [`run_kubectl`] with this kubeconfig and cache.
-    pub(crate) async fn run(&self, args: &[&str]) -> (bool, String, String) {
+    pub async fn run(&self, args: &[&str]) -> (bool, String, String) {
         run_kubectl(&self.kubeconfig, &self.cache, args).await
     }
 
     /// [`kubectl`] with this kubeconfig and cache.
-    pub(crate) async fn ok(&self, args: &[&str]) -> String {
+    pub async fn ok(&self, args: &[&str]) -> String {
         kubectl(&self.kubeconfig, &self.cache, args).await
     }
 }
 
 /// An empty directory of this test process under the system's temp directory, named
 /// after `name` (whatever an earlier run with the same pid left there is removed).
-pub(crate) fn scratch_dir(name: &str) -> PathBuf {
+pub fn scratch_dir(name: &str) -> PathBuf {
     let dir =
         std::env::temp_dir().join(format!("kube-aggregator-e2e-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -85,7 +80,7 @@ pub(crate) fn scratch_dir(name: &str) -> PathBuf {
 }
 
 /// A kubectl table as rows of whitespace-separated cells, blank lines dropped.
-pub(crate) fn rows(table: &str) -> Vec<Vec<String>> {
+pub fn rows(table: &str) -> Vec<Vec<String>> {
     table
         .lines()
         .map(|l| l.split_whitespace().map(str::to_owned).collect())

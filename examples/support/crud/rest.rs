@@ -27,6 +27,7 @@ use crate::support::extension_server::{json, query_param, rfc3339};
 use crate::support::selector::{FieldSelector, LabelSelector};
 
 /// The request a verb works on.
+#[derive(Debug)]
 pub struct Call<'a> {
     /// The store.
     pub store: &'a Store,
@@ -320,6 +321,7 @@ pub fn get(call: &Call<'_>, name: &str) -> Response<Body> {
 }
 
 /// The list options, validated as `ValidateListOptions` does (422 on `ListOptions`).
+#[derive(Debug)]
 pub struct ListOptions {
     /// Label selector.
     pub labels: LabelSelector,

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use crate::support::selector::LabelSelector;
 
@@ -469,9 +469,4 @@ impl Series {
             .cloned()
             .collect()
     }
-}
-
-/// Seconds since the epoch, for logs.
-pub fn unix(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
