@@ -4,26 +4,30 @@
 //! does, and [`FailedAuthenticationAuditLayer`] the one event of a request refused by
 //! authentication (`authn_audit.go`).
 
-use std::future::Future;
-use std::pin::Pin;
+mod failed_authentication;
+mod response;
+
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::SystemTime;
 
 use futures_util::future::BoxFuture;
 use http::{Request, Response};
-use http_body::Frame;
-use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::event::{Event, EventUser, RequestMetadata, ResponseStatus};
 use super::{AuditContext, AuditMetrics, AuditSink, Level, Policy, Processed, Stage};
 use crate::audit_context::Bodies;
-use crate::authn::{Unauthenticated, UserInfo};
+use crate::authn::UserInfo;
 use crate::authz::RequestInfo;
 use crate::body::Body;
 use crate::status::Status;
 use crate::timeout::LongRunningCheck;
+
+pub(crate) use failed_authentication::audit_refused;
+pub use failed_authentication::{FailedAuthenticationAuditLayer, FailedAuthenticationAuditService};
+pub use response::ResponseFuture;
+use response::State;
 
 /// Layer that audits every request the [`Policy`] gives a level, placed as upstream
 /// places it: after authentication (the event's `user` is the authenticated one), before
@@ -387,294 +391,6 @@ fn response_status<RB>(res: &Response<RB>) -> ResponseStatus {
         Some(status) => ResponseStatus::of_status(status),
         None => ResponseStatus::code(res.status().as_u16()),
     }
-}
-
-pin_project! {
-    /// Response future of [`AuditService`] and [`FailedAuthenticationAuditService`].
-    ///
-    /// The inner future appears once, not once per state: every copy of it in an enum's
-    /// variants multiplies what the compiler proves of the stack's nested futures.
-    pub struct ResponseFuture<F> {
-        #[pin]
-        inner: Option<F>,
-        state: State,
-        // What a blocking sink makes the request wait for: before the inner future is
-        // polled, or (with `held`) before the answer goes out.
-        wait: Option<Wait>,
-        held: Option<Response<Body>>,
-    }
-}
-
-/// What a [`ResponseFuture`] does with the answer.
-#[derive(Debug)]
-enum State {
-    /// Not audited.
-    Passthrough,
-    /// Audited: the event waits for the answer (and then its body).
-    Audited(Option<Box<Pending>>),
-    /// Refused by authentication, perhaps: audited if so.
-    Authentication(Option<(Arc<Shared>, SystemTime)>),
-    /// Answered here, without the inner service.
-    Ready(Option<Response<Body>>),
-}
-
-impl<F> ResponseFuture<F> {
-    fn new(inner: F, state: State) -> Self {
-        ResponseFuture {
-            inner: Some(inner),
-            state,
-            wait: None,
-            held: None,
-        }
-    }
-
-    fn passthrough(inner: F) -> Self {
-        ResponseFuture::new(inner, State::Passthrough)
-    }
-
-    fn ready(response: Response<Body>) -> Self {
-        ResponseFuture {
-            inner: None,
-            state: State::Ready(Some(response)),
-            wait: None,
-            held: None,
-        }
-    }
-}
-
-impl<F> std::fmt::Debug for ResponseFuture<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResponseFuture")
-            .field("state", &self.state)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<F, E> Future for ResponseFuture<F>
-where
-    F: Future<Output = Result<Response<Body>, E>>,
-{
-    type Output = Result<Response<Body>, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut this = self.project();
-        if let Some(wait) = this.wait {
-            let kept = std::task::ready!(wait.as_mut().poll(cx));
-            *this.wait = None;
-            if let Some(res) = this.held.take() {
-                return Poll::Ready(Ok(res));
-            }
-            if !kept {
-                // The `RequestReceived` event was lost: refused, the inner future unpolled.
-                if let State::Audited(pending) = this.state {
-                    if let Some(mut pending) = pending.take() {
-                        this.inner.set(None);
-                        return Poll::Ready(Ok(pending.refuse()));
-                    }
-                }
-            }
-        }
-        if let State::Ready(response) = this.state {
-            return match response.take() {
-                Some(res) => Poll::Ready(Ok(res)),
-                None => Poll::Pending,
-            };
-        }
-        let Some(inner) = this.inner.as_pin_mut() else {
-            return Poll::Pending;
-        };
-        let mut res = std::task::ready!(inner.poll(cx))?;
-        let wait = match this.state {
-            State::Audited(pending) => match pending.take() {
-                Some(mut pending) => {
-                    let wait = pending.started(&res);
-                    res = res.map(|body| {
-                        Body::new(AuditedBody {
-                            inner: body,
-                            pending: Some(*pending),
-                            finishing: None,
-                        })
-                    });
-                    wait
-                }
-                None => None,
-            },
-            State::Authentication(audit) => match audit.take() {
-                Some((shared, received)) => audit_refused(&shared, received, &mut res),
-                None => None,
-            },
-            State::Passthrough | State::Ready(_) => None,
-        };
-        if let Some(mut wait) = wait {
-            if wait.as_mut().poll(cx).is_pending() {
-                *this.wait = Some(wait);
-                *this.held = Some(res);
-                return Poll::Pending;
-            }
-        }
-        Poll::Ready(Ok(res))
-    }
-}
-
-pin_project! {
-    /// A response body whose end (or abandonment) writes the `ResponseComplete` event;
-    /// with a blocking sink, its end waits for the sink.
-    struct AuditedBody<B> {
-        #[pin]
-        inner: B,
-        pending: Option<Pending>,
-        finishing: Option<Wait>,
-    }
-}
-
-impl<B> http_body::Body for AuditedBody<B>
-where
-    B: http_body::Body<Data = bytes::Bytes>,
-{
-    type Data = bytes::Bytes;
-    type Error = B::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<bytes::Bytes>, B::Error>>> {
-        let this = self.project();
-        if let Some(wait) = this.finishing {
-            std::task::ready!(wait.as_mut().poll(cx));
-            *this.finishing = None;
-            return Poll::Ready(None);
-        }
-        let frame = std::task::ready!(this.inner.poll_frame(cx));
-        if frame.is_none() {
-            // The body is complete: write the event now rather than when it is dropped.
-            if let Some(mut wait) = this.pending.take().and_then(|mut p| p.complete()) {
-                if wait.as_mut().poll(cx).is_pending() {
-                    *this.finishing = Some(wait);
-                    return Poll::Pending;
-                }
-            }
-        }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream() && self.finishing.is_none()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-/// Layer that audits the requests the
-/// [`AuthenticationLayer`](crate::authn::AuthenticationLayer) inside it refuses, as
-/// upstream's `WithFailedAuthenticationAudit`: one `ResponseStarted` event with an empty
-/// `user` and the 401 `Unauthorized` Status, if the policy audits the request when no
-/// user is known. Made by [`AuditLayer::failed_authentication`].
-#[derive(Clone, Default)]
-pub struct FailedAuthenticationAuditLayer {
-    shared: Option<Arc<Shared>>,
-}
-
-impl std::fmt::Debug for FailedAuthenticationAuditLayer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FailedAuthenticationAuditLayer")
-            .field("on", &self.shared.is_some())
-            .finish()
-    }
-}
-
-impl<S> Layer<S> for FailedAuthenticationAuditLayer {
-    type Service = FailedAuthenticationAuditService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        FailedAuthenticationAuditService {
-            inner,
-            shared: self.shared.clone(),
-        }
-    }
-}
-
-/// Service of [`FailedAuthenticationAuditLayer`].
-#[derive(Clone)]
-pub struct FailedAuthenticationAuditService<S> {
-    inner: S,
-    shared: Option<Arc<Shared>>,
-}
-
-impl<S: std::fmt::Debug> std::fmt::Debug for FailedAuthenticationAuditService<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FailedAuthenticationAuditService")
-            .field("inner", &self.inner)
-            .field("on", &self.shared.is_some())
-            .finish()
-    }
-}
-
-impl<S, B> Service<Request<B>> for FailedAuthenticationAuditService<S>
-where
-    S: Service<Request<B>, Response = Response<Body>>,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
-    type Future = ResponseFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
-        let Some(shared) = &self.shared else {
-            return ResponseFuture::passthrough(self.inner.call(req));
-        };
-        // The refused request's head comes back with the 401; its RequestInfo is parsed
-        // now, once, for every layer behind.
-        let _ = crate::authz::request_info::ensure(&mut req);
-        let audit = Some((shared.clone(), SystemTime::now()));
-        ResponseFuture::new(self.inner.call(req), State::Authentication(audit))
-    }
-}
-
-/// If `res` is the 401 of a request authentication refused (it carries
-/// [`Unauthenticated`]), writes its event; the marker is removed either way. What the
-/// 401 waits for, if the sink asks for a wait.
-pub(crate) fn audit_refused<R>(
-    shared: &Arc<Shared>,
-    received: SystemTime,
-    res: &mut Response<R>,
-) -> Option<Wait> {
-    let refused = res.extensions_mut().remove::<Unauthenticated>()?;
-    audit_failed_authentication(shared, &refused, received, res)
-}
-
-/// Writes the event of a request authentication refused with `res`.
-fn audit_failed_authentication<RB>(
-    shared: &Arc<Shared>,
-    refused: &Unauthenticated,
-    received: SystemTime,
-    res: &Response<RB>,
-) -> Option<Wait> {
-    let parts = &refused.0;
-    let info = parts.extensions.get::<RequestInfo>()?;
-    let config = shared.policy.evaluate(None, info);
-    shared.metrics.level(config.level);
-    if config.level == Level::None {
-        return None;
-    }
-    let mut pending = Pending {
-        event: Event::new(
-            config.level,
-            RequestMetadata::of(parts, info, None, received),
-        ),
-        sink: shared.sink.clone(),
-        metrics: shared.metrics.clone(),
-        omit: mask(&config.omit_stages),
-        context: AuditContext::default(),
-        long_running: false,
-        done: true,
-    };
-    pending.event.response_status = Some(response_status(res));
-    waiting(pending.emit(Stage::ResponseStarted))
 }
 
 #[cfg(test)]
