@@ -15,7 +15,7 @@ use futures_util::future::join_all;
 use futures_util::stream::FuturesUnordered;
 
 use super::{AvailabilityMetrics, MountedTenants, ServiceResolver, UnavailableCause};
-use crate::apiservice::{ConditionStatus, ServiceReference};
+use crate::apiservice::ServiceReference;
 use crate::registry::{Registry, Route, RoutingTable};
 use crate::rt::Timer;
 use crate::tenancy::Tenant;
@@ -114,14 +114,6 @@ impl std::fmt::Debug for AvailabilityController {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-/// The outcome of one check: the condition to write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Outcome {
-    status: ConditionStatus,
-    reason: String,
-    message: String,
 }
 
 /// What one check found: passed, or the cause of its failure.

@@ -5,13 +5,21 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 
-use super::{AvailabilityController, CheckResult, Checked, Outcome};
+use super::{AvailabilityController, CheckResult, Checked};
 use crate::apiservice::ConditionStatus;
 use crate::availability::probe::Probe;
 use crate::availability::{ServiceResolver, UnavailableCause};
 use crate::registry::{Registry, Route};
 use crate::tenancy::Tenant;
 use crate::transport::CertificateSummary;
+
+/// The outcome of one check: the condition to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Outcome {
+    status: ConditionStatus,
+    reason: String,
+    message: String,
+}
 
 impl AvailabilityController {
     /// The condition a check's `result` writes for `name`: `True` when it passed; still
