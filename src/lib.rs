@@ -65,6 +65,7 @@ pub mod metrics;
 pub mod openapi;
 mod outcome_metrics;
 pub mod proxy;
+mod refresh;
 pub mod registry;
 pub mod reload;
 mod resolver;

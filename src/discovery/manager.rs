@@ -12,18 +12,17 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::task::{Context, Poll};
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
 
 use super::config::DiscoveryConfig;
 use super::document::{AggregatedDocument, DocumentBuilder, VersionEntry};
 use super::fetch::{Fetched, Job, fetch};
 use super::target::{GroupVersion, ServiceKey, Target, TargetSet, TargetSink};
 use super::v2::{ApiResourceDiscovery, ApiVersionDiscovery, Freshness};
+use crate::refresh::{self, Notify};
 use crate::rt::Timer;
 
 /// A fetch result as seen by one group-version: `None` when the fetch did not cover it,
@@ -77,9 +76,8 @@ struct Shared {
     local: ArcSwap<HashMap<GroupVersion, (i32, i32)>>,
     synced: AtomicBool,
     running: AtomicBool,
-    /// Set when the run loop has work to look at; its waker and the readiness waiters.
-    notified: AtomicBool,
-    wakers: Mutex<Vec<Waker>>,
+    /// Set when the run loop has work to look at; wakes it and the readiness waiters.
+    notify: Notify,
     /// Documents built and published (`aggregator_discovery_aggregation_count_total`).
     aggregations: std::sync::atomic::AtomicU64,
 }
@@ -134,8 +132,7 @@ impl DiscoveryManager {
                 local: ArcSwap::from_pointee(HashMap::new()),
                 synced: AtomicBool::new(false),
                 running: AtomicBool::new(false),
-                notified: AtomicBool::new(false),
-                wakers: Mutex::new(Vec::new()),
+                notify: Notify::default(),
                 aggregations: std::sync::atomic::AtomicU64::new(0),
             }),
         }
@@ -181,10 +178,7 @@ impl DiscoveryManager {
 
     /// Tells the run loop (and `synced` waiters) to look again.
     fn wake(&self) {
-        self.shared.notified.store(true, Ordering::Release);
-        for w in lock(&self.shared.wakers).drain(..) {
-            w.wake();
-        }
+        self.shared.notify.wake();
     }
 
     /// Builds the document from the entries and publishes it (one swap).
@@ -208,78 +202,34 @@ impl DiscoveryManager {
     pub async fn run(self) {
         self.shared.running.store(true, Ordering::Release);
         let _running = RunningGuard(self.shared.clone());
-        type FetchFuture = Pin<Box<dyn Future<Output = (ServiceKey, Fetched)> + Send>>;
-        let mut running: FuturesUnordered<FetchFuture> = FuturesUnordered::new();
-        loop {
-            let now = self.shared.timer.now();
-            let mut next_due: Option<Instant> = None;
-            {
-                let mut st = lock(&self.shared.state);
-                let in_flight = st.services.values().filter(|s| s.in_flight).count();
-                let mut free = self.shared.config.workers.max(1).saturating_sub(in_flight);
-                let mut due: Vec<(ServiceKey, Instant, bool)> = st
-                    .services
-                    .iter()
-                    .filter(|(_, s)| !s.in_flight)
-                    .map(|(k, s)| (k.clone(), s.due, s.tried))
-                    .collect();
-                due.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-                for (key, at, tried) in due {
-                    if at > now {
-                        next_due = Some(next_due.map_or(at, |n| n.min(at)));
-                        continue;
-                    }
-                    if tried && free == 0 {
-                        continue;
-                    }
-                    let Some(job) = job_for(&st, &key) else {
-                        continue;
-                    };
-                    if tried {
-                        free -= 1;
-                    }
-                    if let Some(s) = st.services.get_mut(&key) {
-                        s.in_flight = true;
-                    }
-                    let (timer, config) = (self.shared.timer.clone(), self.shared.config.clone());
-                    running.push(Box::pin(async move {
-                        let fetched = fetch(&job, &timer, &config).await;
-                        (job.service, fetched)
-                    }));
+        let shared = &self.shared;
+        let start = |now, spawn: &mut dyn FnMut(refresh::Fetch<(ServiceKey, Fetched)>)| {
+            let mut st = lock(&shared.state);
+            let in_flight = st.services.values().filter(|s| s.in_flight).count();
+            let free = shared.config.workers.max(1).saturating_sub(in_flight);
+            let items = st
+                .services
+                .iter()
+                .filter(|(_, s)| !s.in_flight)
+                .map(|(k, s)| (k.clone(), s.due, s.tried))
+                .collect();
+            refresh::start_due(items, now, free, |key| {
+                let Some(job) = job_for(&st, &key) else {
+                    return false;
+                };
+                if let Some(s) = st.services.get_mut(&key) {
+                    s.in_flight = true;
                 }
-            }
-            let wait = next_due.map_or(Duration::from_secs(3600), |d| {
-                d.saturating_duration_since(self.shared.timer.now())
-            });
-            let mut sleep = self.shared.timer.sleep(wait);
-            let shared = self.shared.clone();
-            let event = std::future::poll_fn(|cx| {
-                if !running.is_empty() {
-                    if let Poll::Ready(Some(done)) = running.poll_next_unpin(cx) {
-                        return Poll::Ready(Some(done));
-                    }
-                }
-                if shared.notified.swap(false, Ordering::AcqRel) {
-                    return Poll::Ready(None);
-                }
-                {
-                    let mut wakers = lock(&shared.wakers);
-                    if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
-                        wakers.push(cx.waker().clone());
-                    }
-                }
-                if shared.notified.swap(false, Ordering::AcqRel)
-                    || sleep.as_mut().poll(cx).is_ready()
-                {
-                    return Poll::Ready(None);
-                }
-                Poll::Pending
+                let (timer, config) = (shared.timer.clone(), shared.config.clone());
+                spawn(Box::pin(async move {
+                    let fetched = fetch(&job, &timer, &config).await;
+                    (job.service, fetched)
+                }));
+                true
             })
-            .await;
-            if let Some((key, fetched)) = event {
-                self.apply(&key, fetched);
-            }
-        }
+        };
+        let apply = |(key, fetched): (ServiceKey, Fetched)| self.apply(&key, fetched);
+        refresh::run(&shared.timer, &shared.notify, start, apply).await;
     }
 
     /// Records one fetch result and republishes.
@@ -379,9 +329,7 @@ impl DiscoveryManager {
             && !self.shared.synced.swap(true, Ordering::AcqRel)
         {
             tracing::info!("discovery: every APIService known at start has been fetched once");
-            for w in lock(&self.shared.wakers).drain(..) {
-                w.wake();
-            }
+            self.shared.notify.wake();
         }
     }
 }
@@ -528,7 +476,7 @@ impl Future for Synced {
         if self.shared.synced.load(Ordering::Acquire) {
             return Poll::Ready(());
         }
-        lock(&self.shared.wakers).push(cx.waker().clone());
+        self.shared.notify.register(cx.waker());
         if self.shared.synced.load(Ordering::Acquire) {
             Poll::Ready(())
         } else {

@@ -6,17 +6,11 @@
 //! and publishes what the request path serves.
 
 use std::collections::{BTreeMap, HashMap};
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Poll, Waker};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
 use http::{HeaderValue, Request, StatusCode, header};
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -27,6 +21,7 @@ use super::{merge, v3};
 use crate::body::{Body, read_limited};
 use crate::discovery::{Target, TargetSet, TargetSink, sha512_hex};
 use crate::identity;
+use crate::refresh::{self, Notify};
 use crate::rt::Timer;
 
 /// The spec that heads the merge when the host has none.
@@ -61,8 +56,8 @@ struct Shared {
     state: Mutex<HashMap<String, Entry>>,
     generation: Mutex<Option<u64>>,
     snapshot: ArcSwap<OpenApiSnapshot>,
-    notified: AtomicBool,
-    wakers: Mutex<Vec<Waker>>,
+    /// Wakes the run loop when the set of APIServices changes.
+    notify: Notify,
     metrics: OpenApiMetrics,
 }
 
@@ -112,8 +107,7 @@ impl OpenApiManager {
                     merged_v2,
                     v3: BTreeMap::new(),
                 }),
-                notified: AtomicBool::new(false),
-                wakers: Mutex::new(Vec::new()),
+                notify: Notify::default(),
                 metrics,
             }),
         }
@@ -136,10 +130,7 @@ impl OpenApiManager {
 
     /// Tells the run loop to look again.
     fn wake(&self) {
-        self.shared.notified.store(true, Ordering::Release);
-        for w in lock(&self.shared.wakers).drain(..) {
-            w.wake();
-        }
+        self.shared.notify.wake();
     }
 
     /// Merges the entries' specs in upstream's order (group priority, then name) and
@@ -184,82 +175,32 @@ impl OpenApiManager {
     /// Runs forever: downloads every APIService's specs when it appears or becomes
     /// available, then on its schedule. Spawn it on the host's executor.
     pub async fn run(self) {
-        type Job = Pin<Box<dyn Future<Output = (String, Downloaded)> + Send>>;
-        let mut running: FuturesUnordered<Job> = FuturesUnordered::new();
-        loop {
-            let now = self.shared.timer.now();
-            let mut next_due: Option<Instant> = None;
-            {
-                let mut st = lock(&self.shared.state);
-                let mut free = self
-                    .shared
-                    .config
-                    .workers
-                    .max(1)
-                    .saturating_sub(st.values().filter(|e| e.in_flight).count());
-                let mut due: Vec<(&String, &Entry)> =
-                    st.iter().filter(|(_, e)| !e.in_flight).collect();
-                due.sort_by(|a, b| a.1.due.cmp(&b.1.due).then_with(|| a.0.cmp(b.0)));
-                let mut start = Vec::new();
-                for (name, e) in due {
-                    if e.due > now || !e.target.available {
-                        if e.target.available {
-                            next_due = Some(next_due.map_or(e.due, |n| n.min(e.due)));
-                        }
-                        continue;
-                    }
-                    if e.tried && free == 0 {
-                        continue;
-                    }
-                    if e.tried {
-                        free -= 1;
-                    }
-                    start.push(name.clone());
-                }
-                for name in start {
-                    if let Some(e) = st.get_mut(&name) {
-                        e.in_flight = true;
-                        let (target, etag) = (e.target.clone(), e.v2_etag.clone());
-                        let (timer, config) =
-                            (self.shared.timer.clone(), self.shared.config.clone());
-                        running.push(Box::pin(async move {
-                            (name, download(&target, etag, &timer, &config).await)
-                        }));
-                    }
-                }
-            }
-            let wait = next_due.map_or(Duration::from_secs(3600), |d| {
-                d.saturating_duration_since(self.shared.timer.now())
-            });
-            let mut sleep = self.shared.timer.sleep(wait);
-            let shared = self.shared.clone();
-            let event = std::future::poll_fn(|cx| {
-                if !running.is_empty() {
-                    if let Poll::Ready(Some(done)) = running.poll_next_unpin(cx) {
-                        return Poll::Ready(Some(done));
-                    }
-                }
-                if shared.notified.swap(false, Ordering::AcqRel) {
-                    return Poll::Ready(None);
-                }
-                {
-                    let mut wakers = lock(&shared.wakers);
-                    if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
-                        wakers.push(cx.waker().clone());
-                    }
-                }
-                if shared.notified.swap(false, Ordering::AcqRel)
-                    || sleep.as_mut().poll(cx).is_ready()
-                {
-                    return Poll::Ready(None);
-                }
-                Poll::Pending
+        let shared = &self.shared;
+        let start = |now, spawn: &mut dyn FnMut(refresh::Fetch<(String, Downloaded)>)| {
+            let mut st = lock(&shared.state);
+            let in_flight = st.values().filter(|e| e.in_flight).count();
+            let free = shared.config.workers.max(1).saturating_sub(in_flight);
+            // Downloads wait for the APIService to be available.
+            let items = st
+                .iter()
+                .filter(|(_, e)| !e.in_flight && e.target.available)
+                .map(|(name, e)| (name.clone(), e.due, e.tried))
+                .collect();
+            refresh::start_due(items, now, free, |name| {
+                let Some(e) = st.get_mut(&name) else {
+                    return false;
+                };
+                e.in_flight = true;
+                let (target, etag) = (e.target.clone(), e.v2_etag.clone());
+                let (timer, config) = (shared.timer.clone(), shared.config.clone());
+                spawn(Box::pin(async move {
+                    (name, download(&target, etag, &timer, &config).await)
+                }));
+                true
             })
-            .await;
-            if let Some((name, downloaded)) = event {
-                self.apply(&name, downloaded);
-            }
-        }
+        };
+        let apply = |(name, downloaded): (String, Downloaded)| self.apply(&name, downloaded);
+        refresh::run(&shared.timer, &shared.notify, start, apply).await;
     }
 
     /// Records one download of `name` (keeping the last good spec on failure), schedules
