@@ -2,8 +2,10 @@
 //! as configured, and errors that name the file.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::UNIX_EPOCH;
 
+use super::rotate::{backup_name, backup_time};
 use super::*;
 use crate::audit::event::{EventUser, ObjectReference, RequestMetadata, ResponseStatus};
 use crate::audit::{Level, Processed, Stage};

@@ -36,11 +36,13 @@
 mod convert;
 mod document;
 mod parameters;
+mod responses;
 mod schema;
 
 pub use convert::{document, encode};
 pub use document::*;
 pub use parameters::*;
+pub use responses::*;
 pub use schema::*;
 
 #[cfg(test)]
