@@ -5,6 +5,8 @@
 //! The crypto provider is rustls' `ring` provider, for backends and the TLS server alike.
 //! The platform's roots are read once per process and shared.
 
+mod serving;
+
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
@@ -19,6 +21,10 @@ use rustls_pki_types::pem::PemObject;
 
 use super::BackendTarget;
 use super::certificate::CertificateSummary;
+
+use serving::Diagnosing;
+pub(crate) use serving::serving_certificate_error;
+pub use serving::{ServingCertificateError, ServingCertificateProblem};
 
 /// The TLS configuration could not be built: what [`client_config`],
 /// [`ClientCertificate::from_pem`] and [`ClientCertificate::set_pem`] return. Its text is
@@ -312,167 +318,6 @@ impl rustls::client::ClientSessionStore for SessionsPerCertificate {
         server_name: &ServerName<'static>,
     ) -> Option<rustls::client::Tls13ClientSessionValue> {
         self.cache().take_tls13_ticket(server_name)
-    }
-}
-
-/// What was wrong with a backend's serving certificate, as [`ServingCertificateError`]
-/// tells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ServingCertificateProblem {
-    /// None of the certificate's names is `<service>.<namespace>.svc`.
-    NotValidForName,
-    /// No CA of the caBundle (or of the platform's roots) issued it.
-    UnknownAuthority,
-    /// Its `notAfter` has passed.
-    Expired,
-    /// Its `notBefore` has not come yet.
-    NotYetValid,
-    /// Another verification failure (bad signature, unsupported algorithm, usage).
-    Other,
-}
-
-/// The backend's serving certificate failed verification, with what was expected and
-/// what the certificate says. Found in the source chain of the
-/// [`ConnectError`](super::ConnectError) of a failed handshake (its text is this
-/// error's: Go's `tls: failed to verify certificate: x509: ...` with the values).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{}", self.go_text())]
-#[non_exhaustive]
-pub struct ServingCertificateError {
-    /// What failed.
-    pub problem: ServingCertificateProblem,
-    /// The name the certificate was verified as (`<service>.<namespace>.svc`).
-    pub expected_name: String,
-    /// The certificate the backend presented; `None` when it did not parse.
-    pub certificate: Option<CertificateSummary>,
-    /// Subjects of the caBundle's certificates; empty when the platform's roots were used.
-    pub ca_bundle_subjects: Vec<String>,
-    /// When it was verified.
-    pub verified_at: std::time::SystemTime,
-    /// rustls' own description of the failure.
-    pub detail: String,
-}
-
-impl ServingCertificateError {
-    /// Go's wording of the same failure, with the values it names.
-    fn go_text(&self) -> String {
-        let now = humantime::format_rfc3339_seconds(self.verified_at);
-        let cert = self.certificate.as_ref();
-        let reason = match self.problem {
-            ServingCertificateProblem::NotValidForName => {
-                let names = cert.map_or_else(|| "unknown names".to_owned(), |c| c.names());
-                format!(
-                    "certificate is valid for {names}, not {}",
-                    self.expected_name
-                )
-            }
-            ServingCertificateProblem::UnknownAuthority => {
-                let issuer = cert.map_or("an unknown issuer", |c| c.issuer.as_str());
-                format!("certificate signed by unknown authority (issuer {issuer:?})")
-            }
-            ServingCertificateProblem::Expired => {
-                let after = cert.map_or_else(String::new, |c| c.not_after_rfc3339());
-                format!(
-                    "certificate has expired or is not yet valid: current time {now} is after {after}"
-                )
-            }
-            ServingCertificateProblem::NotYetValid => {
-                let before = cert.map_or_else(String::new, |c| c.not_before_rfc3339());
-                format!(
-                    "certificate has expired or is not yet valid: current time {now} is before {before}"
-                )
-            }
-            ServingCertificateProblem::Other => self.detail.clone(),
-        };
-        format!("failed to verify certificate: x509: {reason}")
-    }
-}
-
-/// The webpki verifier of a caBundle, whose failures say what the certificate was: a
-/// [`ServingCertificateError`] inside rustls' `CertificateError::Other`.
-#[derive(Debug)]
-struct Diagnosing {
-    inner: Arc<WebPkiServerVerifier>,
-    ca_subjects: Vec<String>,
-}
-
-impl ServerCertVerifier for Diagnosing {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        use rustls::CertificateError as E;
-        let err = match self.inner.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        ) {
-            Ok(verified) => return Ok(verified),
-            Err(rustls::Error::InvalidCertificate(e)) => e,
-            Err(other) => return Err(other),
-        };
-        let problem = match &err {
-            E::NotValidForName | E::NotValidForNameContext { .. } => {
-                ServingCertificateProblem::NotValidForName
-            }
-            E::UnknownIssuer => ServingCertificateProblem::UnknownAuthority,
-            E::Expired | E::ExpiredContext { .. } => ServingCertificateProblem::Expired,
-            E::NotValidYet | E::NotValidYetContext { .. } => ServingCertificateProblem::NotYetValid,
-            _ => ServingCertificateProblem::Other,
-        };
-        let diagnosis = ServingCertificateError {
-            problem,
-            expected_name: server_name.to_str().into_owned(),
-            certificate: CertificateSummary::from_der(end_entity).ok(),
-            ca_bundle_subjects: self.ca_subjects.clone(),
-            verified_at: std::time::UNIX_EPOCH + std::time::Duration::from_secs(now.as_secs()),
-            detail: err.to_string(),
-        };
-        Err(rustls::Error::InvalidCertificate(
-            rustls::CertificateError::Other(rustls::OtherError(Arc::new(diagnosis))),
-        ))
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-}
-
-/// The [`ServingCertificateError`] a failed handshake's error carries, if any.
-pub(crate) fn serving_certificate_error(
-    err: &(dyn std::error::Error + 'static),
-) -> Option<ServingCertificateError> {
-    let rustls = crate::transport::find_rustls_error(err)?;
-    match rustls {
-        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(o)) => {
-            o.0.downcast_ref::<ServingCertificateError>().cloned()
-        }
-        _ => None,
     }
 }
 
