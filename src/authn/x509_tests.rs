@@ -10,6 +10,7 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, DnValue, ExtendedKeyUsagePurpose, IsCa, Issuer,
     KeyPair, KeyUsagePurpose,
 };
+use x509_parser::prelude::FromDer;
 
 use super::*;
 use crate::authn::{RequestHeaderAuthenticator, RequestHeaderConfig};

@@ -50,15 +50,15 @@
 //! assert!(registry.snapshot().is_empty());
 //! ```
 
+mod changed;
 mod feed;
+mod observer;
 mod table;
 mod writer;
 
 use std::collections::HashSet;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::Waker;
 
 use arc_swap::{ArcSwap, Guard};
 
@@ -73,6 +73,9 @@ use feed::Feed;
 pub use table::{Backend, GroupRoutes, RemoteBackend, Route, RoutingTable};
 use writer::{Draft, Writer};
 
+pub use changed::Changed;
+pub use observer::{StatusSink, TableObserver};
+
 /// APIServices that an update could not apply, each with the upstream validation message.
 /// Everything else in the update was applied.
 ///
@@ -84,32 +87,6 @@ use writer::{Draft, Writer};
 pub struct ApplyError {
     /// One entry per rejected APIService.
     pub rejected: Vec<ValidationError>,
-}
-
-/// Receives every change of an APIService's `Available` condition, so the host can write
-/// status back to where APIServices live (the `UpdateStatus` of upstream's availability
-/// controller), and `kubectl get apiservices` shows it.
-///
-/// Called after the change is published, on the task that made it (the availability
-/// controller's worker, or the caller of [`Registry::apply`] for a local APIService), once
-/// per change and sink. A change is a different status, reason or message: repeated
-/// checks with the same outcome are not reported. It must not block; hand slow writes to
-/// a task of the host's.
-pub trait StatusSink: Send + Sync + 'static {
-    /// `apiservice` carries the new status (its `Available` condition with reason,
-    /// message and `lastTransitionTime`); called after the snapshot is published.
-    fn status_changed(&self, apiservice: &ApiService);
-}
-
-/// Hears every published [`RoutingTable`], after the writer that published it released
-/// the registry: the discovery and OpenAPI managers follow the APIServices this way, so a
-/// deleted APIService leaves their documents before [`Registry::apply`] returns.
-///
-/// Called on the writer's task with the newest table (two writers in a row may both
-/// report the same one); must not block.
-pub trait TableObserver: Send + Sync + 'static {
-    /// `table` is the current snapshot.
-    fn table_published(&self, table: &Arc<RoutingTable>);
 }
 
 struct Shared {
@@ -448,41 +425,6 @@ impl Registry {
             for r in &e.rejected {
                 tracing::warn!(error = %r, "APIService rejected");
             }
-        }
-    }
-}
-
-/// Future of [`Registry::changed`]: the generation that is greater than the one given.
-///
-/// Waiting tasks are woken by every publish; one waker is kept per task however often it
-/// polls.
-#[derive(Debug)]
-pub struct Changed {
-    registry: Registry,
-    seen: u64,
-}
-
-impl Future for Changed {
-    type Output = u64;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u64> {
-        let g = self.registry.snapshot().generation();
-        if g > self.seen {
-            return Poll::Ready(g);
-        }
-        {
-            // One entry per waiting task: a task that polls again replaces nothing.
-            let mut wakers = lock(&self.registry.shared.wakers);
-            if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
-                wakers.push(cx.waker().clone());
-            }
-        }
-        // Re-check after registering, so a publish between the two loads is not missed.
-        let g = self.registry.snapshot().generation();
-        if g > self.seen {
-            Poll::Ready(g)
-        } else {
-            Poll::Pending
         }
     }
 }
