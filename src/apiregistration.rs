@@ -11,6 +11,9 @@
 //! fast instead of hanging. A list honours `labelSelector` and `fieldSelector`
 //! (`metadata.name`, and `metadata.namespace`, always empty), and answers 400 for a
 //! selector that does not parse or another field, as upstream's registry.
+//!
+//! Floor 7 of the import order (docs/architecture.md): uses `apiservice`, `authz`, `body`,
+//! `discovery`, `gocompat`, `registry`, `status`; used by `aggregator`.
 
 use std::time::{Duration, SystemTime};
 

@@ -2,6 +2,9 @@
 //! (`authorization.k8s.io/decision`, ...) and the impersonated user. A leaf, so the
 //! authorization and impersonation layers can record into it without importing the audit
 //! layer that reads it; public as [`crate::audit::AuditContext`].
+//!
+//! Floor 2 of the import order (docs/architecture.md): uses `identity`; used by `audit`,
+//! `authz`, `impersonation`, `selfreview`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -2,6 +2,9 @@
 //! authorization metrics (k8s.io/apiserver `pkg/endpoints/filters/metrics.go`), and the
 //! text of a set of metrics on its own ([`render`]). A leaf: `authn` and `authz` each
 //! keep an [`Outcomes`]; `audit` and `metrics` render with it.
+//!
+//! Floor 0 of the import order (docs/architecture.md): uses nothing of the crate; used by
+//! `audit`, `authn`, `authz`, `metrics`, `webhook`.
 
 use std::sync::Mutex;
 

@@ -5,6 +5,9 @@
 //! stay with each manager; this is the scheduling both do alike.
 //!
 //! A leaf beside [`rt`](crate::rt): no runtime, all waiting on the injected [`Timer`].
+//!
+//! Floor 1 of the import order (docs/architecture.md): uses `rt`; used by `discovery`,
+//! `openapi`.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -34,6 +34,8 @@
 //! # let _ = watcher;
 //! # }
 //! ```
+//!
+//! Floor 1 of the import order (docs/architecture.md): uses `rt`; used by no other room.
 
 use std::future::Future;
 use std::path::PathBuf;

@@ -10,6 +10,9 @@
 //! resolution reads in `kubectl get apiservices` as it would upstream.
 //!
 //! Re-exported from [`availability`](crate::availability).
+//!
+//! Floor 2 of the import order (docs/architecture.md): uses `apiservice`; used by
+//! `aggregator`, `availability`, `registry`, `transport`.
 
 use std::future::Future;
 use std::pin::Pin;

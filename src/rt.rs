@@ -47,6 +47,11 @@
 //! assert!(timer.rfc3339().ends_with('Z'));
 //! # }
 //! ```
+//!
+//! Floor 0 of the import order (docs/architecture.md): uses nothing of the crate; used by
+//! `aggregator`, `audit`, `authn`, `authz`, `availability`, `builder`, `discovery`,
+//! `openapi`, `proxy`, `refresh`, `registry`, `reload`, `source`, `testing`, `timeout`,
+//! `transport`, `webhook`.
 
 use std::fmt;
 use std::future::Future;

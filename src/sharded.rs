@@ -1,6 +1,9 @@
 //! A map split into copy-on-write shards: cloning it copies 64 pointers, and a change
 //! copies only the shard it touches (about 1/64 of the entries). The registry publishes a
 //! new routing snapshot per change this way without copying every APIService.
+//!
+//! Floor 0 of the import order (docs/architecture.md): uses nothing of the crate; used by
+//! `registry`.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

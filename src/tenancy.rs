@@ -9,6 +9,10 @@
 //! the aggregator read a request's tenant without reaching up to the tenants' composition
 //! (the per-tenant registries, clients and feed, in `aggregator::tenants`). The public
 //! names are re-exported from [`tenant`](crate::tenant).
+//!
+//! Floor 2 of the import order (docs/architecture.md): uses `body`, `status`; used by
+//! `aggregator`, `authz`, `availability`, `impersonation`, `inflight`, `proxy`,
+//! `selfreview`, `tenant`.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -5,6 +5,9 @@
 //! Compiled for `cfg(test)` and `cfg(fuzzing)` only (the virtual clock, `MustBeReady` and
 //! `later` for `cfg(test)` alone). Each clock's `now` is what the test
 //! sets, never the wall clock, so a test decides how much time passes.
+//!
+//! Floor 4 of the import order (docs/architecture.md): uses `body`, `rt`, `transport`; used
+//! by `fuzz_logic`.
 
 use std::future::Future;
 use std::pin::Pin;

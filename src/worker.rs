@@ -4,6 +4,9 @@
 //! Shaped like tower's `Buffer::pair`: the builder returns the service and its worker
 //! together, and a service whose worker is gone answers with the reason instead of
 //! hanging or failing silently.
+//!
+//! Floor 0 of the import order (docs/architecture.md): uses nothing of the crate; used by
+//! `aggregator`, `builder`.
 
 use std::future::Future;
 use std::pin::Pin;

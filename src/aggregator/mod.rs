@@ -79,6 +79,11 @@
 //! assert_eq!(res.status(), StatusCode::OK);
 //! # Ok(()) }
 //! ```
+//!
+//! Floor 8 of the import order (docs/architecture.md): uses `apiregistration`,
+//! `apiservice`, `authn`, `authz`, `availability`, `body`, `discovery`, `gocompat`,
+//! `openapi`, `proxy`, `registry`, `resolver`, `rt`, `source`, `status`, `tenancy`,
+//! `transport`, `worker`; used by `builder`, `tenant`.
 
 mod discovery;
 mod metrics;

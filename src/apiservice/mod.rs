@@ -16,6 +16,10 @@
 //! assert!(validate(&svc).is_ok());
 //! assert_eq!(svc.spec.service.unwrap().port_or_default(), 443);
 //! ```
+//!
+//! Floor 1 of the import order (docs/architecture.md): uses `gocompat`; used by
+//! `aggregator`, `apiregistration`, `availability`, `discovery`, `fuzz_logic`, `registry`,
+//! `resolver`, `source`, `transport`.
 
 mod types;
 mod validation;

@@ -42,6 +42,10 @@
 //! assert_eq!(res.headers()["audit-id"].len(), 36);
 //! # }
 //! ```
+//!
+//! Floor 8 of the import order (docs/architecture.md): uses `audit_context`, `authn`,
+//! `authz`, `body`, `gocompat`, `identity`, `outcome_metrics`, `rt`, `span`, `status`,
+//! `timeout`, `webhook`; used by `builder`, `trace`.
 
 mod event;
 mod json;

@@ -52,6 +52,10 @@
 //! let layer = AuthenticationLayer::new(chain);
 //! # let _ = layer;
 //! ```
+//!
+//! Floor 5 of the import order (docs/architecture.md): uses `body`, `identity`,
+//! `outcome_metrics`, `rt`, `status`, `webhook`; used by `aggregator`, `audit`, `authz`,
+//! `builder`, `fuzz_logic`, `impersonation`, `inflight`, `proxy`, `selfreview`, `server`.
 
 mod bearer;
 mod client_cas;

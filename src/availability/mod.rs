@@ -71,6 +71,10 @@
 //! assert_eq!((condition.reason.as_str(), condition.message.as_str()), ("Passed", "all checks passed"));
 //! # Ok(()) }
 //! ```
+//!
+//! Floor 5 of the import order (docs/architecture.md): uses `apiservice`, `body`,
+//! `identity`, `registry`, `resolver`, `rt`, `status`, `tenancy`, `transport`; used by
+//! `aggregator`, `builder`, `fuzz_logic`.
 
 mod cause;
 mod controller;

@@ -49,6 +49,11 @@
 //! says so instead of answering a silent 503: each request to a remote APIService gets
 //! 503 `the aggregator's worker is not running: ...` and an error is logged (at most once a
 //! minute).
+//!
+//! Floor 10 of the import order (docs/architecture.md): uses `aggregator`, `audit`,
+//! `authn`, `authz`, `availability`, `body`, `discovery`, `impersonation`, `inflight`,
+//! `metrics`, `openapi`, `registry`, `rt`, `selfreview`, `source`, `tenant`, `timeout`,
+//! `trace`, `transport`, `worker`; used by no other room.
 
 use std::sync::Arc;
 

@@ -87,6 +87,10 @@
 //! assert_eq!(v1beta1.resources[0].resource, "nodes");
 //! # }
 //! ```
+//!
+//! Floor 2 of the import order (docs/architecture.md): uses `apiservice`, `body`,
+//! `identity`, `refresh`, `rt`, `status`; used by `aggregator`, `apiregistration`,
+//! `builder`, `fuzz_logic`, `openapi`, `registry`.
 
 mod config;
 mod document;

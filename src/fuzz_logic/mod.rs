@@ -7,6 +7,10 @@
 //! the rest of the crate relies on does not hold: any panic here is a finding. They
 //! return nothing, but for [`fuzz_stack`], whose status answers its regression tests
 //! (`RUSTFLAGS="--cfg fuzzing" cargo test --lib fuzz_logic`).
+//!
+//! Floor 8 of the import order (docs/architecture.md): uses `apiservice`, `authn`, `authz`,
+//! `availability`, `body`, `discovery`, `impersonation`, `openapi`, `proxy`, `registry`,
+//! `source`, `status`, `testing`, `transport`, `webhook`; used by no other room.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashMap};

@@ -9,6 +9,10 @@
 //! - `time`: `metav1.MicroTime` and the civil date under Go's time formats;
 //! - `names`: apimachinery's DNS-1123 / DNS-1035 / qualified-name checks and messages;
 //! - `yaml`: YAML request bodies with sigs.k8s.io/yaml's bound on alias expansion.
+//!
+//! Floor 0 of the import order (docs/architecture.md): uses nothing of the crate; used by
+//! `aggregator`, `apiregistration`, `apiservice`, `audit`, `authz`, `identity`, `proxy`,
+//! `selfreview`, `status`, `timeout`, `trace`.
 
 mod duration;
 pub(crate) mod json;

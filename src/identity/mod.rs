@@ -16,6 +16,10 @@
 //! kube-aggregator's own requests carry (its availability controller and discovery
 //! manager as `system:kube-aggregator` in `system:masters`, its OpenAPI downloader as
 //! `system:aggregator`).
+//!
+//! Floor 1 of the import order (docs/architecture.md): uses `gocompat`; used by `audit`,
+//! `audit_context`, `authn`, `authz`, `availability`, `discovery`, `impersonation`,
+//! `openapi`, `proxy`, `trace`, `transport`.
 
 mod impersonate;
 mod user;

@@ -51,6 +51,9 @@
 //! ```
 //!
 //! [`Authorizer`]: crate::authz::Authorizer
+//!
+//! Floor 7 of the import order (docs/architecture.md): uses `audit_context`, `authn`,
+//! `authz`, `body`, `identity`, `status`, `tenancy`; used by `builder`, `fuzz_logic`.
 
 mod service;
 

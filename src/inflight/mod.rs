@@ -28,6 +28,9 @@
 //! let layer = InFlightLayer::new(400, 200).per_api_service(100);
 //! assert_eq!(layer.in_flight().read_only, 0);
 //! ```
+//!
+//! Floor 9 of the import order (docs/architecture.md): uses `authn`, `authz`, `body`,
+//! `metrics`, `status`, `tenancy`, `timeout`; used by `builder`.
 
 mod service;
 

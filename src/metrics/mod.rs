@@ -9,6 +9,9 @@
 //! [`RequestMetrics::terminated`] counts a request refused in self-defense. Uses: `authz`
 //! (the [`RequestInfo`]), `timeout` (which requests are long-running); used by the
 //! builder.
+//!
+//! Floor 8 of the import order (docs/architecture.md): uses `authz`, `body`,
+//! `outcome_metrics`, `timeout`; used by `builder`, `inflight`.
 
 mod labels;
 

@@ -31,6 +31,9 @@
 //! let merged = merge_all([&host, &remote]);
 //! assert_eq!(merged["definitions"]["Node_v2"]["type"], "string");
 //! ```
+//!
+//! Floor 3 of the import order (docs/architecture.md): uses `body`, `discovery`,
+//! `identity`, `refresh`, `rt`, `status`; used by `aggregator`, `builder`, `fuzz_logic`.
 
 mod manager;
 pub mod merge;

@@ -44,6 +44,10 @@
 //! assert_eq!(h["x-forwarded-for"], "192.0.2.7");
 //! assert_eq!(h["x-forwarded-host"], "10.0.0.5:4443");
 //! ```
+//!
+//! Floor 6 of the import order (docs/architecture.md): uses `authn`, `body`, `gocompat`,
+//! `identity`, `rt`, `span`, `status`, `tenancy`, `transport`; used by `aggregator`,
+//! `fuzz_logic`.
 
 mod headers;
 mod request;

@@ -49,6 +49,10 @@
 //! registry.apply(ApiServiceEvent::Resynced(Vec::new())).unwrap();
 //! assert!(registry.snapshot().is_empty());
 //! ```
+//!
+//! Floor 4 of the import order (docs/architecture.md): uses `apiservice`, `body`,
+//! `discovery`, `resolver`, `rt`, `sharded`, `source`, `transport`; used by `aggregator`,
+//! `apiregistration`, `availability`, `builder`, `fuzz_logic`.
 
 mod changed;
 mod feed;

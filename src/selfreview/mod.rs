@@ -48,6 +48,9 @@
 //! [`Authorizer::authorize`]: crate::authz::Authorizer::authorize
 //! [`Authorizer::rules_for`]: crate::authz::Authorizer::rules_for
 //! [`UserInfo`]: crate::authn::UserInfo
+//!
+//! Floor 7 of the import order (docs/architecture.md): uses `audit_context`, `authn`,
+//! `authz`, `body`, `gocompat`, `status`, `tenancy`; used by `builder`.
 
 mod json;
 mod proto;

@@ -28,6 +28,9 @@
 //! serve_tls_with(listener, tls, service, std::future::pending(), config).await;
 //! # Ok(()) }
 //! ```
+//!
+//! Floor 6 of the import order (docs/architecture.md): uses `authn`, `body`, `status`,
+//! `transport`; used by no other room.
 
 mod conn;
 mod glue;

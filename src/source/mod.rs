@@ -46,6 +46,9 @@
 //! assert_eq!(registry.snapshot().generation(), 2);
 //! # Ok(()) }
 //! ```
+//!
+//! Floor 2 of the import order (docs/architecture.md): uses `apiservice`, `rt`; used by
+//! `aggregator`, `builder`, `fuzz_logic`, `registry`.
 
 mod dir;
 

@@ -4,6 +4,9 @@
 //! knowing whether the request is traced, or whether the crate was built with the
 //! `opentelemetry` feature at all. Uses nothing of the crate; its public names are
 //! re-exported from [`crate::trace`].
+//!
+//! Floor 0 of the import order (docs/architecture.md): uses nothing of the crate; used by
+//! `audit`, `authz`, `proxy`, `trace`, `transport`, `webhook`.
 
 #[cfg(feature = "opentelemetry")]
 mod otel;

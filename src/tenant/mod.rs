@@ -61,6 +61,9 @@
 //! tenants.apply(TenantEvent::Applied(TenantSpec::new("team-a", vec![widgets])))?;
 //! # Ok(()) }
 //! ```
+//!
+//! Floor 9 of the import order (docs/architecture.md): uses `aggregator`, `authz`, `body`,
+//! `status`, `tenancy`; used by `builder`.
 
 mod gate;
 mod layer;

@@ -31,6 +31,9 @@
 //!     .long_running(LongRunningCheck::kube_apiserver().or(|_head, info| info.subresource == "console"));
 //! # let _ = layer;
 //! ```
+//!
+//! Floor 7 of the import order (docs/architecture.md): uses `authz`, `body`, `gocompat`,
+//! `rt`, `status`; used by `audit`, `builder`, `inflight`, `metrics`.
 
 mod service;
 

@@ -25,6 +25,9 @@
 //!
 //! Without the `opentelemetry` feature, or with [`TracingLayer::off`], the layer passes
 //! requests through untouched and nothing is measured.
+//!
+//! Floor 9 of the import order (docs/architecture.md): uses `audit`, `authz`, `body`,
+//! `gocompat`, `identity`, `span`; used by `builder`.
 
 #[cfg(feature = "opentelemetry")]
 mod config;

@@ -54,6 +54,10 @@
 //! assert!(transport.client(&other).is_err());
 //! # Ok(()) }
 //! ```
+//!
+//! Floor 3 of the import order (docs/architecture.md): uses `apiservice`, `body`,
+//! `identity`, `resolver`, `rt`, `span`, `status`; used by `aggregator`, `availability`,
+//! `builder`, `fuzz_logic`, `proxy`, `registry`, `server`, `testing`, `webhook`.
 
 mod certificate;
 mod memory;

@@ -45,6 +45,9 @@
 //! assert!(err.is_transient());
 //! # }
 //! ```
+//!
+//! Floor 4 of the import order (docs/architecture.md): uses `body`, `outcome_metrics`,
+//! `rt`, `span`, `status`, `transport`; used by `audit`, `authn`, `authz`, `fuzz_logic`.
 
 mod client;
 mod kubeconfig;
