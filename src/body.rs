@@ -30,9 +30,9 @@
 //!
 //! Floor 0 of the import order (docs/architecture.md): uses nothing of the crate; used by
 //! `aggregator`, `apiregistration`, `audit`, `authn`, `authz`, `availability`, `builder`,
-//! `discovery`, `fuzz_logic`, `impersonation`, `inflight`, `metrics`, `openapi`, `proxy`,
-//! `registry`, `selfreview`, `server`, `status`, `tenancy`, `tenant`, `testing`, `timeout`,
-//! `trace`, `transport`, `webhook`.
+//! `discovery`, `filter`, `fuzz_logic`, `impersonation`, `inflight`, `metrics`, `openapi`,
+//! `proxy`, `registry`, `selfreview`, `server`, `status`, `tenancy`, `tenant`, `testing`,
+//! `timeout`, `trace`, `transport`, `webhook`.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};

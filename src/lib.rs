@@ -54,6 +54,7 @@ pub mod availability;
 pub mod body;
 pub mod builder;
 pub mod discovery;
+pub mod filter;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzz_logic;

@@ -22,6 +22,11 @@ use http::uri::Authority;
 
 use crate::apiservice::ServiceReference;
 
+#[cfg(feature = "dns")]
+mod dns;
+#[cfg(feature = "dns")]
+pub use dns::{DEFAULT_CLUSTER_DOMAIN, DnsConfigError, DnsServiceResolver};
+
 /// Why a Service could not be resolved; each maps to the upstream condition reason and
 /// message of the remote availability controller
 /// ([`remote_available_controller.go`](https://github.com/kubernetes/kube-aggregator/blob/master/pkg/controllers/status/remote/remote_available_controller.go)).
@@ -69,6 +74,33 @@ pub enum ResolveError {
         /// The Service port's name.
         port_name: String,
     },
+    /// The Service's DNS name did not resolve ([`DnsServiceResolver`]): upstream dials
+    /// the name and fails on the lookup, so its reason is `FailedDiscoveryCheck`.
+    #[error("service/{name} in \"{namespace}\" cannot be resolved: lookup {host}: {detail}")]
+    NameResolutionFailed {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// The name looked up (`<name>.<namespace>.svc.<cluster domain>`).
+        host: String,
+        /// What the resolver said (`no such host`, a timeout).
+        detail: String,
+    },
+    /// The Service exists but cannot be routed to: a ClusterIP Service without a
+    /// ClusterIP (`None`, headless), an unsupported type, a port it does not have.
+    /// Upstream's resolver fails the same way (k8s.io/apiserver `pkg/util/proxy/proxy.go`,
+    /// `ResolveCluster`, `ResolveEndpoint`), and the discovery check with it, so the
+    /// reason is `FailedDiscoveryCheck`.
+    #[error("service/{name} in \"{namespace}\" cannot be routed to: {detail}")]
+    Unroutable {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// Upstream's words (`cannot route to service with ClusterIP "None"`).
+        detail: String,
+    },
     /// The Service could not be looked up (not a NotFound).
     #[error("service/{name} in \"{namespace}\" cannot be checked due to: {error}")]
     ServiceAccessError {
@@ -84,7 +116,8 @@ pub enum ResolveError {
 impl ResolveError {
     /// The condition reason upstream reports for this failure: the variant's name
     /// (`ServiceNotFound`, `ServicePortError`, `EndpointsNotFound`, `MissingEndpoints`,
-    /// `ServiceAccessError`).
+    /// `ServiceAccessError`), and `FailedDiscoveryCheck` for a name that did not resolve
+    /// and for a Service that cannot be routed to.
     pub fn reason(&self) -> &'static str {
         match self {
             ResolveError::ServiceNotFound { .. } => "ServiceNotFound",
@@ -92,6 +125,9 @@ impl ResolveError {
             ResolveError::EndpointsNotFound { .. } => "EndpointsNotFound",
             ResolveError::MissingEndpoints { .. } => "MissingEndpoints",
             ResolveError::ServiceAccessError { .. } => "ServiceAccessError",
+            ResolveError::NameResolutionFailed { .. } | ResolveError::Unroutable { .. } => {
+                "FailedDiscoveryCheck"
+            }
         }
     }
 

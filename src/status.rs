@@ -42,8 +42,8 @@
 //!
 //! Floor 1 of the import order (docs/architecture.md): uses `body`, `gocompat`; used by
 //! `aggregator`, `apiregistration`, `audit`, `authn`, `authz`, `availability`, `discovery`,
-//! `fuzz_logic`, `impersonation`, `inflight`, `openapi`, `proxy`, `selfreview`, `server`,
-//! `tenancy`, `tenant`, `timeout`, `transport`, `webhook`.
+//! `filter`, `fuzz_logic`, `impersonation`, `inflight`, `openapi`, `proxy`, `selfreview`,
+//! `server`, `tenancy`, `tenant`, `timeout`, `transport`, `webhook`.
 
 use http::{HeaderValue, Response, StatusCode, header};
 use serde::Serialize;

@@ -12,7 +12,9 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll, Waker};
+#[cfg(test)]
+use std::task::Waker;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::rt::{BoxTask, Executor, Timer};
@@ -86,6 +88,7 @@ impl ManualClock {
         ManualClock(Arc::new(Mutex::new(Instant::now())))
     }
 
+    #[cfg(test)]
     pub(crate) fn advance(&self, by: Duration) {
         *lock(&self.0) += by;
     }
@@ -117,6 +120,7 @@ impl StoppedClock {
         StoppedClock(Arc::new(Mutex::new(Instant::now())))
     }
 
+    #[cfg(test)]
     pub(crate) fn advance(&self, by: Duration) {
         *lock(&self.0) += by;
     }

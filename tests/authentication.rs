@@ -25,7 +25,6 @@ use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::{Body, server};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
-use tokio::net::TcpListener;
 
 const UNAUTHORIZED: &str = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}\n";
 
@@ -209,15 +208,8 @@ async fn token_review_webhook_as(
 ) -> (std::path::PathBuf, Arc<AtomicUsize>) {
     let ca = pki::Ca::new("webhook-ca");
     let serving = ca.server("localhost", &["localhost", "127.0.0.1"]);
-    let tls = server::server_config(
-        serving.cert_pem.as_bytes(),
-        serving.key_pem.as_bytes(),
-        pki.client_ca.cert_pem.as_bytes(),
-        true,
-    )
-    .expect("webhook TLS");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
+    let tls = common::server_tls(&serving, &pki.client_ca.cert_pem);
+    let (listener, addr) = common::listen().await;
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
     let svc = tower::service_fn(move |req: Request<hyper::body::Incoming>| {

@@ -19,7 +19,6 @@ use kube_aggregator::availability::StaticServiceResolver;
 use kube_aggregator::server;
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::RustlsTransport;
-use tokio::net::TcpListener;
 use tower::Layer;
 
 #[tokio::test]
@@ -54,16 +53,8 @@ async fn an_axum_router_behind_the_built_stack() {
         }),
     );
     let service = aggregator.layer(router);
-    let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
-    let tls = server::server_config(
-        leaf.cert_pem.as_bytes(),
-        leaf.key_pem.as_bytes(),
-        pki.client_ca.cert_pem.as_bytes(),
-        true,
-    )
-    .expect("TLS config");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
+    let tls = common::gateway_tls(&pki);
+    let (listener, addr) = common::listen().await;
     let service = tower::ServiceBuilder::new()
         .map_err(|e: Infallible| match e {})
         .service(service);

@@ -21,20 +21,12 @@ use kube_aggregator::Body;
 use kube_aggregator::server::{self, ServeConfig};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// Starts a server answering `200 ok` (after 1.5 s for `/slow`) with `config`.
 async fn serve(pki: &Pki, config: ServeConfig) -> SocketAddr {
-    let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
-    let tls = server::server_config(
-        leaf.cert_pem.as_bytes(),
-        leaf.key_pem.as_bytes(),
-        pki.client_ca.cert_pem.as_bytes(),
-        true,
-    )
-    .expect("TLS config");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
+    let tls = common::gateway_tls(pki);
+    let (listener, addr) = common::listen().await;
     let service = tower::service_fn(|req: Request<Incoming>| async move {
         if req.uri().path() == "/slow" {
             tokio::time::sleep(Duration::from_millis(1500)).await;

@@ -100,16 +100,8 @@ async fn gateway_and_pools(
             }
         }
     });
-    let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
-    let tls = server::server_config(
-        leaf.cert_pem.as_bytes(),
-        leaf.key_pem.as_bytes(),
-        pki.client_ca.cert_pem.as_bytes(),
-        true,
-    )
-    .expect("gateway TLS");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
+    let tls = common::gateway_tls(pki);
+    let (listener, addr) = common::listen().await;
     tokio::spawn(server::serve_tls(
         listener,
         tls,
@@ -814,16 +806,8 @@ async fn an_unreachable_backend_is_marked_unavailable_at_once_and_comes_back() {
     let host = tower::service_fn(|_: Request<Body>| async {
         Ok::<_, Infallible>(Response::new(Body::full("host")))
     });
-    let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
-    let tls = server::server_config(
-        leaf.cert_pem.as_bytes(),
-        leaf.key_pem.as_bytes(),
-        pki.client_ca.cert_pem.as_bytes(),
-        true,
-    )
-    .expect("gateway TLS");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
+    let tls = common::gateway_tls(&pki);
+    let (listener, addr) = common::listen().await;
     tokio::spawn(server::serve_tls(
         listener,
         tls,

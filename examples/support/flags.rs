@@ -211,15 +211,24 @@ pub struct GatewayFlags {
     /// Directory of APIService manifests (YAML or JSON) to serve, re-read every --apiservice-dir-poll-interval.
     #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
     apiservice_dir: OptionalPath,
+    /// kubeconfig file pointing at the 'core' kubernetes server: APIServices, Services and EndpointSlices are watched there. Without it, a gateway in a pod uses its service account (in-cluster configuration). --apiservice-dir and --service-endpoints take precedence.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
+    kubeconfig: OptionalPath,
+    /// Turns on aggregator routing requests to endpoints IP rather than cluster IP.
+    #[arg(verbatim_doc_comment, long, value_name = "bool", default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    enable_aggregator_routing: bool,
     /// Directory of tenants served under /clusters/<name>/: each subdirectory <name> holds that tenant's APIService manifests, re-read every --apiservice-dir-poll-interval. Not a kube-apiserver flag.
     #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
     tenant_dir: OptionalPath,
     /// How a tenant's requests reach its extension API servers: header (the /clusters/<name> prefix removed, the tenant in X-Kubernetes-Cluster) or path-prefix (the path as the client sent it). Not a kube-apiserver flag.
     #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "header")]
     tenant_forwarding: String,
-    /// YAML or JSON list mapping each Service (namespace, name, port) to the host:port to dial.
+    /// YAML or JSON list mapping each Service (namespace, name, port) to the host:port to dial. Without it, Services are found through DNS as <name>.<namespace>.svc.<cluster-domain>.
     #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "", value_parser = optional_path)]
     service_endpoints: OptionalPath,
+    /// The cluster's DNS domain, in which Services are looked up when --service-endpoints is not given. Not a kube-apiserver flag (kubelet's name).
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "cluster.local")]
+    cluster_domain: String,
     /// Ordered list of plug-ins to authorize requests: AlwaysAllow, AlwaysDeny, Webhook.
     #[arg(verbatim_doc_comment, long, value_name = "strings", default_value = "AlwaysAllow", value_parser = csv)]
     authorization_mode: Vec<Csv>,
@@ -712,12 +721,18 @@ pub struct GatewayOptions {
     pub proxy_client_key_file: Option<PathBuf>,
     /// `--apiservice-dir`: APIService manifests to serve.
     pub apiservice_dir: Option<PathBuf>,
+    /// `--kubeconfig`: the cluster whose APIServices and Services are watched.
+    pub kubeconfig: Option<PathBuf>,
+    /// `--enable-aggregator-routing`: route to a ready endpoint, not the ClusterIP.
+    pub enable_aggregator_routing: bool,
     /// `--tenant-dir`: one subdirectory of APIService manifests per tenant.
     pub tenant_dir: Option<PathBuf>,
     /// `--tenant-forwarding`, `header` (default) or `path-prefix`.
     pub tenant_forwarding: String,
-    /// `--service-endpoints`: file read by [`load_service_endpoints`].
+    /// `--service-endpoints`: file read by [`load_service_endpoints`]; without it, DNS.
     pub service_endpoints: Option<PathBuf>,
+    /// `--cluster-domain`, default `cluster.local`: where DNS finds Services.
+    pub cluster_domain: String,
     /// `--authorization-mode`, default `[AlwaysAllow]`; each one of
     /// [`SUPPORTED_AUTHORIZATION_MODES`], no repeats.
     pub authorization_mode: Vec<String>,
@@ -829,9 +844,12 @@ impl GatewayOptions {
             proxy_client_cert_file: f.proxy_client_cert_file.0,
             proxy_client_key_file: f.proxy_client_key_file.0,
             apiservice_dir: f.apiservice_dir.0,
+            kubeconfig: f.kubeconfig.0,
+            enable_aggregator_routing: f.enable_aggregator_routing,
             tenant_dir: f.tenant_dir.0,
             tenant_forwarding: f.tenant_forwarding,
             service_endpoints: f.service_endpoints.0,
+            cluster_domain: f.cluster_domain,
             authorization_mode: flatten(&f.authorization_mode),
             authorization_webhook_config_file: f.authorization_webhook_config_file.0,
             authorization_webhook_cache_authorized_ttl: f
@@ -1001,9 +1019,12 @@ impl Default for GatewayOptions {
             proxy_client_cert_file: None,
             proxy_client_key_file: None,
             apiservice_dir: None,
+            kubeconfig: None,
+            enable_aggregator_routing: false,
             tenant_dir: None,
             tenant_forwarding: "header".to_owned(),
             service_endpoints: None,
+            cluster_domain: "cluster.local".to_owned(),
             authorization_mode: vec!["AlwaysAllow".to_owned()],
             authorization_webhook_config_file: None,
             authorization_webhook_cache_authorized_ttl: Duration::from_secs(300),

@@ -9,8 +9,10 @@ use std::future::Future;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::{HeaderValue, Request, Response, header};
+use kube_aggregator::apiservice::ApiService;
 use kube_aggregator::audit::{
     AuditLayer, AuditMetrics, LogConfig, LogSink, Policy, UnionSink, WebhookSink,
 };
@@ -23,15 +25,15 @@ use kube_aggregator::authz::{
     Union as AuthorizerUnion, WebhookVersion,
 };
 use kube_aggregator::availability::{
-    AvailabilityConfig, AvailabilityController, AvailabilityMetrics, ServiceResolver,
-    StaticServiceResolver, proxy_certificate_warnings,
+    AvailabilityConfig, AvailabilityController, AvailabilityMetrics, DnsServiceResolver,
+    ServiceResolver, StaticServiceResolver, proxy_certificate_warnings,
 };
 use kube_aggregator::discovery::DiscoveryManager;
 use kube_aggregator::registry::Registry;
 use kube_aggregator::reload::watch_files;
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::server::DynamicServing;
-use kube_aggregator::source::{ApiServiceEvent, ManifestDir};
+use kube_aggregator::source::{ApiServiceEvent, ApiServiceSource, ManifestDir};
 use kube_aggregator::tenant::{TenantEvent, TenantForwarding, Tenants};
 #[cfg(feature = "otlp")]
 use kube_aggregator::trace::TracingConfiguration;
@@ -41,6 +43,8 @@ use kube_aggregator::transport::{
 };
 use kube_aggregator::webhook::WebhookMetrics;
 use kube_aggregator::{Aggregator, Body, server};
+use kube_aggregator_kube::kube::Client;
+use kube_aggregator_kube::{ApiServiceWatch, KubeServiceResolver};
 use prometheus_client::encoding::prometheus_text;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -120,7 +124,8 @@ pub async fn start_with(
         refused.clone(),
     );
 
-    let resolver = service_resolver(&opts)?;
+    let cluster = cluster(&opts).await?;
+    let resolver = service_resolver(&opts, cluster.as_ref())?;
 
     // As kube-apiserver: system:masters is allowed before any configured mode is asked,
     // so a break-glass administrator never waits on a webhook that is down.
@@ -165,7 +170,7 @@ pub async fn start_with(
     let network = RustlsTransport::new(proxy_cert.clone(), executor.clone(), timer.clone());
     let (transport, resolver): (Arc<dyn Transport>, Arc<dyn ServiceResolver>) =
         if in_process.is_empty() {
-            (Arc::new(network), Arc::new(resolver))
+            (Arc::new(network), resolver)
         } else {
             let memory = InMemoryTransport::new()
                 .client_certificate(proxy_cert)
@@ -210,7 +215,13 @@ pub async fn start_with(
             ));
             Some((dir, initial))
         }
-        None => None,
+        None => {
+            // The cluster's APIServices, as kube-apiserver's aggregator watches them.
+            if let Some(client) = &cluster {
+                builder = builder.source(ApiServiceWatch::new(client.clone()));
+            }
+            None
+        }
     };
     // Tenants under /clusters/<name>/, one subdirectory of manifests each, checked as
     // strictly at start as --apiservice-dir.
@@ -332,26 +343,83 @@ fn proxy_certificate(opts: &GatewayOptions) -> Result<ClientCertificate, StartEr
     }
 }
 
-/// The Services of `--service-endpoints`.
-fn service_resolver(opts: &GatewayOptions) -> Result<StaticServiceResolver, StartError> {
-    let mut resolver = StaticServiceResolver::new();
-    if let Some(path) = &opts.service_endpoints {
-        for (i, ep) in load_service_endpoints(path)
-            .map_err(|e| StartError(format!("--service-endpoints: {e}")))?
-            .iter()
-            .enumerate()
-        {
-            resolver
-                .insert(&ep.namespace, &ep.name, i32::from(ep.port), &ep.address)
-                .map_err(|e| {
-                    StartError(format!(
-                        "--service-endpoints: {}: entry {i}: {e}",
-                        path.display()
-                    ))
-                })?;
+/// The cluster the gateway watches: `--kubeconfig`, or, in a pod, its service account
+/// (in-cluster configuration); none otherwise.
+async fn cluster(opts: &GatewayOptions) -> Result<Option<Client>, StartError> {
+    use kube_aggregator_kube::kube::Config;
+    use kube_aggregator_kube::kube::config::{KubeConfigOptions, Kubeconfig};
+    let config = match &opts.kubeconfig {
+        Some(path) => {
+            let kubeconfig = Kubeconfig::read_from(path)
+                .map_err(|e| StartError(format!("--kubeconfig: {}: {e}", path.display())))?;
+            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| StartError(format!("--kubeconfig: {}: {e}", path.display())))?
         }
+        None if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() => {
+            Config::incluster().map_err(|e| StartError(format!("in-cluster configuration: {e}")))?
+        }
+        None => return Ok(None),
+    };
+    Client::try_from(config)
+        .map(Some)
+        .map_err(|e| StartError(format!("Kubernetes client: {e}")))
+}
+
+/// Where Services live: `--service-endpoints`; else the cluster's Services and
+/// EndpointSlices (the ClusterIP, or a ready endpoint with
+/// `--enable-aggregator-routing`); else the cluster's DNS
+/// (`<name>.<namespace>.svc.<--cluster-domain>`, through `/etc/resolv.conf`'s name
+/// servers).
+fn service_resolver(
+    opts: &GatewayOptions,
+    cluster: Option<&Client>,
+) -> Result<Arc<dyn ServiceResolver>, StartError> {
+    let Some(path) = &opts.service_endpoints else {
+        if let Some(client) = cluster {
+            return Ok(Arc::new(if opts.enable_aggregator_routing {
+                KubeServiceResolver::endpoint_slices(client.clone())
+            } else {
+                KubeServiceResolver::cluster_ip(client.clone())
+            }));
+        }
+        let dns = DnsServiceResolver::system()
+            .map_err(|e| StartError(format!("no --service-endpoints, and {e}")))?;
+        return Ok(Arc::new(dns.cluster_domain(&opts.cluster_domain)));
+    };
+    let mut resolver = StaticServiceResolver::new();
+    for (i, ep) in load_service_endpoints(path)
+        .map_err(|e| StartError(format!("--service-endpoints: {e}")))?
+        .iter()
+        .enumerate()
+    {
+        resolver
+            .insert(&ep.namespace, &ep.name, i32::from(ep.port), &ep.address)
+            .map_err(|e| {
+                StartError(format!(
+                    "--service-endpoints: {}: entry {i}: {e}",
+                    path.display()
+                ))
+            })?;
     }
-    Ok(resolver)
+    Ok(Arc::new(resolver))
+}
+
+/// The APIServices of the cluster: the first complete list of a watch (within 30 s).
+async fn listed_apiservices(client: &Client) -> Result<Vec<ApiService>, StartError> {
+    let mut watch = ApiServiceWatch::new(client.clone());
+    let listed = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match watch.next_event().await {
+                Some(ApiServiceEvent::Resynced(all)) => return Ok(all),
+                Some(_) => continue,
+                None => return Err(StartError("the APIService watch ended".into())),
+            }
+        }
+    });
+    listed
+        .await
+        .map_err(|_| StartError("no list of the cluster's APIServices within 30s".into()))?
 }
 
 /// The preflight check (`gateway check` with the gateway's usual flags): every
@@ -368,18 +436,21 @@ pub async fn check(opts: &GatewayOptions) -> Result<(String, bool), StartError> 
         Executor::tokio(),
         timer.clone(),
     ));
-    let apiservices = match &opts.apiservice_dir {
-        Some(dir) => {
+    let cluster = cluster(opts).await?;
+    let apiservices = match (&opts.apiservice_dir, &cluster) {
+        (Some(dir), _) => {
             ManifestDir::load(dir).map_err(|e| StartError(format!("--apiservice-dir: {e}")))?
         }
-        None => Vec::new(),
+        // The cluster's APIServices as its first list gives them.
+        (None, Some(client)) => listed_apiservices(client).await?,
+        (None, None) => Vec::new(),
     };
     registry
         .apply(ApiServiceEvent::Resynced(apiservices))
-        .map_err(|e| StartError(format!("--apiservice-dir: {e}")))?;
+        .map_err(|e| StartError(format!("APIServices: {e}")))?;
     let controller = AvailabilityController::new(
         registry,
-        service_resolver(opts)?,
+        service_resolver(opts, cluster.as_ref())?,
         timer,
         AvailabilityConfig {
             probe_timeout: opts.discovery_check_timeout,

@@ -81,9 +81,9 @@
 //! ```
 //!
 //! Floor 8 of the import order (docs/architecture.md): uses `apiregistration`,
-//! `apiservice`, `authn`, `authz`, `availability`, `body`, `discovery`, `gocompat`,
-//! `openapi`, `proxy`, `registry`, `resolver`, `rt`, `source`, `status`, `tenancy`,
-//! `transport`, `worker`; used by `builder`, `tenant`.
+//! `apiservice`, `authn`, `authz`, `availability`, `body`, `discovery`, `filter`,
+//! `gocompat`, `openapi`, `proxy`, `registry`, `resolver`, `rt`, `source`, `status`,
+//! `tenancy`, `transport`, `worker`; used by `builder`, `tenant`.
 
 mod discovery;
 mod metrics;
@@ -111,6 +111,7 @@ use crate::resolver::ServiceResolver;
 use crate::rt::{Executor, Timer};
 use crate::tenancy::Tenant;
 
+use crate::filter::inner_service_accessors;
 pub use metrics::ProxyMetrics;
 use remote::remote;
 use route::{Target, route};
@@ -297,20 +298,7 @@ impl<S: std::fmt::Debug> std::fmt::Debug for AggregatorService<S> {
 }
 
 impl<S> AggregatorService<S> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Consumes the layer, returning the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+    inner_service_accessors!();
 }
 
 /// The response future of [`AggregatorService`]; `E` is the inner service's error.

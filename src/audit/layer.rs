@@ -8,12 +8,11 @@ mod failed_authentication;
 mod response;
 
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::SystemTime;
 
 use futures_util::future::BoxFuture;
 use http::{Request, Response};
-use tower::{Layer, Service};
+use tower::Service;
 
 use super::event::{Event, EventUser, RequestMetadata, ResponseStatus};
 use super::{AuditContext, AuditMetrics, AuditSink, Level, Policy, Processed, Stage};
@@ -21,6 +20,7 @@ use crate::audit_context::Bodies;
 use crate::authn::UserInfo;
 use crate::authz::RequestInfo;
 use crate::body::Body;
+use crate::filter::{BodyService, Filter, filter_layer};
 use crate::status::Status;
 use crate::timeout::LongRunningCheck;
 
@@ -172,76 +172,45 @@ impl AuditLayer {
     }
 }
 
-impl<S> Layer<S> for AuditLayer {
-    type Service = AuditService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        AuditService {
-            inner,
-            shared: self.shared.clone(),
-        }
-    }
-}
-
-/// Service of [`AuditLayer`].
-#[derive(Clone)]
-pub struct AuditService<S> {
-    inner: S,
-    shared: Option<Arc<Shared>>,
-}
-
-impl<S: std::fmt::Debug> std::fmt::Debug for AuditService<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AuditService")
-            .field("inner", &self.inner)
-            .field("on", &self.shared.is_some())
-            .finish()
-    }
+filter_layer! {
+    /// Service of [`AuditLayer`].
+    pub type AuditService<S> = FilterService<AuditLayer, S>;
 }
 
 // The inner answers with `Body`, as every layer of the stack does: a body type inferred
 // through each of a dozen nested layers makes the stack's type checking explode.
-impl<S, B> Service<Request<B>> for AuditService<S>
-where
-    S: Service<Request<B>, Response = Response<Body>>,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
+impl<S: BodyService<B>, B> Filter<S, B> for AuditLayer {
     type Future = ResponseFuture<S::Future>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request<B>) -> Self::Future {
-        self.start(req)
+    fn filter(&self, inner: &mut S, req: Request<B>) -> Self::Future {
+        self.start(inner, req)
     }
 }
 
-impl<S> AuditService<S> {
+impl AuditLayer {
     /// The request's audit begun, and the inner call.
-    fn start<B>(&mut self, mut req: Request<B>) -> ResponseFuture<S::Future>
+    fn start<S, B>(&self, inner: &mut S, mut req: Request<B>) -> ResponseFuture<S::Future>
     where
         S: Service<Request<B>, Response = Response<Body>>,
     {
         let Some(shared) = &self.shared else {
-            return ResponseFuture::passthrough(self.inner.call(req));
+            return ResponseFuture::passthrough(inner.call(req));
         };
         let received = SystemTime::now();
         // A path without a RequestInfo is refused behind, before any handler: upstream's
         // RequestInfo filter refuses it before auditing.
         if crate::authz::request_info::ensure(&mut req).is_err() {
-            return ResponseFuture::passthrough(self.inner.call(req));
+            return ResponseFuture::passthrough(inner.call(req));
         }
         let (mut parts, body) = req.into_parts();
         let Some(info) = parts.extensions.get::<RequestInfo>() else {
-            return ResponseFuture::passthrough(self.inner.call(Request::from_parts(parts, body)));
+            return ResponseFuture::passthrough(inner.call(Request::from_parts(parts, body)));
         };
         let user = parts.extensions.get::<UserInfo>();
         let config = shared.policy.evaluate(user, info);
         shared.metrics.level(config.level);
         if config.level == Level::None {
-            return ResponseFuture::passthrough(self.inner.call(Request::from_parts(parts, body)));
+            return ResponseFuture::passthrough(inner.call(Request::from_parts(parts, body)));
         }
         let long_running = shared.long_running.is_long_running(&parts, info);
         let metadata = RequestMetadata::of(&parts, info, user, received);
@@ -266,7 +235,7 @@ impl<S> AuditService<S> {
             Processed::Waiting(wait) => Some(wait),
         };
         let mut future = ResponseFuture::new(
-            self.inner.call(Request::from_parts(parts, body)),
+            inner.call(Request::from_parts(parts, body)),
             State::Audited(Some(Box::new(pending))),
         );
         future.wait = wait;

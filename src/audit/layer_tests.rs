@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http::StatusCode;
 use serde_json::{Value, json};
-use tower::ServiceExt;
+use tower::{Layer, ServiceExt};
 
 use super::*;
 use crate::authn::{AuthenticationLayer, BearerToken, ConnectionInfo, TokenFileAuthenticator};

@@ -44,8 +44,8 @@
 //! ```
 //!
 //! Floor 8 of the import order (docs/architecture.md): uses `audit_context`, `authn`,
-//! `authz`, `body`, `gocompat`, `identity`, `outcome_metrics`, `rt`, `span`, `status`,
-//! `timeout`, `webhook`; used by `builder`, `trace`.
+//! `authz`, `body`, `filter`, `gocompat`, `identity`, `outcome_metrics`, `rt`, `span`,
+//! `status`, `timeout`, `webhook`; used by `builder`, `trace`.
 
 mod event;
 mod json;
@@ -79,6 +79,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use crate::filter::inner_service_accessors;
 use http::{HeaderName, HeaderValue, Request, Response};
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
@@ -135,20 +136,7 @@ pub struct AuditIdService<S> {
 }
 
 impl<S> AuditIdService<S> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Consumes the layer, returning the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+    inner_service_accessors!();
 }
 
 impl<S, B, R> Service<Request<B>> for AuditIdService<S>

@@ -6,16 +6,17 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::Poll;
 use std::time::Instant;
 
 use http::{Request, Response};
-use tower::{Layer, Service};
+use tower::Service;
 
 use super::bearer::strip_websocket_bearer;
 use super::metrics::AuthenticationMetrics;
 use super::{Authenticator, CredentialHeaders, SYSTEM_ANONYMOUS, SYSTEM_UNAUTHENTICATED, UserInfo};
 use crate::body::Body;
+use crate::filter::{Filter, filter_layer};
 use crate::status::Status;
 
 /// Layer that authenticates every request with an [`Authenticator`].
@@ -89,63 +90,18 @@ impl<A> Clone for AuthenticationLayer<A> {
     }
 }
 
-impl<S: Clone, A> Clone for AuthenticationService<S, A> {
-    fn clone(&self) -> Self {
-        AuthenticationService {
-            inner: self.inner.clone(),
-            authenticator: self.authenticator.clone(),
-            strip: self.strip.clone(),
-            metrics: self.metrics.clone(),
-        }
-    }
-}
-
-impl<S, A> Layer<S> for AuthenticationLayer<A> {
-    type Service = AuthenticationService<S, A>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        AuthenticationService {
-            inner,
-            authenticator: self.authenticator.clone(),
-            strip: self.strip.clone(),
-            metrics: self.metrics.clone(),
-        }
-    }
-}
-
-/// Service of [`AuthenticationLayer`].
-///
-/// Ready when the inner service is. Each call clones the inner service and keeps the
-/// one driven to readiness for this request (tower's `poll_ready` contract); the
-/// authenticator's future runs first, the inner service only for an authenticated user.
-#[derive(Debug)]
-pub struct AuthenticationService<S, A> {
-    inner: S,
-    authenticator: Arc<A>,
-    strip: Arc<CredentialHeaders>,
-    metrics: Option<Arc<AuthenticationMetrics>>,
-}
-
-impl<S, A> AuthenticationService<S, A> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Consumes the layer, returning the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+filter_layer! {
+    /// Service of [`AuthenticationLayer`].
+    ///
+    /// Ready when the inner service is. Each call clones the inner service and keeps the
+    /// one driven to readiness for this request (tower's `poll_ready` contract); the
+    /// authenticator's future runs first, the inner service only for an authenticated user.
+    pub type AuthenticationService<S, A> = FilterService<AuthenticationLayer<A>, S>;
 }
 
 /// The inner service answers with any body of [`Bytes`](bytes::Bytes) frames; it is
 /// boxed into [`Body`] once (not at all when it already is one). Its errors pass through.
-impl<S, A, B, RB> Service<Request<B>> for AuthenticationService<S, A>
+impl<S, A, B, RB> Filter<S, B> for AuthenticationLayer<A>
 where
     S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
     S::Future: Send,
@@ -155,15 +111,9 @@ where
     A: Authenticator,
     B: Send + 'static,
 {
-    type Response = Response<Body>;
-    type Error = S::Error;
     type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, S::Error>> + Send>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request<B>) -> Self::Future {
+    fn filter(&self, inner: &mut S, req: Request<B>) -> Self::Future {
         let (parts, body) = req.into_parts();
         let started = self.metrics.as_ref().map(|m| (m.clone(), Instant::now()));
         let mut pending = self.authenticator.authenticate(&parts);
@@ -173,7 +123,7 @@ where
             record(started, &result);
             return match admit(result, parts, &self.strip) {
                 Admitted::Serve { parts, close } => {
-                    let called = self.inner.call(Request::from_parts(parts, body));
+                    let called = inner.call(Request::from_parts(parts, body));
                     Box::pin(async move { Ok(answered(called.await?, close)) })
                 }
                 Admitted::Refuse(res) => Box::pin(std::future::ready(Ok(res))),
@@ -181,8 +131,8 @@ where
         }
         // Take the service that was driven to readiness and leave a fresh clone behind
         // (tower's poll_ready contract: readiness is not inherited through Clone).
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let clone = inner.clone();
+        let mut inner = std::mem::replace(inner, clone);
         let strip = self.strip.clone();
         Box::pin(async move {
             let result = pending.await;

@@ -4,7 +4,7 @@
 
 use std::convert::Infallible;
 
-use tower::ServiceExt;
+use tower::{Layer, ServiceExt};
 
 use super::*;
 use crate::authn::{AuthenticateFuture, AuthenticationError, AuthenticationResult};

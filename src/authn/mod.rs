@@ -53,7 +53,7 @@
 //! # let _ = layer;
 //! ```
 //!
-//! Floor 5 of the import order (docs/architecture.md): uses `body`, `identity`,
+//! Floor 5 of the import order (docs/architecture.md): uses `body`, `filter`, `identity`,
 //! `outcome_metrics`, `rt`, `status`, `webhook`; used by `aggregator`, `audit`, `authz`,
 //! `builder`, `fuzz_logic`, `impersonation`, `inflight`, `proxy`, `selfreview`, `server`.
 

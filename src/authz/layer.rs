@@ -6,17 +6,18 @@ use crate::span::{Kind, PathSpan};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::Poll;
 use std::time::Instant;
 
 use http::{Request, Response};
-use tower::{Layer, Service};
+use tower::Service;
 
 use super::forbidden::forbidden_response;
 use super::metrics::AuthorizationMetrics;
 use super::{Attributes, Authorizer, Decision, RequestInfo};
 use crate::authn::UserInfo;
 use crate::body::Body;
+use crate::filter::{Filter, filter_layer};
 use crate::status::internal_error;
 
 /// Layer that authorizes every request with an [`Authorizer`].
@@ -64,56 +65,14 @@ impl<Z> Clone for AuthorizationLayer<Z> {
     }
 }
 
-impl<S: Clone, Z> Clone for AuthorizationService<S, Z> {
-    fn clone(&self) -> Self {
-        AuthorizationService {
-            inner: self.inner.clone(),
-            authorizer: self.authorizer.clone(),
-            metrics: self.metrics.clone(),
-        }
-    }
-}
-
-impl<S, Z> Layer<S> for AuthorizationLayer<Z> {
-    type Service = AuthorizationService<S, Z>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        AuthorizationService {
-            inner,
-            authorizer: self.authorizer.clone(),
-            metrics: self.metrics.clone(),
-        }
-    }
-}
-
-/// Service of [`AuthorizationLayer`].
-#[derive(Debug)]
-pub struct AuthorizationService<S, Z> {
-    inner: S,
-    authorizer: Arc<Z>,
-    metrics: Option<Arc<AuthorizationMetrics>>,
-}
-
-impl<S, Z> AuthorizationService<S, Z> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Consumes the layer, returning the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+filter_layer! {
+    /// Service of [`AuthorizationLayer`].
+    pub type AuthorizationService<S, Z> = FilterService<AuthorizationLayer<Z>, S>;
 }
 
 /// The inner service answers with any body of [`Bytes`](bytes::Bytes) frames; it is
 /// boxed into [`Body`] once (not at all when it already is one). Its errors pass through.
-impl<S, Z, B, RB> Service<Request<B>> for AuthorizationService<S, Z>
+impl<S, Z, B, RB> Filter<S, B> for AuthorizationLayer<Z>
 where
     S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
     S::Future: Send,
@@ -123,15 +82,9 @@ where
     Z: Authorizer,
     B: Send + 'static,
 {
-    type Response = Response<Body>;
-    type Error = S::Error;
     type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, S::Error>> + Send>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+    fn filter(&self, inner: &mut S, mut req: Request<B>) -> Self::Future {
         // The request URI appears only in error answers: format it only for them.
         let uri = |req: &Request<B>| req.uri().to_string();
         if let Err(e) = super::request_info::ensure(&mut req) {
@@ -169,14 +122,14 @@ where
             record(started, &decision, span);
             return match allowed(decision, attrs, req) {
                 Allowed::Serve(req) => {
-                    let called = self.inner.call(req);
+                    let called = inner.call(req);
                     Box::pin(async move { called.await.map(|res| res.map(Body::new)) })
                 }
                 Allowed::Refuse(res) => Box::pin(std::future::ready(Ok(res))),
             };
         }
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let clone = inner.clone();
+        let mut inner = std::mem::replace(inner, clone);
         Box::pin(async move {
             let decision = pending.await;
             record(started, &decision, span);
@@ -271,7 +224,7 @@ mod tests {
     use std::convert::Infallible;
 
     use http_body_util::BodyExt;
-    use tower::ServiceExt;
+    use tower::{Layer, ServiceExt};
 
     use super::*;
     use crate::authz::{AuthorizationError, AuthorizeFuture};

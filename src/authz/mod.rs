@@ -39,9 +39,10 @@
 //! ```
 //!
 //! Floor 6 of the import order (docs/architecture.md): uses `audit_context`, `authn`,
-//! `body`, `gocompat`, `identity`, `outcome_metrics`, `rt`, `span`, `status`, `tenancy`,
-//! `webhook`; used by `aggregator`, `apiregistration`, `audit`, `builder`, `fuzz_logic`,
-//! `impersonation`, `inflight`, `metrics`, `selfreview`, `tenant`, `timeout`, `trace`.
+//! `body`, `filter`, `gocompat`, `identity`, `outcome_metrics`, `rt`, `span`, `status`,
+//! `tenancy`, `webhook`; used by `aggregator`, `apiregistration`, `audit`, `builder`,
+//! `fuzz_logic`, `impersonation`, `inflight`, `metrics`, `selfreview`, `tenant`, `timeout`,
+//! `trace`.
 
 mod authorizers;
 mod cache;

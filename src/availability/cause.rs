@@ -10,6 +10,7 @@ mod message;
 
 use std::time::Duration;
 
+use crate::apiservice::ServiceReference;
 use crate::availability::ResolveError;
 use crate::transport::{
     CertificateSummary, ConnectError, ServingCertificateError, ServingCertificateProblem,
@@ -229,6 +230,28 @@ impl UnavailableCause {
             }
         }
         UnavailableCause::Unreachable { url, detail }
+    }
+
+    /// The cause of a failed resolution: a Service name that did not resolve is
+    /// [`UnavailableCause::NameResolutionFailed`] (upstream fails the same way when it
+    /// dials the name), with the group-version URL the check would have asked; every
+    /// other resolver failure is [`UnavailableCause::Service`].
+    pub(crate) fn of_resolve_error(
+        e: ResolveError,
+        service: &ServiceReference,
+        gv_path: &str,
+    ) -> UnavailableCause {
+        match e {
+            ResolveError::NameResolutionFailed { host, detail, .. } => {
+                let port = service.port_or_default();
+                UnavailableCause::NameResolutionFailed {
+                    url: format!("https://{host}:{port}{gv_path}"),
+                    name: host,
+                    detail,
+                }
+            }
+            e => UnavailableCause::Service(e),
+        }
     }
 
     /// The condition reason upstream writes for it: the resolver's for

@@ -83,6 +83,9 @@ mod preflight;
 mod probe;
 mod tenants;
 
+#[cfg(feature = "dns")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dns")))]
+pub use crate::resolver::{DEFAULT_CLUSTER_DOMAIN, DnsConfigError, DnsServiceResolver};
 pub use crate::resolver::{
     InvalidAddress, ResolveError, ResolveFuture, ServiceResolver, StaticServiceResolver,
 };

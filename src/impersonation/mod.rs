@@ -53,13 +53,16 @@
 //! [`Authorizer`]: crate::authz::Authorizer
 //!
 //! Floor 7 of the import order (docs/architecture.md): uses `audit_context`, `authn`,
-//! `authz`, `body`, `identity`, `status`, `tenancy`; used by `builder`, `fuzz_logic`.
+//! `authz`, `body`, `filter`, `identity`, `status`, `tenancy`; used by `builder`,
+//! `fuzz_logic`.
 
 mod service;
 
 use std::collections::BTreeMap;
 
-pub use service::{Impersonated, ImpersonationLayer, ImpersonationService, ResponseFuture};
+pub use service::{
+    Checking, Impersonated, ImpersonationLayer, ImpersonationService, ResponseFuture,
+};
 
 use crate::authn::{SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, UserInfo};
 use crate::authz::Attributes;

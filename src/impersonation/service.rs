@@ -5,11 +5,9 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use http::{Request, Response, StatusCode};
-use pin_project_lite::pin_project;
-use tower::{Layer, Service};
+use tower::Service;
 
 use super::{
     InvalidImpersonation, has_impersonation_headers, impersonated_user,
@@ -18,6 +16,7 @@ use super::{
 use crate::authn::UserInfo;
 use crate::authz::{Authorizer, Decision, forbidden_response};
 use crate::body::Body;
+use crate::filter::{Filter, Filtered, filter_layer};
 use crate::status::{Status, internal_error};
 
 /// Layer that honours `Impersonate-*` headers after checking each with an [`Authorizer`]
@@ -77,55 +76,17 @@ impl<Z> Clone for ImpersonationLayer<Z> {
     }
 }
 
-impl<S, Z> Layer<S> for ImpersonationLayer<Z> {
-    type Service = ImpersonationService<S, Z>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        ImpersonationService {
-            inner,
-            authorizer: self.authorizer.clone(),
-        }
-    }
+filter_layer! {
+    /// Service of [`ImpersonationLayer`]. Ready when the inner service is; the checks run in
+    /// the response future, one authorizer call per requested item, in upstream's order,
+    /// stopping at the first that is not an Allow.
+    pub type ImpersonationService<S, Z> = FilterService<ImpersonationLayer<Z>, S>;
 }
 
-/// Service of [`ImpersonationLayer`]. Ready when the inner service is; the checks run in
-/// the response future, one authorizer call per requested item, in upstream's order,
-/// stopping at the first that is not an Allow.
-#[derive(Debug)]
-pub struct ImpersonationService<S, Z> {
-    inner: S,
-    authorizer: Arc<Z>,
-}
+/// The impersonation checks, then the inner call as the impersonated user.
+pub type Checking<E> = Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
 
-impl<S: Clone, Z> Clone for ImpersonationService<S, Z> {
-    fn clone(&self) -> Self {
-        ImpersonationService {
-            inner: self.inner.clone(),
-            authorizer: self.authorizer.clone(),
-        }
-    }
-}
-
-impl<S, Z> ImpersonationService<S, Z> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Consumes the layer, returning the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-}
-
-type Checking<E> = Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
-
-impl<S, Z, B> Service<Request<B>> for ImpersonationService<S, Z>
+impl<S, Z, B> Filter<S, B> for ImpersonationLayer<Z>
 where
     S: Service<Request<B>, Response = Response<Body>> + Clone + Send + 'static,
     S::Future: Send,
@@ -133,86 +94,70 @@ where
     Z: Authorizer,
     B: Send + 'static,
 {
-    type Response = Response<Body>;
-    type Error = S::Error;
     type Future = ResponseFuture<S::Future, S::Error>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+    fn filter(&self, inner: &mut S, mut req: Request<B>) -> Self::Future {
         // The hot path: no impersonation header, nothing to do.
         if !has_impersonation_headers(req.headers()) {
-            return ResponseFuture::Passthrough {
-                inner: self.inner.call(req),
-            };
+            return Filtered::inner(inner.call(req));
         }
         let items = match requested(req.headers()) {
             Ok(items) if items.is_empty() => {
                 // Only an empty Impersonate-User: not impersonation; upstream leaves the
                 // headers as they are.
-                return ResponseFuture::Passthrough {
-                    inner: self.inner.call(req),
-                };
+                return Filtered::inner(inner.call(req));
             }
             Ok(items) => items,
             Err(e @ (InvalidImpersonation::NoUser(_) | InvalidImpersonation::NotUtf8(_))) => {
                 tracing::debug!(error = %e, "invalid impersonation request");
                 let res = Status::failure(StatusCode::BAD_REQUEST, "BadRequest", e.to_string())
                     .into_response();
-                return ResponseFuture::Ready {
-                    response: Some(res),
-                };
+                return Filtered::ready(res);
             }
         };
         let Some(requester) = req.extensions().get::<UserInfo>().cloned() else {
             let res = internal_error(&req.uri().to_string(), &"no user found for request");
-            return ResponseFuture::Ready {
-                response: Some(res),
-            };
+            return Filtered::ready(res);
         };
         // Take the service that was driven to readiness; leave a fresh clone behind.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let clone = inner.clone();
+        let mut inner = std::mem::replace(inner, clone);
         let authorizer = self.authorizer.clone();
         // Impersonation is asked within the request's tenant, as everything else it does.
         let tenant = req.extensions().get::<crate::tenancy::Tenant>().cloned();
-        ResponseFuture::Checking {
-            checking: Box::pin(async move {
-                for item in &items {
-                    let attrs = item.attributes(&requester).in_tenant(tenant.as_ref());
-                    let verdict = authorizer.authorize(&attrs).await;
-                    let reason = match verdict {
-                        Ok(a) if a.decision == Decision::Allow => continue,
-                        Ok(a) => a.reason,
-                        // Fail closed: an error is a denial; upstream logs it and shows
-                        // only the (here empty) reason.
-                        Err(e) => {
-                            tracing::info!(user = %requester.name, error = %e, "impersonation check failed");
-                            String::new()
-                        }
-                    };
-                    tracing::debug!(user = %requester.name, resource = %attrs.resource, name = %attrs.name, "impersonation forbidden");
-                    return Ok(forbidden_response(&attrs, &reason));
-                }
-                let user = impersonated_user(&items);
-                tracing::debug!(
-                    requester = %requester.name, requester_groups = ?requester.groups,
-                    user = %user.name, groups = ?user.groups,
-                    "impersonating"
-                );
-                remove_impersonation_headers(req.headers_mut());
-                if let Some(audit) = req.extensions().get::<crate::audit_context::AuditContext>() {
-                    audit.log_impersonated_user(&user);
-                }
-                req.extensions_mut().insert(Impersonated {
-                    requester: requester.clone(),
-                });
-                req.extensions_mut().insert(user);
-                inner.call(req).await
-            }),
-        }
+        Filtered::wrapped(Box::pin(async move {
+            for item in &items {
+                let attrs = item.attributes(&requester).in_tenant(tenant.as_ref());
+                let verdict = authorizer.authorize(&attrs).await;
+                let reason = match verdict {
+                    Ok(a) if a.decision == Decision::Allow => continue,
+                    Ok(a) => a.reason,
+                    // Fail closed: an error is a denial; upstream logs it and shows
+                    // only the (here empty) reason.
+                    Err(e) => {
+                        tracing::info!(user = %requester.name, error = %e, "impersonation check failed");
+                        String::new()
+                    }
+                };
+                tracing::debug!(user = %requester.name, resource = %attrs.resource, name = %attrs.name, "impersonation forbidden");
+                return Ok(forbidden_response(&attrs, &reason));
+            }
+            let user = impersonated_user(&items);
+            tracing::debug!(
+                requester = %requester.name, requester_groups = ?requester.groups,
+                user = %user.name, groups = ?user.groups,
+                "impersonating"
+            );
+            remove_impersonation_headers(req.headers_mut());
+            if let Some(audit) = req.extensions().get::<crate::audit_context::AuditContext>() {
+                audit.log_impersonated_user(&user);
+            }
+            req.extensions_mut().insert(Impersonated {
+                requester: requester.clone(),
+            });
+            req.extensions_mut().insert(user);
+            inner.call(req).await
+        }))
     }
 }
 
@@ -224,45 +169,7 @@ pub struct Impersonated {
     pub requester: UserInfo,
 }
 
-pin_project! {
-    /// Response future of [`ImpersonationService`].
-    #[project = Projected]
-    // The variants are documented; their fields are the inner call and the checks.
-    #[allow(missing_docs)]
-    pub enum ResponseFuture<F, E> {
-        /// No impersonation: the inner call as it is.
-        Passthrough { #[pin] inner: F },
-        /// The checks, then the inner call as the impersonated user.
-        Checking { checking: Checking<E> },
-        /// Refused before any check.
-        Ready { response: Option<Response<Body>> },
-    }
-}
-
-impl<F, E> std::fmt::Debug for ResponseFuture<F, E> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = match self {
-            ResponseFuture::Passthrough { .. } => "Passthrough",
-            ResponseFuture::Checking { .. } => "Checking",
-            ResponseFuture::Ready { .. } => "Ready",
-        };
-        f.debug_tuple("ResponseFuture").field(&state).finish()
-    }
-}
-
-impl<F, E> Future for ResponseFuture<F, E>
-where
-    F: Future<Output = Result<Response<Body>, E>>,
-{
-    type Output = Result<Response<Body>, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            Projected::Passthrough { inner } => inner.poll(cx),
-            Projected::Checking { checking } => checking.as_mut().poll(cx),
-            Projected::Ready { response } => Poll::Ready(Ok(response
-                .take()
-                .unwrap_or_else(|| Response::new(Body::empty())))),
-        }
-    }
-}
+/// Response future of [`ImpersonationService`]: the inner call as it is (no
+/// impersonation), the checks and then the inner call as the impersonated user, or the
+/// refusal made before any check.
+pub type ResponseFuture<F, E> = Filtered<F, Checking<E>>;

@@ -30,7 +30,7 @@
 //! ```
 //!
 //! Floor 9 of the import order (docs/architecture.md): uses `authn`, `authz`, `body`,
-//! `metrics`, `status`, `tenancy`, `timeout`; used by `builder`.
+//! `filter`, `metrics`, `status`, `tenancy`, `timeout`; used by `builder`.
 
 mod service;
 
@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 pub use crate::timeout::LongRunningCheck;
-pub use service::{InFlightLayer, InFlightService, ResponseFuture};
+pub use service::{Counted, InFlightLayer, InFlightService, ResponseFuture};
 
 /// kube-apiserver's `--max-requests-inflight` default.
 pub const DEFAULT_MAX_REQUESTS_INFLIGHT: usize = 400;

@@ -10,12 +10,12 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body::{Frame, SizeHint};
 use pin_project_lite::pin_project;
-use tower::{Layer, Service};
 
 use super::{InFlight, Limit, LongRunningCheck, PerApiService, Shared, Slots};
 use crate::authn::UserInfo;
 use crate::authz::{ApiPath, RequestInfo, SYSTEM_MASTERS};
 use crate::body::{Body, BoxError};
+use crate::filter::{BodyService, Filter, Filtered, filter_layer};
 use crate::metrics::{RequestLabels, RequestMetrics};
 use crate::status::plain_text_error;
 
@@ -152,41 +152,11 @@ impl Shared {
     }
 }
 
-impl<S> Layer<S> for InFlightLayer {
-    type Service = InFlightService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        InFlightService {
-            inner,
-            shared: self.shared.clone(),
-        }
-    }
-}
-
-/// Service of [`InFlightLayer`]. Ready when the inner service is: limits are checked when
-/// the request arrives, never by waiting in `poll_ready` (there is no queue, as upstream
-/// has none).
-#[derive(Debug, Clone)]
-pub struct InFlightService<S> {
-    inner: S,
-    shared: Arc<Shared>,
-}
-
-impl<S> InFlightService<S> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Consumes the layer, returning the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
+filter_layer! {
+    /// Service of [`InFlightLayer`]. Ready when the inner service is: limits are checked when
+    /// the request arrives, never by waiting in `poll_ready` (there is no queue, as upstream
+    /// has none).
+    pub type InFlightService<S> = FilterService<InFlightLayer, S>;
 }
 
 /// What a request may do: go on holding `Slots` (or none), or be refused.
@@ -196,19 +166,10 @@ enum Admission {
     Refused,
 }
 
-impl<S, B> Service<Request<B>> for InFlightService<S>
-where
-    S: Service<Request<B>, Response = Response<Body>>,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
+impl<S: BodyService<B>, B> Filter<S, B> for InFlightLayer {
     type Future = ResponseFuture<S::Future>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+    fn filter(&self, inner: &mut S, mut req: Request<B>) -> Self::Future {
         let admission = if crate::authz::request_info::ensure(&mut req).is_ok() {
             let (parts, body) = req.into_parts();
             let admission = match parts.extensions.get::<RequestInfo>() {
@@ -234,17 +195,13 @@ where
                         RequestLabels::of(info, req.method(), req.uri().query(), content_type);
                     metrics.terminated(&labels, 429);
                 }
-                ResponseFuture::Ready {
-                    response: Some(too_many_requests()),
-                }
+                Filtered::ready(too_many_requests())
             }
-            Admission::Uncounted => ResponseFuture::Passthrough {
-                inner: self.inner.call(req),
-            },
-            Admission::Counted(slots) => ResponseFuture::Counted {
-                inner: self.inner.call(req),
+            Admission::Uncounted => Filtered::inner(inner.call(req)),
+            Admission::Counted(slots) => Filtered::wrapped(Counted {
+                inner: inner.call(req),
                 slots: Some(slots),
-            },
+            }),
         }
     }
 }
@@ -329,58 +286,45 @@ fn too_many_requests() -> Response<Body> {
     res
 }
 
+/// Response future of [`InFlightService`]: an uncounted request's call as it is, a
+/// counted call holding its slots, or the 429 refusing the request.
+pub type ResponseFuture<F> = Filtered<F, Counted<F>>;
+
 pin_project! {
-    /// Response future of [`InFlightService`].
-    #[project = Projected]
-    // The variants are documented; their fields are the inner call and the held slots.
-    #[allow(missing_docs)]
-    pub enum ResponseFuture<F> {
-        /// Not counted (long-running, exempt, or no limit applies).
-        Passthrough { #[pin] inner: F },
-        /// Counted: the slots move into the response body, freed when it ends.
-        Counted { #[pin] inner: F, slots: Option<Slots> },
-        /// Refused with 429.
-        Ready { response: Option<Response<Body>> },
+    /// A counted request's call: its slots move into the response body, freed when it
+    /// ends.
+    pub struct Counted<F> {
+        #[pin]
+        inner: F,
+        slots: Option<Slots>,
     }
 }
 
-impl<F> std::fmt::Debug for ResponseFuture<F> {
+impl<F> std::fmt::Debug for Counted<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = match self {
-            ResponseFuture::Passthrough { .. } => "Passthrough",
-            ResponseFuture::Counted { .. } => "Counted",
-            ResponseFuture::Ready { .. } => "Ready",
-        };
-        f.debug_tuple("ResponseFuture").field(&state).finish()
+        f.debug_struct("Counted").finish_non_exhaustive()
     }
 }
 
-impl<F, E> Future for ResponseFuture<F>
+impl<F, E> Future for Counted<F>
 where
     F: Future<Output = Result<Response<Body>, E>>,
 {
     type Output = Result<Response<Body>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            Projected::Passthrough { inner } => inner.poll(cx),
-            Projected::Ready { response } => {
-                Poll::Ready(Ok(response.take().unwrap_or_else(too_many_requests)))
-            }
-            Projected::Counted { inner, slots } => {
-                let result = std::task::ready!(inner.poll(cx));
-                let slots = slots.take();
-                Poll::Ready(result.map(|res| match slots {
-                    Some(slots) if !http_body::Body::is_end_stream(res.body()) => res.map(|body| {
-                        Body::new(HoldingBody {
-                            body,
-                            slots: Some(slots),
-                        })
-                    }),
-                    _ => res,
-                }))
-            }
-        }
+        let this = self.project();
+        let result = std::task::ready!(this.inner.poll(cx));
+        let slots = this.slots.take();
+        Poll::Ready(result.map(|res| match slots {
+            Some(slots) if !http_body::Body::is_end_stream(res.body()) => res.map(|body| {
+                Body::new(HoldingBody {
+                    body,
+                    slots: Some(slots),
+                })
+            }),
+            _ => res,
+        }))
     }
 }
 

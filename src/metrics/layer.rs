@@ -11,11 +11,11 @@ use http::{Request, Response};
 use http_body::Frame;
 use pin_project_lite::pin_project;
 use prometheus_client::metrics::gauge::Gauge;
-use tower::{Layer, Service};
 
 use super::{RequestLabels, RequestMetrics, Shared};
 use crate::authz::RequestInfo;
 use crate::body::Body;
+use crate::filter::{BodyService, Filter, filter_layer};
 use crate::timeout::LongRunningCheck;
 
 /// Layer that records every request into [`RequestMetrics`]: `apiserver_request_total`
@@ -53,37 +53,15 @@ impl MetricsLayer {
     }
 }
 
-impl<S> Layer<S> for MetricsLayer {
-    type Service = MetricsService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        MetricsService {
-            inner,
-            layer: self.clone(),
-        }
-    }
+filter_layer! {
+    /// Service of [`MetricsLayer`].
+    pub type MetricsService<S> = FilterService<MetricsLayer, S>;
 }
 
-/// Service of [`MetricsLayer`].
-#[derive(Clone, Debug)]
-pub struct MetricsService<S> {
-    inner: S,
-    layer: MetricsLayer,
-}
-
-impl<S, B> Service<Request<B>> for MetricsService<S>
-where
-    S: Service<Request<B>, Response = Response<Body>>,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
+impl<S: BodyService<B>, B> Filter<S, B> for MetricsLayer {
     type Future = ResponseFuture<S::Future>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request<B>) -> Self::Future {
+    fn filter(&self, inner: &mut S, req: Request<B>) -> Self::Future {
         let (parts, body) = req.into_parts();
         let record = parts.extensions.get::<RequestInfo>().map(|info| {
             let content_type = parts
@@ -96,16 +74,12 @@ where
                 parts.uri.query(),
                 content_type,
             ));
-            let metrics = &self.layer.metrics;
-            let gauge = self
-                .layer
-                .long_running
-                .is_long_running(&parts, info)
-                .then(|| {
-                    let gauge = metrics.long_running(&labels);
-                    gauge.inc();
-                    gauge
-                });
+            let metrics = &self.metrics;
+            let gauge = self.long_running.is_long_running(&parts, info).then(|| {
+                let gauge = metrics.long_running(&labels);
+                gauge.inc();
+                gauge
+            });
             Box::new(Record {
                 metrics: metrics.clone(),
                 labels,
@@ -117,7 +91,7 @@ where
         });
         let req = Request::from_parts(parts, body);
         ResponseFuture {
-            inner: self.inner.call(req),
+            inner: inner.call(req),
             record,
         }
     }

@@ -10,7 +10,7 @@
 //! (the [`RequestInfo`]), `timeout` (which requests are long-running); used by the
 //! builder.
 //!
-//! Floor 8 of the import order (docs/architecture.md): uses `authz`, `body`,
+//! Floor 8 of the import order (docs/architecture.md): uses `authz`, `body`, `filter`,
 //! `outcome_metrics`, `timeout`; used by `builder`, `inflight`.
 
 mod labels;

@@ -50,14 +50,14 @@
 //! [`UserInfo`]: crate::authn::UserInfo
 //!
 //! Floor 7 of the import order (docs/architecture.md): uses `audit_context`, `authn`,
-//! `authz`, `body`, `gocompat`, `status`, `tenancy`; used by `builder`.
+//! `authz`, `body`, `filter`, `gocompat`, `status`, `tenancy`; used by `builder`.
 
 mod json;
 mod proto;
 mod review;
 mod service;
 
-pub use service::{ResponseFuture, SelfReviewLayer, SelfReviewService};
+pub use service::{Answering, ResponseFuture, SelfReviewLayer, SelfReviewService};
 
 use crate::authz::{NonResourceAttributes, ResourceAttributes};
 

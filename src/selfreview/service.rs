@@ -3,6 +3,7 @@
 //! attributes `review.rs`'s).
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -10,14 +11,14 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use pin_project_lite::pin_project;
-use tower::{Layer, Service};
+use tower::Service;
 
 use super::{AccessReview, Format, Kind, ReviewError, json, proto, review};
 use crate::audit_context::AuditContext;
 use crate::authn::UserInfo;
 use crate::authz::{Authorizer, RequestInfo, Rules, SubjectAccessReviewStatus};
 use crate::body::{Body, BoxError};
+use crate::filter::{Filter, Filtered, filter_layer};
 use crate::status::{Status, StatusCause, StatusDetails};
 
 /// Upstream's limit on a create request's body (`maxRequestBodyBytes`, 3 MB); a larger
@@ -81,77 +82,28 @@ impl<Z> Clone for SelfReviewLayer<Z> {
     }
 }
 
-impl<S, Z> Layer<S> for SelfReviewLayer<Z> {
-    type Service = SelfReviewService<S, Z>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        SelfReviewService {
-            inner,
-            authorizer: self.authorizer.clone(),
-        }
-    }
+filter_layer! {
+    /// Service of [`SelfReviewLayer`]: answers the three review paths itself and calls the
+    /// inner service for everything else. Ready when the inner service is.
+    pub type SelfReviewService<S, Z> = FilterService<SelfReviewLayer<Z>, S>;
 }
 
-/// Service of [`SelfReviewLayer`]: answers the three review paths itself and calls the
-/// inner service for everything else. Ready when the inner service is.
-#[derive(Debug)]
-pub struct SelfReviewService<S, Z> {
-    inner: S,
-    authorizer: Arc<Z>,
-}
-
-impl<S: Clone, Z> Clone for SelfReviewService<S, Z> {
-    fn clone(&self) -> Self {
-        SelfReviewService {
-            inner: self.inner.clone(),
-            authorizer: self.authorizer.clone(),
-        }
-    }
-}
-
-impl<S, Z> SelfReviewService<S, Z> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Consumes the layer, returning the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-}
-
-type Answering = Pin<Box<dyn Future<Output = Response<Body>> + Send>>;
-
-impl<S, Z, B> Service<Request<B>> for SelfReviewService<S, Z>
+impl<S, Z, B> Filter<S, B> for SelfReviewLayer<Z>
 where
     S: Service<Request<B>, Response = Response<Body>>,
     Z: Authorizer,
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
-    type Response = Response<Body>;
-    type Error = S::Error;
     type Future = ResponseFuture<S::Future>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+    fn filter(&self, inner: &mut S, mut req: Request<B>) -> Self::Future {
         let kind = match crate::authz::request_info::ensure(&mut req) {
             Ok(()) => req.extensions().get::<RequestInfo>().and_then(Kind::of),
             Err(_) => None,
         };
         let Some(kind) = kind else {
-            return ResponseFuture::Passthrough {
-                inner: self.inner.call(req),
-            };
+            return Filtered::inner(inner.call(req));
         };
         if req.method() != Method::POST {
             let mut s = Status::failure(
@@ -160,14 +112,12 @@ where
                 "the server does not allow this method on the requested resource",
             );
             s.details = Some(StatusDetails::default());
-            return ResponseFuture::Answering {
-                answering: Box::pin(std::future::ready(s.into_response())),
-            };
+            return Filtered::ready(s.into_response());
         }
         let authorizer = self.authorizer.clone();
-        ResponseFuture::Answering {
-            answering: Box::pin(async move { answer(kind, req, &*authorizer).await }),
-        }
+        Filtered::wrapped(Answering::new(async move {
+            answer(kind, req, &*authorizer).await
+        }))
     }
 }
 
@@ -387,39 +337,39 @@ async fn respond<Z: Authorizer + ?Sized>(
     Ok(res)
 }
 
-pin_project! {
-    /// Response future of [`SelfReviewService`].
-    #[project = Projected]
-    // The variants are documented; their fields are the inner call and the answer.
-    #[allow(missing_docs)]
-    pub enum ResponseFuture<F> {
-        /// Not a self review: the inner call.
-        Passthrough { #[pin] inner: F },
-        /// A self review being answered.
-        Answering { answering: Answering },
+/// Response future of [`SelfReviewService`]: the inner call when the request is not a
+/// self review, or the review being answered.
+pub type ResponseFuture<F> = Filtered<F, Answering<F>>;
+
+/// A self review being answered here; it never fails, whatever the inner service's
+/// error type `F` would be.
+pub struct Answering<F> {
+    answer: Pin<Box<dyn Future<Output = Response<Body>> + Send>>,
+    _call: PhantomData<fn() -> F>,
+}
+
+impl<F> Answering<F> {
+    fn new(answer: impl Future<Output = Response<Body>> + Send + 'static) -> Self {
+        Answering {
+            answer: Box::pin(answer),
+            _call: PhantomData,
+        }
     }
 }
 
-impl<F> std::fmt::Debug for ResponseFuture<F> {
+impl<F> std::fmt::Debug for Answering<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = match self {
-            ResponseFuture::Passthrough { .. } => "Passthrough",
-            ResponseFuture::Answering { .. } => "Answering",
-        };
-        f.debug_tuple("ResponseFuture").field(&state).finish()
+        f.debug_struct("Answering").finish_non_exhaustive()
     }
 }
 
-impl<F, E> Future for ResponseFuture<F>
+impl<F, E> Future for Answering<F>
 where
     F: Future<Output = Result<Response<Body>, E>>,
 {
     type Output = Result<Response<Body>, E>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            Projected::Passthrough { inner } => inner.poll(cx),
-            Projected::Answering { answering } => answering.as_mut().poll(cx).map(Ok),
-        }
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.answer.as_mut().poll(cx).map(Ok)
     }
 }

@@ -1,14 +1,11 @@
 //! The 404 of a tenant that is not mounted, for the layers between authorization and
 //! the aggregator (the self reviews), which do not route by tenant themselves.
 
-use std::task::{Context, Poll};
-
-use http::{Request, Response};
-use tower::{Layer, Service};
+use http::Request;
 
 use super::layer::ResponseFuture;
 use super::{Tenant, Tenants};
-use crate::body::Body;
+use crate::filter::{BodyService, Filter, Filtered, filter_layer};
 use crate::tenancy::not_found;
 
 /// Layer that answers a request in a tenant that is not mounted (a [`Tenant`] in its
@@ -43,67 +40,24 @@ impl TenantGateLayer {
     }
 }
 
-impl<S> Layer<S> for TenantGateLayer {
-    type Service = TenantGate<S>;
-
-    fn layer(&self, inner: S) -> TenantGate<S> {
-        TenantGate {
-            inner,
-            tenants: self.tenants.clone(),
-        }
-    }
+filter_layer! {
+    /// Service of [`TenantGateLayer`].
+    pub type TenantGate<S> = FilterService<TenantGateLayer, S>;
 }
 
-/// Service of [`TenantGateLayer`].
-#[derive(Debug, Clone)]
-pub struct TenantGate<S> {
-    inner: S,
-    tenants: Option<Tenants>,
-}
-
-impl<S> TenantGate<S> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Consumes the layer, returning the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-}
-
-impl<S, B> Service<Request<B>> for TenantGate<S>
-where
-    S: Service<Request<B>, Response = Response<Body>>,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
+impl<S: BodyService<B>, B> Filter<S, B> for TenantGateLayer {
     type Future = ResponseFuture<S::Future>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request<B>) -> Self::Future {
+    fn filter(&self, inner: &mut S, req: Request<B>) -> Self::Future {
         if let Some(tenant) = req.extensions().get::<Tenant>() {
             let mounted = self
                 .tenants
                 .as_ref()
                 .is_some_and(|t| t.get(tenant.name()).is_some());
             if !mounted {
-                return ResponseFuture::Ready {
-                    response: Some(not_found(tenant)),
-                };
+                return Filtered::ready(not_found(tenant));
             }
         }
-        ResponseFuture::Inner {
-            inner: self.inner.call(req),
-        }
+        Filtered::inner(inner.call(req))
     }
 }

@@ -2,18 +2,14 @@
 //! the extensions (kcp's `WithClusterScope`).
 
 use std::borrow::Cow;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use http::uri::PathAndQuery;
 use http::{Request, Response, StatusCode, Uri};
-use pin_project_lite::pin_project;
-use tower::{Layer, Service};
 
 use super::{CLUSTERS_PREFIX, TENANT_HEADER, Tenant};
 use crate::authz::RequestInfo;
 use crate::body::Body;
+use crate::filter::{BodyService, Filter, Filtered, Unwrapped, filter_layer};
 use crate::status::Status;
 
 /// Layer that takes the tenant out of a `/clusters/<name>/...` path; put it in front of
@@ -65,64 +61,21 @@ impl Default for TenantLayer {
     }
 }
 
-impl<S> Layer<S> for TenantLayer {
-    type Service = TenantService<S>;
-
-    fn layer(&self, inner: S) -> TenantService<S> {
-        TenantService {
-            inner,
-            enabled: self.enabled,
-        }
-    }
+filter_layer! {
+    /// Service of [`TenantLayer`].
+    pub type TenantService<S> = FilterService<TenantLayer, S>;
 }
 
-/// Service of [`TenantLayer`].
-#[derive(Debug, Clone)]
-pub struct TenantService<S> {
-    inner: S,
-    enabled: bool,
-}
-
-impl<S> TenantService<S> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Consumes the layer, returning the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-}
-
-impl<S, B> Service<Request<B>> for TenantService<S>
-where
-    S: Service<Request<B>, Response = Response<Body>>,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
+impl<S: BodyService<B>, B> Filter<S, B> for TenantLayer {
     type Future = ResponseFuture<S::Future>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+    fn filter(&self, inner: &mut S, mut req: Request<B>) -> Self::Future {
         if self.enabled {
             if let Err(res) = mount(&mut req) {
-                return ResponseFuture::Ready {
-                    response: Some(*res),
-                };
+                return Filtered::ready(*res);
             }
         }
-        ResponseFuture::Inner {
-            inner: self.inner.call(req),
-        }
+        Filtered::inner(inner.call(req))
     }
 }
 
@@ -174,45 +127,10 @@ fn escaped_prefix(path: &str) -> bool {
     decoded.starts_with(CLUSTERS_PREFIX.as_bytes())
 }
 
+/// Response future of [`TenantService`] and [`super::TenantGate`]: the inner call, or
+/// the refusal.
+pub type ResponseFuture<F> = Filtered<F, Unwrapped<F>>;
+
 fn bad_request(message: String) -> Box<Response<Body>> {
     Box::new(Status::failure(StatusCode::BAD_REQUEST, "BadRequest", message).into_response())
-}
-
-pin_project! {
-    /// Response future of [`TenantService`].
-    #[project = Projected]
-    // The variants are documented; their fields are the inner call and the refusal.
-    #[allow(missing_docs)]
-    pub enum ResponseFuture<F> {
-        /// The inner call.
-        Inner { #[pin] inner: F },
-        /// Refused with 400.
-        Ready { response: Option<Response<Body>> },
-    }
-}
-
-impl<F> std::fmt::Debug for ResponseFuture<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = match self {
-            ResponseFuture::Inner { .. } => "Inner",
-            ResponseFuture::Ready { .. } => "Ready",
-        };
-        f.debug_tuple("ResponseFuture").field(&state).finish()
-    }
-}
-
-impl<F, E> Future for ResponseFuture<F>
-where
-    F: Future<Output = Result<Response<Body>, E>>,
-{
-    type Output = Result<Response<Body>, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            Projected::Inner { inner } => inner.poll(cx),
-            Projected::Ready { response } => Poll::Ready(Ok(response
-                .take()
-                .unwrap_or_else(|| *bad_request("polled after completion".to_owned())))),
-        }
-    }
 }

@@ -63,7 +63,7 @@
 //! ```
 //!
 //! Floor 9 of the import order (docs/architecture.md): uses `aggregator`, `authz`, `body`,
-//! `status`, `tenancy`; used by `builder`.
+//! `filter`, `status`, `tenancy`; used by `builder`.
 
 mod gate;
 mod layer;

@@ -32,8 +32,8 @@
 //! # let _ = layer;
 //! ```
 //!
-//! Floor 7 of the import order (docs/architecture.md): uses `authz`, `body`, `gocompat`,
-//! `rt`, `status`; used by `audit`, `builder`, `inflight`, `metrics`.
+//! Floor 7 of the import order (docs/architecture.md): uses `authz`, `body`, `filter`,
+//! `gocompat`, `rt`, `status`; used by `audit`, `builder`, `inflight`, `metrics`.
 
 mod service;
 
@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-pub use service::{OnTimeout, ResponseFuture, TimeoutLayer, TimeoutService};
+pub use service::{OnTimeout, ResponseFuture, Timed, TimeoutLayer, TimeoutService};
 
 use crate::authz::RequestInfo;
 use crate::status::{Status, StatusDetails};

@@ -11,11 +11,11 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body::{Frame, SizeHint};
 use pin_project_lite::pin_project;
-use tower::{Layer, Service};
 
 use super::{DEFAULT_REQUEST_TIMEOUT, LongRunningCheck, request_deadline, timeout_body};
 use crate::authz::RequestInfo;
 use crate::body::{Body, BoxError};
+use crate::filter::{BodyService, Filter, Filtered, filter_layer};
 use crate::rt::Timer;
 
 /// Layer that applies kube-apiserver's request timeout (see the [module docs](super)).
@@ -80,7 +80,7 @@ impl std::fmt::Debug for Shared {
 pub type OnTimeout = Arc<dyn Fn(&http::Method, &http::Uri) + Send + Sync>;
 
 /// The request a deadline's callbacks are told of (when the layer has any).
-pub struct Hooked {
+struct Hooked {
     on_timeout: Option<OnTimeout>,
     on_abort: Option<OnTimeout>,
     method: http::Method,
@@ -149,56 +149,17 @@ impl TimeoutLayer {
     }
 }
 
-impl<S> Layer<S> for TimeoutLayer {
-    type Service = TimeoutService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        TimeoutService {
-            inner,
-            shared: self.shared.clone(),
-        }
-    }
+filter_layer! {
+    /// Service of [`TimeoutLayer`]. Ready when the inner service is; the deadline starts when
+    /// `call` is made, so time spent waiting for readiness does not count, as upstream's
+    /// starts with the request.
+    pub type TimeoutService<S> = FilterService<TimeoutLayer, S>;
 }
 
-/// Service of [`TimeoutLayer`]. Ready when the inner service is; the deadline starts when
-/// `call` is made, so time spent waiting for readiness does not count, as upstream's
-/// starts with the request.
-#[derive(Debug, Clone)]
-pub struct TimeoutService<S> {
-    inner: S,
-    shared: Arc<Shared>,
-}
-
-impl<S> TimeoutService<S> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Consumes the layer, returning the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-}
-
-impl<S, B> Service<Request<B>> for TimeoutService<S>
-where
-    S: Service<Request<B>, Response = Response<Body>>,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
+impl<S: BodyService<B>, B> Filter<S, B> for TimeoutLayer {
     type Future = ResponseFuture<S::Future>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+    fn filter(&self, inner: &mut S, mut req: Request<B>) -> Self::Future {
         // A path RequestInfo refuses is answered by the authorization layer or the
         // aggregator; here it just gets the normal deadline.
         let parsed = crate::authz::request_info::ensure(&mut req).is_ok();
@@ -209,15 +170,13 @@ where
                 .get::<RequestInfo>()
                 .is_some_and(|info| self.shared.long_running.is_long_running(&parts, info));
         if long_running || self.shared.maximum.is_zero() {
-            let inner = self.inner.call(Request::from_parts(parts, body));
-            return ResponseFuture::Passthrough { inner };
+            let inner = inner.call(Request::from_parts(parts, body));
+            return Filtered::inner(inner);
         }
         let deadline = match request_deadline(&parts.uri, self.shared.maximum) {
             Ok(d) => d,
             Err(e) => {
-                return ResponseFuture::Ready {
-                    response: Some(e.into_response()),
-                };
+                return Filtered::ready(e.into_response());
             }
         };
         let sleep = self.shared.timer.sleep(deadline);
@@ -229,87 +188,75 @@ where
             method: parts.method.clone(),
             uri: parts.uri.clone(),
         });
-        let inner = self.inner.call(Request::from_parts(parts, body));
-        ResponseFuture::Timed {
+        let inner = inner.call(Request::from_parts(parts, body));
+        Filtered::wrapped(Timed {
             inner,
             sleep: Some(sleep),
             head,
-        }
+        })
     }
 }
+
+/// Response future of [`TimeoutService`]: a long-running request's call as it is, the
+/// call raced against its deadline, or the 400 for a bad `?timeout=`.
+pub type ResponseFuture<F> = Filtered<F, Timed<F>>;
 
 pin_project! {
-    /// Response future of [`TimeoutService`].
-    #[project = Projected]
-    // The variants are documented; their fields are the inner call and the deadline.
-    #[allow(missing_docs)]
-    pub enum ResponseFuture<F> {
-        /// A long-running request: no deadline.
-        Passthrough { #[pin] inner: F },
-        /// The inner call, raced against the deadline (taken by the body once the head came).
-        Timed {
-            #[pin] inner: F,
-            sleep: Option<Pin<Box<dyn hyper::rt::Sleep>>>,
-            head: Option<Hooked>,
-        },
-        /// Answered without calling the inner service (a bad `?timeout=`).
-        Ready { response: Option<Response<Body>> },
+    /// The inner call raced against the request's deadline. The deadline is taken by the
+    /// response body once the head came in time.
+    pub struct Timed<F> {
+        #[pin]
+        inner: F,
+        sleep: Option<Pin<Box<dyn hyper::rt::Sleep>>>,
+        head: Option<Hooked>,
     }
 }
 
-impl<F> std::fmt::Debug for ResponseFuture<F> {
+impl<F> std::fmt::Debug for Timed<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = match self {
-            ResponseFuture::Passthrough { .. } => "Passthrough",
-            ResponseFuture::Timed { .. } => "Timed",
-            ResponseFuture::Ready { .. } => "Ready",
-        };
-        f.debug_tuple("ResponseFuture").field(&state).finish()
+        f.debug_struct("Timed")
+            .field("expired", &self.sleep.is_none())
+            .field("head", &self.head)
+            .finish_non_exhaustive()
     }
 }
 
-impl<F, E> Future for ResponseFuture<F>
+impl<F, E> Future for Timed<F>
 where
     F: Future<Output = Result<Response<Body>, E>>,
 {
     type Output = Result<Response<Body>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project() {
-            Projected::Passthrough { inner } => inner.poll(cx),
-            Projected::Ready { response } => {
-                Poll::Ready(Ok(response.take().unwrap_or_else(timed_out)))
-            }
-            Projected::Timed { inner, sleep, head } => {
-                if let Poll::Ready(result) = inner.poll(cx) {
-                    return Poll::Ready(result.map(|res| match sleep.take() {
-                        // The head came in time; the body keeps the same deadline.
-                        Some(sleep) if !http_body::Body::is_end_stream(res.body()) => {
-                            let head = head.take();
-                            res.map(|body| Body::new(DeadlineBody { body, sleep, head }))
-                        }
-                        _ => res,
-                    }));
+        let this = self.project();
+        let (sleep, head) = (this.sleep, this.head);
+        if let Poll::Ready(result) = this.inner.poll(cx) {
+            return Poll::Ready(result.map(|res| match sleep.take() {
+                // The head came in time; the body keeps the same deadline.
+                Some(sleep) if !http_body::Body::is_end_stream(res.body()) => {
+                    let head = head.take();
+                    res.map(|body| Body::new(DeadlineBody { body, sleep, head }))
                 }
-                match sleep.as_mut().map(|s| s.as_mut().poll(cx)) {
-                    Some(Poll::Ready(())) | None => {
-                        // Dropping the inner future (when this one is dropped) cancels the
-                        // work: a proxied request's backend stream or connection is released.
-                        *sleep = None;
-                        if let Some(Hooked {
-                            on_timeout: Some(on_timeout),
-                            method,
-                            uri,
-                            ..
-                        }) = head.take()
-                        {
-                            on_timeout(&method, &uri);
-                        }
-                        Poll::Ready(Ok(timed_out()))
-                    }
-                    Some(Poll::Pending) => Poll::Pending,
+                _ => res,
+            }));
+        }
+        match sleep.as_mut().map(|s| s.as_mut().poll(cx)) {
+            Some(Poll::Ready(())) | None => {
+                // Dropping the inner future (when this one is dropped) cancels the
+                // work: a proxied request's backend stream or connection is released.
+                *sleep = None;
+                if let Some(Hooked {
+                    on_timeout: Some(on_timeout),
+                    method,
+                    uri,
+                    ..
+                }) = head.take()
+                {
+                    on_timeout(&method, &uri);
                 }
+                Poll::Ready(Ok(timed_out()))
             }
+            Some(Poll::Pending) => Poll::Pending,
         }
     }
 }

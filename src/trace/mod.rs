@@ -27,7 +27,7 @@
 //! requests through untouched and nothing is measured.
 //!
 //! Floor 9 of the import order (docs/architecture.md): uses `audit`, `authz`, `body`,
-//! `gocompat`, `identity`, `span`; used by `builder`.
+//! `filter`, `gocompat`, `identity`, `span`; used by `builder`.
 
 #[cfg(feature = "opentelemetry")]
 mod config;
@@ -38,12 +38,9 @@ pub use crate::span::TraceContext;
 #[cfg(feature = "opentelemetry")]
 pub use config::{DEFAULT_ENDPOINT, TracingConfigError, TracingConfiguration};
 
-use std::task::{Context, Poll};
+use http::Request;
 
-use http::{Request, Response};
-use tower::{Layer, Service};
-
-use crate::Body;
+use crate::filter::{BodyService, Filter, filter_layer};
 
 /// Layer that traces each request (see the [module docs](self)).
 #[derive(Clone, Default)]
@@ -89,60 +86,28 @@ impl TracingLayer {
     }
 }
 
-impl<S> Layer<S> for TracingLayer {
-    type Service = TracingService<S>;
-
-    fn layer(&self, inner: S) -> TracingService<S> {
-        TracingService {
-            inner,
-            #[cfg(feature = "opentelemetry")]
-            tracer: self.tracer.clone(),
-        }
-    }
+filter_layer! {
+    /// Service of [`TracingLayer`].
+    pub type TracingService<S> = FilterService<TracingLayer, S>;
 }
 
-/// Service of [`TracingLayer`].
-#[derive(Clone)]
-pub struct TracingService<S> {
-    inner: S,
-    #[cfg(feature = "opentelemetry")]
-    tracer: Option<std::sync::Arc<crate::span::Tracing>>,
-}
-
-impl<S: std::fmt::Debug> std::fmt::Debug for TracingService<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TracingService")
-            .field("inner", &self.inner)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<S, B> Service<Request<B>> for TracingService<S>
-where
-    S: Service<Request<B>, Response = Response<Body>>,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
+impl<S: BodyService<B>, B> Filter<S, B> for TracingLayer {
     #[cfg(feature = "opentelemetry")]
     type Future = server::ResponseFuture<S::Future>;
     #[cfg(not(feature = "opentelemetry"))]
     type Future = S::Future;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
     #[cfg(feature = "opentelemetry")]
-    fn call(&mut self, req: Request<B>) -> Self::Future {
+    fn filter(&self, inner: &mut S, req: Request<B>) -> Self::Future {
         match &self.tracer {
-            Some(tracing) => server::call(tracing, &mut self.inner, req),
-            None => server::ResponseFuture::untraced(self.inner.call(req)),
+            Some(tracing) => server::call(tracing, inner, req),
+            None => server::ResponseFuture::untraced(inner.call(req)),
         }
     }
 
     #[cfg(not(feature = "opentelemetry"))]
-    fn call(&mut self, req: Request<B>) -> Self::Future {
-        self.inner.call(req)
+    fn filter(&self, inner: &mut S, req: Request<B>) -> Self::Future {
+        inner.call(req)
     }
 }
 

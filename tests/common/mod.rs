@@ -678,25 +678,40 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
-    let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
-    let tls = server::server_config(
-        leaf.cert_pem.as_bytes(),
-        leaf.key_pem.as_bytes(),
-        pki.client_ca.cert_pem.as_bytes(),
-        true,
-    )
-    .expect("gateway TLS config");
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind gateway");
-    let addr = listener.local_addr().expect("gateway address");
+    let (listener, addr) = listen().await;
     tokio::spawn(server::serve_tls(
         listener,
-        tls,
+        gateway_tls(pki),
         service,
         std::future::pending(),
     ));
     addr
+}
+
+/// The gateway's TLS server config: a certificate for `localhost` from the gateway CA,
+/// client certificates from the client CA asked for, HTTP/2 and HTTP/1.1 offered.
+pub fn gateway_tls(pki: &Pki) -> Arc<ServerConfig> {
+    let leaf = pki.gateway_ca.server("gateway", &["localhost"]);
+    server_tls(&leaf, &pki.client_ca.cert_pem)
+}
+
+/// A TLS server config serving `leaf`, asking for client certificates from
+/// `client_ca_pem` (none asked for when it is empty), HTTP/2 and HTTP/1.1 offered.
+pub fn server_tls(leaf: &pki::Leaf, client_ca_pem: &str) -> Arc<ServerConfig> {
+    server::server_config(
+        leaf.cert_pem.as_bytes(),
+        leaf.key_pem.as_bytes(),
+        client_ca_pem.as_bytes(),
+        true,
+    )
+    .expect("TLS server config")
+}
+
+/// A listener on 127.0.0.1, on a free port, and its address.
+pub async fn listen() -> (TcpListener, SocketAddr) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    (listener, addr)
 }
 
 /// A response of `status` with `body`.

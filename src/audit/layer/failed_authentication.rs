@@ -2,18 +2,16 @@
 //! refuses (k8s.io/apiserver `pkg/endpoints/filters/authn_audit.go`).
 
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::SystemTime;
 
 use http::{Request, Response};
-use tower::{Layer, Service};
 
 use super::{Pending, ResponseFuture, Shared, State, Wait, mask, response_status, waiting};
 use crate::audit::event::{Event, RequestMetadata};
 use crate::audit::{AuditContext, Level, Stage};
 use crate::authn::Unauthenticated;
 use crate::authz::RequestInfo;
-use crate::body::Body;
+use crate::filter::{BodyService, Filter, filter_layer};
 
 /// Layer that audits the requests the
 /// [`AuthenticationLayer`](crate::authn::AuthenticationLayer) inside it refuses, as
@@ -33,54 +31,23 @@ impl std::fmt::Debug for FailedAuthenticationAuditLayer {
     }
 }
 
-impl<S> Layer<S> for FailedAuthenticationAuditLayer {
-    type Service = FailedAuthenticationAuditService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        FailedAuthenticationAuditService {
-            inner,
-            shared: self.shared.clone(),
-        }
-    }
+filter_layer! {
+    /// Service of [`FailedAuthenticationAuditLayer`].
+    pub type FailedAuthenticationAuditService<S> = FilterService<FailedAuthenticationAuditLayer, S>;
 }
 
-/// Service of [`FailedAuthenticationAuditLayer`].
-#[derive(Clone)]
-pub struct FailedAuthenticationAuditService<S> {
-    inner: S,
-    pub(super) shared: Option<Arc<Shared>>,
-}
-
-impl<S: std::fmt::Debug> std::fmt::Debug for FailedAuthenticationAuditService<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FailedAuthenticationAuditService")
-            .field("inner", &self.inner)
-            .field("on", &self.shared.is_some())
-            .finish()
-    }
-}
-
-impl<S, B> Service<Request<B>> for FailedAuthenticationAuditService<S>
-where
-    S: Service<Request<B>, Response = Response<Body>>,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
+impl<S: BodyService<B>, B> Filter<S, B> for FailedAuthenticationAuditLayer {
     type Future = ResponseFuture<S::Future>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+    fn filter(&self, inner: &mut S, mut req: Request<B>) -> Self::Future {
         let Some(shared) = &self.shared else {
-            return ResponseFuture::passthrough(self.inner.call(req));
+            return ResponseFuture::passthrough(inner.call(req));
         };
         // The refused request's head comes back with the 401; its RequestInfo is parsed
         // now, once, for every layer behind.
         let _ = crate::authz::request_info::ensure(&mut req);
         let audit = Some((shared.clone(), SystemTime::now()));
-        ResponseFuture::new(self.inner.call(req), State::Authentication(audit))
+        ResponseFuture::new(inner.call(req), State::Authentication(audit))
     }
 }
 

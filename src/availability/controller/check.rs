@@ -153,8 +153,16 @@ impl AvailabilityController {
             return Ok(());
         };
         let service = &backend.service;
+        let gv_path = if route.apiservice.spec.group.is_empty() {
+            format!("/api/{}", route.apiservice.spec.version)
+        } else {
+            format!(
+                "/apis/{}/{}",
+                route.apiservice.spec.group, route.apiservice.spec.version
+            )
+        };
         if let Err(e) = self.resolver.resolve(service).await {
-            return Err(UnavailableCause::Service(e));
+            return Err(UnavailableCause::of_resolve_error(e, service, &gv_path));
         }
         let client_svc = match &backend.client {
             Ok(c) => c.clone(),
@@ -163,14 +171,6 @@ impl AvailabilityController {
                     message: e.to_string(),
                 });
             }
-        };
-        let gv_path = if route.apiservice.spec.group.is_empty() {
-            format!("/api/{}", route.apiservice.spec.version)
-        } else {
-            format!(
-                "/apis/{}/{}",
-                route.apiservice.spec.group, route.apiservice.spec.version
-            )
         };
         let probe = Probe {
             resolver: &*self.resolver,
