@@ -90,3 +90,103 @@ async fn the_gateway_takes_apiservices_and_services_from_the_cluster() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The stored `Available` condition of `name`: status, reason, message.
+fn stored(server: &ScriptedApiServer, name: &str) -> Option<(String, String, String)> {
+    let object = server.object("/apis/apiregistration.k8s.io/v1/apiservices", name)?;
+    let conditions = object["status"]["conditions"].as_array()?.clone();
+    let available = conditions.iter().find(|c| c["type"] == "Available")?;
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    Some((
+        text(&available["status"]),
+        text(&available["reason"]),
+        text(&available["message"]),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_leads_and_writes_apiservice_status_back_to_the_cluster() {
+    let dir = std::env::temp_dir().join(format!(
+        "kube-aggregator-cluster-status-{}",
+        std::process::id()
+    ));
+    let server = ScriptedApiServer::start().await;
+    server.apply("broken.example.io", "v1", ("broken", "gone"));
+    let serving = support::pki::Ca::new("gateway-ca").server("gateway", &["localhost"]);
+    let (cert, key) = (dir.join("gateway.crt"), dir.join("gateway.key"));
+    let kubeconfig = server.kubeconfig(&dir);
+    std::fs::write(&cert, &serving.cert_pem).expect("write");
+    std::fs::write(&key, &serving.key_pem).expect("write");
+    let opts = GatewayOptions::parse([
+        format!("--kubeconfig={}", kubeconfig.display()),
+        format!("--tls-cert-file={}", cert.display()),
+        format!("--tls-private-key-file={}", key.display()),
+        "--leader-elect-lease-duration=2s".to_owned(),
+        "--leader-elect-renew-deadline=1s".to_owned(),
+        "--leader-elect-retry-period=200ms".to_owned(),
+        "--leader-elect-resource-namespace=kube-system".to_owned(),
+    ])
+    .expect("flags");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let (_gateway, _serving) =
+        support::gateway::start(opts, Some(listener), std::future::pending())
+            .await
+            .unwrap_or_else(|e| panic!("the gateway starts: {}", e.0));
+
+    // The availability controller finds the Service missing; the leader writes it.
+    let expected = Some((
+        "False".to_owned(),
+        "ServiceNotFound".to_owned(),
+        r#"service/gone in "broken" is not present"#.to_owned(),
+    ));
+    let start = std::time::Instant::now();
+    while stored(&server, "v1.broken.example.io") != expected {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "the stored condition is {:?}; requests: {:?}",
+            stored(&server, "v1.broken.example.io"),
+            server.requests()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let lease = server
+        .object(
+            "/apis/coordination.k8s.io/v1/leases",
+            "kube-system/kube-aggregator",
+        )
+        .expect("the Lease");
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 2);
+    assert!(
+        lease["spec"]["holderIdentity"]
+            .as_str()
+            .is_some_and(|h| h.contains('_')),
+        "{lease}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The flags `examples/deploy/deployment.yaml` gives the gateway are all known, valid
+/// and mean what the manifests rely on.
+#[test]
+fn the_deployments_flags_parse() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/deploy/deployment.yaml"
+    );
+    let text = std::fs::read_to_string(path).expect("the manifest");
+    let deployment: serde_json::Value = serde_yaml_ng::from_str(&text).expect("YAML");
+    let args: Vec<String> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("a string").to_owned())
+        .collect();
+    let opts = GatewayOptions::parse(args).unwrap_or_else(|e| panic!("{path}: {e:?}"));
+    assert!(opts.leader_elect);
+    assert!(opts.enable_aggregator_routing);
+    assert_eq!(opts.leader_elect_resource_namespace, "kube-aggregator");
+    assert_eq!(opts.authorization_mode, ["Webhook"]);
+    assert_eq!(opts.kubeconfig, None, "in a pod: the service account");
+}

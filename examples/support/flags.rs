@@ -23,6 +23,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
 use kube_aggregator::audit::{WebhookConfig, WebhookMode};
+use kube_aggregator_kube::LeaseTiming;
 
 /// A flag parsing failure. Its `Display` is one line that names the flag and the problem,
 /// in pflag's wording where pflag has one (`unknown flag: --foo`,
@@ -229,6 +230,24 @@ pub struct GatewayFlags {
     /// The cluster's DNS domain, in which Services are looked up when --service-endpoints is not given. Not a kube-apiserver flag (kubelet's name).
     #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "cluster.local")]
     cluster_domain: String,
+    /// Start a leader election client and gain leadership before writing APIService status to the cluster (--kubeconfig or in-cluster): of several replicas, only the one holding the Lease writes. With false, every replica writes, as every kube-apiserver does.
+    #[arg(verbatim_doc_comment, long, value_name = "bool", default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    leader_elect: bool,
+    /// The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed leader slot. This is effectively the maximum duration that a leader can be stopped before it is replaced by another candidate. This is only applicable if leader election is enabled.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "15s", value_parser = duration)]
+    leader_elect_lease_duration: Duration,
+    /// The interval between attempts by the acting master to renew a leadership slot before it stops leading. This must be less than the lease duration. This is only applicable if leader election is enabled.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "10s", value_parser = duration)]
+    leader_elect_renew_deadline: Duration,
+    /// The duration the clients should wait between attempting acquisition and renewal of a leadership. This is only applicable if leader election is enabled.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "2s", value_parser = duration)]
+    leader_elect_retry_period: Duration,
+    /// The name of the Lease that is used for locking during leader election.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "kube-aggregator")]
+    leader_elect_resource_name: String,
+    /// The namespace of the Lease that is used for locking during leader election. Empty: the gateway's own namespace in a pod, kube-system elsewhere.
+    #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "")]
+    leader_elect_resource_namespace: String,
     /// Ordered list of plug-ins to authorize requests: AlwaysAllow, AlwaysDeny, Webhook.
     #[arg(verbatim_doc_comment, long, value_name = "strings", default_value = "AlwaysAllow", value_parser = csv)]
     authorization_mode: Vec<Csv>,
@@ -733,6 +752,15 @@ pub struct GatewayOptions {
     pub service_endpoints: Option<PathBuf>,
     /// `--cluster-domain`, default `cluster.local`: where DNS finds Services.
     pub cluster_domain: String,
+    /// `--leader-elect`, default true: only the Lease's holder writes APIService status.
+    pub leader_elect: bool,
+    /// `--leader-elect-lease-duration`, `--leader-elect-renew-deadline`,
+    /// `--leader-elect-retry-period`: 15 s, 10 s, 2 s.
+    pub leader_elect_timing: LeaseTiming,
+    /// `--leader-elect-resource-name`, default `kube-aggregator`.
+    pub leader_elect_resource_name: String,
+    /// `--leader-elect-resource-namespace`; empty: the pod's namespace, else `kube-system`.
+    pub leader_elect_resource_namespace: String,
     /// `--authorization-mode`, default `[AlwaysAllow]`; each one of
     /// [`SUPPORTED_AUTHORIZATION_MODES`], no repeats.
     pub authorization_mode: Vec<String>,
@@ -850,6 +878,14 @@ impl GatewayOptions {
             tenant_forwarding: f.tenant_forwarding,
             service_endpoints: f.service_endpoints.0,
             cluster_domain: f.cluster_domain,
+            leader_elect: f.leader_elect,
+            leader_elect_timing: LeaseTiming {
+                lease_duration: f.leader_elect_lease_duration,
+                renew_deadline: f.leader_elect_renew_deadline,
+                retry_period: f.leader_elect_retry_period,
+            },
+            leader_elect_resource_name: f.leader_elect_resource_name,
+            leader_elect_resource_namespace: f.leader_elect_resource_namespace,
             authorization_mode: flatten(&f.authorization_mode),
             authorization_webhook_config_file: f.authorization_webhook_config_file.0,
             authorization_webhook_cache_authorized_ttl: f
@@ -993,6 +1029,11 @@ impl GatewayOptions {
         if self.availability_soft_failure_threshold == 0 {
             return invalid("--availability-soft-failure-threshold must be at least 1".to_owned());
         }
+        if self.leader_elect {
+            if let Err(e) = self.leader_elect_timing.validate() {
+                return invalid(format!("--leader-elect-*: {e}"));
+            }
+        }
         Ok(())
     }
 }
@@ -1025,6 +1066,10 @@ impl Default for GatewayOptions {
             tenant_forwarding: "header".to_owned(),
             service_endpoints: None,
             cluster_domain: "cluster.local".to_owned(),
+            leader_elect: true,
+            leader_elect_timing: LeaseTiming::default(),
+            leader_elect_resource_name: "kube-aggregator".to_owned(),
+            leader_elect_resource_namespace: String::new(),
             authorization_mode: vec!["AlwaysAllow".to_owned()],
             authorization_webhook_config_file: None,
             authorization_webhook_cache_authorized_ttl: Duration::from_secs(300),

@@ -44,7 +44,9 @@ use kube_aggregator::transport::{
 use kube_aggregator::webhook::WebhookMetrics;
 use kube_aggregator::{Aggregator, Body, server};
 use kube_aggregator_kube::kube::Client;
-use kube_aggregator_kube::{ApiServiceWatch, KubeServiceResolver};
+use kube_aggregator_kube::{
+    ApiServiceWatch, KubeServiceResolver, LeaderElection, Leadership, StatusWriter,
+};
 use prometheus_client::encoding::prometheus_text;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -260,6 +262,12 @@ pub async fn start_with(
             .map_err(|e| StartError(format!("--tenant-dir: {e}")))?;
     }
     tokio::spawn(worker);
+    // Where the APIServices come from the cluster, their status goes back to it: written
+    // by the replica holding the Lease (--leader-elect), or by this one alone.
+    let status = match (&cluster, &opts.apiservice_dir) {
+        (Some(client), None) => Some(status_writer(&opts, client, aggregator.registry())?),
+        _ => None,
+    };
 
     // The registry `/metrics` encodes: the aggregator's metrics (requests, availability,
     // audit) beside the gateway's own.
@@ -306,6 +314,8 @@ pub async fn start_with(
     let serve = server::serve_tls_with(listener, tls, service, shutdown, serving);
     let handle = tokio::spawn(async move {
         serve.await;
+        // The writer and the candidacy end with the gateway: another replica takes over.
+        drop(status);
         // The spans still batched are sent before the gateway ends.
         if let Some(provider) = tracer_provider {
             let _ = tokio::task::spawn_blocking(move || provider.shutdown()).await;
@@ -364,6 +374,42 @@ async fn cluster(opts: &GatewayOptions) -> Result<Option<Client>, StartError> {
     Client::try_from(config)
         .map(Some)
         .map_err(|e| StartError(format!("Kubernetes client: {e}")))
+}
+
+/// The status writer of the cluster's APIServices and, with `--leader-elect`, the
+/// candidacy it writes under (both stop when dropped).
+fn status_writer(
+    opts: &GatewayOptions,
+    client: &Client,
+    registry: &kube_aggregator::registry::Registry,
+) -> Result<(StatusWriter, Option<Leadership>), StartError> {
+    if !opts.leader_elect {
+        // Always leading: a channel without a sender keeps its value.
+        let writer = StatusWriter::spawn(
+            client.clone(),
+            registry,
+            tokio::sync::watch::channel(true).1,
+        );
+        return Ok((writer, None));
+    }
+    let namespace = if opts.leader_elect_resource_namespace.is_empty() {
+        std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+            .map(|n| n.trim().to_owned())
+            .unwrap_or_else(|_| "kube-system".to_owned())
+    } else {
+        opts.leader_elect_resource_namespace.clone()
+    };
+    let leadership = LeaderElection::new(
+        client.clone(),
+        &namespace,
+        &opts.leader_elect_resource_name,
+        kube_aggregator_kube::default_identity(),
+    )
+    .timing(opts.leader_elect_timing)
+    .spawn()
+    .map_err(|e| StartError(format!("--leader-elect: {e}")))?;
+    let writer = StatusWriter::spawn(client.clone(), registry, leadership.leading());
+    Ok((writer, Some(leadership)))
 }
 
 /// Where Services live: `--service-endpoints`; else the cluster's Services and

@@ -96,7 +96,7 @@ impl<V> Debug for Cache<V> {
 }
 
 /// The watch's task, stopped when the last clone of its cache is dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

@@ -8,15 +8,24 @@
 //!   over watches of Services and EndpointSlices: the ClusterIP (upstream's default) or a
 //!   ready endpoint (`--enable-aggregator-routing`), with the availability controller's
 //!   reasons when a Service cannot be reached.
+//! - [`LeaderElection`]: one replica of several leads, holding a `coordination.k8s.io/v1`
+//!   Lease with client-go's algorithm and timing.
+//! - [`StatusWriter`]: the registry's `Available` conditions written to
+//!   `apiservices/status` by the leader only, when they change, with optimistic
+//!   concurrency.
 //!
 //! The library itself has no Kubernetes client; this crate is where one lives.
 
 mod apiservices;
 mod index;
+mod leader;
 mod services;
+mod status;
 
 /// The kube-rs client this crate is built on, for the host's `Client` and `Config`.
 pub use kube;
 
 pub use apiservices::ApiServiceWatch;
+pub use leader::{LeaderElection, LeaderElectionError, Leadership, LeaseTiming, default_identity};
 pub use services::{KubeServiceResolver, SERVICE_NAME_LABEL};
+pub use status::StatusWriter;

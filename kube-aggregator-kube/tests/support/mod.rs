@@ -1,6 +1,7 @@
 //! A scripted Kubernetes API server for the crate's tests: HTTPS on 127.0.0.1 with a CA
-//! of its own, serving `apiregistration.k8s.io/v1` APIServices, core/v1 Services and
-//! `discovery.k8s.io/v1` EndpointSlices (of every namespace) with the semantics of
+//! of its own, serving `apiregistration.k8s.io/v1` APIServices (with their `status`
+//! subresource), core/v1 Services, `discovery.k8s.io/v1` EndpointSlices and
+//! `coordination.k8s.io/v1` Leases with the semantics of
 //! kube-apiserver that a client's list and watch depend on. The test changes the objects
 //! and the server's history; each behaviour names the upstream file it imitates.
 //!
@@ -23,6 +24,23 @@
 //! - **Revisions**: one counter over the store, bumped by each create, update and delete;
 //!   an object's `metadata.resourceVersion` is the revision that wrote it, and a delete
 //!   event carries the object with the delete's revision (etcd3 store semantics).
+//! - **Get** (`GET <collection>/<name>`, namespaced kinds under `namespaces/<ns>/`): the
+//!   object with its `kind` and `apiVersion`, or `404` `NotFound` `<resource>.<group>
+//!   "<name>" not found` (k8s.io/apimachinery `pkg/api/errors/errors.go`, `NewNotFound`).
+//! - **Create** (`POST <collection>`): the object stored at a new revision, `201`; a name
+//!   taken is `409` `AlreadyExists` `<resource>.<group> "<name>" already exists`
+//!   (k8s.io/apiserver `pkg/registry/generic/registry/store.go`, `Create`).
+//! - **Update** (`PUT <collection>/<name>`, and `.../status` for an APIService): a
+//!   `metadata.resourceVersion` other than the stored one is `409` `Conflict` `Operation
+//!   cannot be fulfilled on <resource>.<group> "<name>": the object has been modified;
+//!   please apply your changes to the latest version and try again`; none at all is `422`
+//!   `Invalid` (neither kind allows an unconditional update); a missing object is `404`
+//!   (`store.go`, `Update`, and `pkg/storage/etcd3/store.go`, `GuaranteedUpdate`). An
+//!   update of the main resource keeps the stored `status`, one of `status` keeps the
+//!   stored `spec` (`pkg/registry/apiregistration/apiservice/strategy.go` of
+//!   kube-aggregator, `PrepareForUpdate` of the strategy and the status strategy).
+//!   An update that changes nothing is not written: no new revision, no event (etcd3
+//!   `GuaranteedUpdate` returns the stored object when the bytes are the same).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -55,20 +73,133 @@ impl std::fmt::Debug for ScriptedApiServer {
     }
 }
 
-/// The kinds served: collection path, kind, apiVersion.
-const KINDS: &[(&str, &str, &str)] = &[
-    (
-        "/apis/apiregistration.k8s.io/v1/apiservices",
-        "APIService",
-        "apiregistration.k8s.io/v1",
-    ),
-    ("/api/v1/services", "Service", "v1"),
-    (
-        "/apis/discovery.k8s.io/v1/endpointslices",
-        "EndpointSlice",
-        "discovery.k8s.io/v1",
-    ),
+/// One kind the server serves.
+struct Kind {
+    /// The collection of every namespace: the key of the store's objects.
+    path: &'static str,
+    /// `/api/v1` or `/apis/<group>/<version>`.
+    prefix: &'static str,
+    /// The resource, plural.
+    resource: &'static str,
+    /// The API group (empty for core).
+    group: &'static str,
+    kind: &'static str,
+    api_version: &'static str,
+    namespaced: bool,
+    /// Has a `status` subresource.
+    status: bool,
+}
+
+/// The kinds served.
+const KINDS: &[Kind] = &[
+    Kind {
+        path: "/apis/apiregistration.k8s.io/v1/apiservices",
+        prefix: "/apis/apiregistration.k8s.io/v1",
+        resource: "apiservices",
+        group: "apiregistration.k8s.io",
+        kind: "APIService",
+        api_version: "apiregistration.k8s.io/v1",
+        namespaced: false,
+        status: true,
+    },
+    Kind {
+        path: "/api/v1/services",
+        prefix: "/api/v1",
+        resource: "services",
+        group: "",
+        kind: "Service",
+        api_version: "v1",
+        namespaced: true,
+        status: true,
+    },
+    Kind {
+        path: "/apis/discovery.k8s.io/v1/endpointslices",
+        prefix: "/apis/discovery.k8s.io/v1",
+        resource: "endpointslices",
+        group: "discovery.k8s.io",
+        kind: "EndpointSlice",
+        api_version: "discovery.k8s.io/v1",
+        namespaced: true,
+        status: false,
+    },
+    Kind {
+        path: "/apis/coordination.k8s.io/v1/leases",
+        prefix: "/apis/coordination.k8s.io/v1",
+        resource: "leases",
+        group: "coordination.k8s.io",
+        kind: "Lease",
+        api_version: "coordination.k8s.io/v1",
+        namespaced: true,
+        status: false,
+    },
 ];
+
+impl Kind {
+    /// `<resource>.<group>`, or `<resource>` for the core group, as errors name a kind.
+    fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.to_owned()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+/// What a request's path names: a kind, maybe a namespace, maybe an object, maybe its
+/// `status`.
+struct Target {
+    kind: &'static Kind,
+    namespace: Option<String>,
+    name: Option<String>,
+    status: bool,
+}
+
+impl Target {
+    /// The store's key of the named object.
+    fn key(&self) -> Option<String> {
+        let name = self.name.as_ref()?;
+        Some(match &self.namespace {
+            Some(namespace) => format!("{namespace}/{name}"),
+            None => name.clone(),
+        })
+    }
+}
+
+/// Reads `path` as `<prefix>[/namespaces/<ns>]/<resource>[/<name>[/status]]`.
+fn target(path: &str) -> Option<Target> {
+    KINDS.iter().find_map(|kind| {
+        let rest = path.strip_prefix(kind.prefix)?.strip_prefix('/')?;
+        let mut parts: Vec<&str> = rest.split('/').collect();
+        let namespace = if kind.namespaced && parts.first() == Some(&"namespaces") {
+            if parts.len() < 3 {
+                return None;
+            }
+            let namespace = parts[1].to_owned();
+            parts.drain(..2);
+            Some(namespace)
+        } else {
+            None
+        };
+        if parts.first() != Some(&kind.resource) {
+            return None;
+        }
+        let (name, status) = match &parts[1..] {
+            [] => (None, false),
+            [name] => (Some((*name).to_owned()), false),
+            [name, "status"] if kind.status => (Some((*name).to_owned()), true),
+            _ => return None,
+        };
+        if kind.namespaced && name.is_some() && namespace.is_none() {
+            return None;
+        }
+        Some(Target {
+            kind,
+            namespace,
+            name,
+            status,
+        })
+    })
+}
 
 /// The objects of every kind, the history of changes, and the open watches.
 #[derive(Default)]
@@ -81,10 +212,12 @@ struct Store {
     history: Vec<(u64, &'static str, &'static str, Value)>,
     /// The history starts after this revision: older watches get 410.
     compacted: u64,
-    /// Open watches and the collection each watches.
-    watches: Vec<(&'static str, mpsc::UnboundedSender<Bytes>)>,
+    /// Open watches.
+    watches: Vec<Watch>,
     /// Requests served, as `METHOD path?query`.
     requests: Vec<String>,
+    /// Status updates before which another writer changes the object first.
+    interfere: usize,
 }
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -132,7 +265,7 @@ impl ScriptedApiServer {
                     };
                     let service = hyper::service::service_fn(move |req| {
                         let state = state.clone();
-                        async move { Ok::<_, Infallible>(serve(&state, req)) }
+                        async move { Ok::<_, Infallible>(serve(&state, req).await) }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(tls), service)
@@ -192,24 +325,16 @@ impl ScriptedApiServer {
 
     /// Creates or replaces `object` (its `kind` says which collection): the server sets
     /// `uid`, `creationTimestamp` and `resourceVersion`, as on a create or an update.
-    pub fn put(&self, mut object: Value) {
+    pub fn put(&self, object: Value) {
         let path = path_of(&object);
         let key = key_of(&object);
         let mut state = self.state.lock().unwrap();
-        state.revision += 1;
-        let revision = state.revision;
-        let metadata = &mut object["metadata"];
-        metadata["uid"] = json!(format!("uid-{key}"));
-        metadata["creationTimestamp"] = json!("2026-12-07T00:00:00Z");
-        metadata["resourceVersion"] = json!(revision.to_string());
         let existed = state
             .objects
-            .entry(path)
-            .or_default()
-            .insert(key, object.clone())
-            .is_some();
+            .get(path)
+            .is_some_and(|o| o.contains_key(&key));
         let kind = if existed { "MODIFIED" } else { "ADDED" };
-        state.record(revision, path, kind, object);
+        state.write(path, key, object, kind);
     }
 
     /// Creates or replaces the ClusterIP Service `namespace/name` at `cluster_ip` with
@@ -269,7 +394,7 @@ impl ScriptedApiServer {
 
     /// Deletes the APIService `name`.
     pub fn delete(&self, name: &str) {
-        self.remove(KINDS[0].0, name);
+        self.remove(KINDS[0].path, name);
     }
 
     /// Deletes the object at `key` (`namespace/name`, or `name`) of the collection `path`.
@@ -306,18 +431,33 @@ impl ScriptedApiServer {
     pub fn bookmark(&self) {
         let mut state = self.state.lock().unwrap();
         let revision = state.revision.to_string();
-        state.watches.retain(|(path, w)| {
-            let (_, kind, api_version) = KINDS.iter().find(|(p, _, _)| p == path).unwrap();
+        state.watches.retain(|w| {
+            let kind = KINDS.iter().find(|k| k.path == w.path).unwrap();
             let line = event_line(
                 "BOOKMARK",
                 &json!({
-                    "kind": kind,
-                    "apiVersion": api_version,
+                    "kind": kind.kind,
+                    "apiVersion": kind.api_version,
                     "metadata": {"resourceVersion": revision},
                 }),
             );
-            w.send(line).is_ok()
+            w.tx.send(line).is_ok()
         });
+    }
+
+    /// The stored object at `key` (`namespace/name`, or `name`) of the collection
+    /// `path`, as a get would return it.
+    pub fn object(&self, path: &str, key: &str) -> Option<Value> {
+        let state = self.state.lock().unwrap();
+        state.objects.get(path).and_then(|o| o.get(key)).cloned()
+    }
+
+    /// Before each of the next `n` updates of a `status`, another writer updates the
+    /// object first (its
+    /// `resourceVersion` moves, nothing else), so that the update is stale: the race an
+    /// optimistic writer meets when two write at once.
+    pub fn interfere_with_updates(&self, n: usize) {
+        self.state.lock().unwrap().interfere = n;
     }
 
     /// The requests served so far, `GET path?query`.
@@ -328,18 +468,60 @@ impl ScriptedApiServer {
     /// How many watches are open.
     pub fn open_watches(&self) -> usize {
         let mut state = self.state.lock().unwrap();
-        state.watches.retain(|(_, w)| !w.is_closed());
+        state.watches.retain(|w| !w.tx.is_closed());
         state.watches.len()
     }
 }
 
+/// An open watch: the collection, the namespace if only one, where its events go.
+struct Watch {
+    path: &'static str,
+    namespace: Option<String>,
+    tx: mpsc::UnboundedSender<Bytes>,
+}
+
 impl Store {
+    /// Stores `object` at `key` of `path` at the next revision (with the `uid` and
+    /// `creationTimestamp` a create sets) and records the change; the object stored.
+    fn write(
+        &mut self,
+        path: &'static str,
+        key: String,
+        mut object: Value,
+        kind: &'static str,
+    ) -> Value {
+        self.revision += 1;
+        let revision = self.revision;
+        let metadata = &mut object["metadata"];
+        if metadata["uid"].is_null() {
+            metadata["uid"] = json!(format!("uid-{key}"));
+        }
+        if metadata["creationTimestamp"].is_null() {
+            metadata["creationTimestamp"] = json!("2026-12-07T00:00:00Z");
+        }
+        metadata["resourceVersion"] = json!(revision.to_string());
+        self.objects
+            .entry(path)
+            .or_default()
+            .insert(key, object.clone());
+        self.record(revision, path, kind, object.clone());
+        object
+    }
+
     fn record(&mut self, revision: u64, path: &'static str, kind: &'static str, object: Value) {
         let line = event_line(kind, &object);
+        self.watches.retain(|w| {
+            w.path != path
+                || !in_namespace(&object, w.namespace.as_deref())
+                || w.tx.send(line.clone()).is_ok()
+        });
         self.history.push((revision, path, kind, object));
-        self.watches
-            .retain(|(watched, w)| *watched != path || w.send(line.clone()).is_ok());
     }
+}
+
+/// Whether `object` is in `namespace` (every object is when `None`).
+fn in_namespace(object: &Value, namespace: Option<&str>) -> bool {
+    namespace.is_none_or(|ns| object["metadata"]["namespace"].as_str() == Some(ns))
 }
 
 /// The collection of `object`, by its `kind`.
@@ -347,8 +529,8 @@ fn path_of(object: &Value) -> &'static str {
     let kind = object["kind"].as_str().unwrap_or_default();
     KINDS
         .iter()
-        .find(|(_, k, _)| *k == kind)
-        .map(|(path, _, _)| *path)
+        .find(|k| k.kind == kind)
+        .map(|k| k.path)
         .unwrap_or_else(|| panic!("the scripted server does not serve kind {kind:?}"))
 }
 
@@ -376,10 +558,10 @@ fn rustls_pemfile_ders(pem: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn serve(state: &Mutex<Store>, req: Request<Incoming>) -> Response<Body> {
-    let path = req.uri().path().to_owned();
-    let query: BTreeMap<String, String> = req
-        .uri()
+async fn serve(state: &Mutex<Store>, req: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let query: BTreeMap<String, String> = parts
+        .uri
         .query()
         .map(|q| {
             q.split('&')
@@ -388,35 +570,215 @@ fn serve(state: &Mutex<Store>, req: Request<Incoming>) -> Response<Body> {
                 .collect()
         })
         .unwrap_or_default();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
     let mut store = state.lock().unwrap();
     store.requests.push(format!(
         "{} {}",
-        req.method(),
-        req.uri().path_and_query().map_or("", |p| p.as_str())
+        parts.method,
+        parts.uri.path_and_query().map_or("", |p| p.as_str())
     ));
-    let Some(&(path, kind, api_version)) = KINDS.iter().find(|(p, _, _)| *p == path) else {
+    let Some(target) = target(parts.uri.path()) else {
         return status(
             StatusCode::NOT_FOUND,
             "NotFound",
             "the server could not find the requested resource",
         );
     };
-    if matches!(query.get("watch").map(String::as_str), Some("true" | "1")) {
-        return watch(&mut store, path, &query);
+    let watching = matches!(query.get("watch").map(String::as_str), Some("true" | "1"));
+    match (&parts.method, target.name.is_some()) {
+        (&hyper::Method::GET, false) if watching => watch(&mut store, &target, &query),
+        (&hyper::Method::GET, false) => list(&store, &target, &query),
+        (&hyper::Method::GET, true) => get(&store, &target),
+        (&hyper::Method::POST, false) => match serde_json::from_slice(&body) {
+            Ok(object) => create(&mut store, &target, object),
+            Err(e) => bad_request(&e),
+        },
+        (&hyper::Method::PUT, true) => match serde_json::from_slice(&body) {
+            Ok(object) => update(&mut store, &target, object),
+            Err(e) => bad_request(&e),
+        },
+        _ => status(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "MethodNotAllowed",
+            &format!(
+                "the server does not allow this method on the requested resource ({} {})",
+                parts.method,
+                parts.uri.path()
+            ),
+        ),
     }
-    list(&store, (path, kind, api_version), &query)
+}
+
+fn bad_request(e: &serde_json::Error) -> Response<Body> {
+    status(
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        &format!("the object provided is unrecognized: {e}"),
+    )
+}
+
+/// The stored object at `target`, with its `kind` and `apiVersion`.
+fn get(store: &Store, target: &Target) -> Response<Body> {
+    let key = target.key().unwrap_or_default();
+    match store
+        .objects
+        .get(target.kind.path)
+        .and_then(|o| o.get(&key))
+    {
+        Some(object) => json_response(StatusCode::OK, object),
+        None => not_found(target),
+    }
+}
+
+fn not_found(target: &Target) -> Response<Body> {
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        &format!(
+            "{} \"{}\" not found",
+            target.kind.qualified(),
+            target.name.as_deref().unwrap_or_default()
+        ),
+    )
+}
+
+/// `POST` of `object` to the collection at `target`.
+fn create(store: &mut Store, target: &Target, mut object: Value) -> Response<Body> {
+    let kind = target.kind;
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    if name.is_empty() {
+        return status(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            &format!(
+                "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
+                kind.kind
+            ),
+        );
+    }
+    if let Some(namespace) = &target.namespace {
+        object["metadata"]["namespace"] = json!(namespace);
+    }
+    object["kind"] = json!(kind.kind);
+    object["apiVersion"] = json!(kind.api_version);
+    let key = key_of(&object);
+    if store
+        .objects
+        .get(kind.path)
+        .is_some_and(|o| o.contains_key(&key))
+    {
+        return status(
+            StatusCode::CONFLICT,
+            "AlreadyExists",
+            &format!("{} \"{name}\" already exists", kind.qualified()),
+        );
+    }
+    let object = store.write(kind.path, key, object, "ADDED");
+    json_response(StatusCode::CREATED, &object)
+}
+
+/// `PUT` of `object` at `target` (its `status` when `target.status`).
+fn update(store: &mut Store, target: &Target, mut object: Value) -> Response<Body> {
+    let kind = target.kind;
+    let key = target.key().unwrap_or_default();
+    let name = target.name.clone().unwrap_or_default();
+    let Some(stored) = store
+        .objects
+        .get(kind.path)
+        .and_then(|o| o.get(&key))
+        .cloned()
+    else {
+        return not_found(target);
+    };
+    let stored = if target.status && store.interfere > 0 {
+        store.interfere -= 1;
+        store.write(kind.path, key.clone(), stored, "MODIFIED")
+    } else {
+        stored
+    };
+    let sent = object["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    if sent.is_empty() {
+        return status(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            &format!(
+                "{} \"{name}\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                kind.kind
+            ),
+        );
+    }
+    if sent
+        != stored["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+    {
+        return status(
+            StatusCode::CONFLICT,
+            "Conflict",
+            &format!(
+                "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+                kind.qualified()
+            ),
+        );
+    }
+    let mut next = stored.clone();
+    if target.status {
+        next["status"] = object["status"].take();
+    } else {
+        let kept = stored.get("status").cloned();
+        next = object;
+        next["kind"] = json!(kind.kind);
+        next["apiVersion"] = json!(kind.api_version);
+        // What the server owns in metadata stays as stored.
+        for field in [
+            "name",
+            "namespace",
+            "uid",
+            "creationTimestamp",
+            "resourceVersion",
+        ] {
+            match stored["metadata"].get(field) {
+                Some(value) => next["metadata"][field] = value.clone(),
+                None => {
+                    if let Some(metadata) = next["metadata"].as_object_mut() {
+                        metadata.remove(field);
+                    }
+                }
+            }
+        }
+        if let Some(status) = kept.filter(|_| kind.status) {
+            next["status"] = status;
+        }
+    }
+    if next == stored {
+        return json_response(StatusCode::OK, &stored);
+    }
+    let object = store.write(kind.path, key, next, "MODIFIED");
+    json_response(StatusCode::OK, &object)
 }
 
 /// One page of the list at the store's revision (upstream pins a paginated list to the
 /// revision of its first page; the objects here do not change between the pages of a
 /// test's list, which is all the client can see of it).
-fn list(
-    store: &Store,
-    (path, kind, api_version): (&str, &str, &str),
-    query: &BTreeMap<String, String>,
-) -> Response<Body> {
+fn list(store: &Store, target: &Target, query: &BTreeMap<String, String>) -> Response<Body> {
     let empty = BTreeMap::new();
-    let objects = store.objects.get(path).unwrap_or(&empty);
+    let objects: BTreeMap<&String, &Value> = store
+        .objects
+        .get(target.kind.path)
+        .unwrap_or(&empty)
+        .iter()
+        .filter(|(_, o)| in_namespace(o, target.namespace.as_deref()))
+        .collect();
     let start: usize = query
         .get("continue")
         .and_then(|c| c.parse().ok())
@@ -431,7 +793,7 @@ fn list(
         .skip(start)
         .take(limit)
         .map(|o| {
-            let mut item = o.clone();
+            let mut item = (*o).clone();
             let map = item.as_object_mut().unwrap();
             map.remove("kind");
             map.remove("apiVersion");
@@ -447,19 +809,17 @@ fn list(
     json_response(
         StatusCode::OK,
         &json!({
-            "kind": format!("{kind}List"),
-            "apiVersion": api_version,
+            "kind": format!("{}List", target.kind.kind),
+            "apiVersion": target.kind.api_version,
             "metadata": metadata,
             "items": items,
         }),
     )
 }
 
-fn watch(
-    store: &mut Store,
-    path: &'static str,
-    query: &BTreeMap<String, String>,
-) -> Response<Body> {
+fn watch(store: &mut Store, target: &Target, query: &BTreeMap<String, String>) -> Response<Body> {
+    let path = target.kind.path;
+    let namespace = target.namespace.clone();
     let from: u64 = query
         .get("resourceVersion")
         .and_then(|r| r.parse().ok())
@@ -479,11 +839,15 @@ fn watch(
         drop(tx);
     } else {
         for (revision, watched, kind, object) in &store.history {
-            if *revision > from && *watched == path {
+            if *revision > from && *watched == path && in_namespace(object, namespace.as_deref()) {
                 let _ = tx.send(event_line(kind, object));
             }
         }
-        store.watches.push((path, tx));
+        store.watches.push(Watch {
+            path,
+            namespace,
+            tx,
+        });
     }
     let frames = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv()
