@@ -1,6 +1,7 @@
 //! The JSON webhook client: one `POST`, retried on upstream's transient failures.
 
 use crate::span::{Kind, PathSpan};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use tower::ServiceExt;
 use tower::util::BoxCloneSyncService;
 
 use super::WebhookMetrics;
+use super::token::{FileToken, Token};
 use crate::body::{Body, BoxError};
 use crate::rt::Timer;
 
@@ -132,7 +134,7 @@ impl WebhookError {
 pub struct WebhookClient {
     transport: WebhookTransport,
     url: Uri,
-    token: Option<String>,
+    token: Token,
     timer: Timer,
     backoff: Backoff,
     timeout: Duration,
@@ -156,7 +158,7 @@ impl WebhookClient {
         WebhookClient {
             transport,
             url,
-            token: None,
+            token: Token::None,
             timer,
             backoff: Backoff::default(),
             timeout: Duration::from_secs(10),
@@ -176,7 +178,21 @@ impl WebhookClient {
     /// that is not a valid header value fails every call with
     /// [`WebhookError::Transport`].
     pub fn with_token(mut self, token: Option<String>) -> WebhookClient {
-        self.token = token;
+        self.token = token.map_or(Token::None, Token::Static);
+        self
+    }
+
+    /// Sends the content of the file at `path` (surrounding whitespace trimmed) as the
+    /// bearer token, read again when the copy in hand is 50 s old, as client-go's
+    /// `NewCachedFileTokenSource` does (a one-minute period, ten seconds of leeway): a
+    /// service account token that the kubelet rotates is picked up within a minute.
+    /// `initial` is the content already read (by [`Kubeconfig::parse`](super::Kubeconfig::parse)),
+    /// used until the first re-read. When a re-read fails, the last token read is sent
+    /// and the read is tried again on the next call; with no token read at all, the
+    /// call fails with [`WebhookError::Transport`] naming the file.
+    pub fn with_token_file(mut self, path: PathBuf, initial: Option<String>) -> WebhookClient {
+        let now = self.timer.now();
+        self.token = Token::File(Arc::new(FileToken::new(path, initial, now)));
         self
     }
 
@@ -243,7 +259,7 @@ impl WebhookClient {
             .header(header::ACCEPT, "application/json, */*")
             .body(Body::full(body))
             .map_err(|e| WebhookError::Transport(e.to_string()))?;
-        if let Some(token) = &self.token {
+        if let Some(token) = self.token.current(self.timer.now())? {
             let v = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
                 WebhookError::Transport("the bearer token is not a valid header value".into())
             })?;

@@ -59,8 +59,13 @@ pub struct Kubeconfig {
     pub client_certificate_pem: Option<Vec<u8>>,
     /// PEM client key (`client-key` or `-data`).
     pub client_key_pem: Option<Vec<u8>>,
-    /// `token` or the content of `tokenFile` (surrounding whitespace trimmed).
+    /// `token` or the content of `tokenFile` (surrounding whitespace trimmed) when the
+    /// kubeconfig was parsed.
     pub token: Option<String>,
+    /// `tokenFile`, resolved against the kubeconfig's directory: the webhook client reads
+    /// it again as it changes (a service account's projected token is rotated by the
+    /// kubelet), see [`WebhookClient::with_token_file`].
+    pub token_file: Option<PathBuf>,
 }
 
 /// A kubeconfig that cannot be used: the file, when it came from one, and what is wrong
@@ -235,6 +240,8 @@ impl Kubeconfig {
     /// // tokenFile is read relative to the kubeconfig's directory.
     /// let k = Kubeconfig::load(&dir.join("authz.kubeconfig")).unwrap();
     /// assert_eq!(k.token.as_deref(), Some("s3cret"));
+    /// // ... and kept, for the client to read again as the token is rotated.
+    /// assert_eq!(k.token_file, Some(dir.join("token")));
     ///
     /// let err = Kubeconfig::load(&dir.join("missing.kubeconfig")).unwrap_err();
     /// assert!(matches!(err.kind(), KubeconfigErrorKind::Read(_)));
@@ -280,12 +287,15 @@ impl Kubeconfig {
         if c.server.is_empty() {
             return Err(Kind::NoServer(cluster.name.clone()).into());
         }
-        let read = |p: &PathBuf| {
-            let p = if p.is_absolute() {
+        let resolve = |p: &PathBuf| {
+            if p.is_absolute() {
                 p.clone()
             } else {
                 base.join(p)
-            };
+            }
+        };
+        let read = |p: &PathBuf| {
+            let p = resolve(p);
             std::fs::read(&p).map_err(|source| Kind::ReadReferenced { path: p, source })
         };
         let data = |field: &'static str, s: &str| {
@@ -320,6 +330,9 @@ impl Kubeconfig {
                 (None, Some(p)) => Some(String::from_utf8_lossy(&read(p)?).trim().to_owned()),
                 (None, None) => None,
             };
+            if u.token.is_none() {
+                out.token_file = u.token_file.as_ref().map(resolve);
+            }
         }
         Ok(out)
     }
@@ -327,7 +340,7 @@ impl Kubeconfig {
     /// An HTTPS webhook client for this configuration: rustls with the kubeconfig's CA
     /// and client certificate, HTTP/2 or HTTP/1.1 by ALPN, pooled. The server's
     /// certificate is verified against the host of `server`; the token, if any, is sent as
-    /// a bearer token.
+    /// a bearer token, re-read from `tokenFile` as client-go does (at most a minute old).
     ///
     /// # Errors
     ///
@@ -371,7 +384,11 @@ impl Kubeconfig {
         let transport = RustlsTransport::new(cert, executor, timer.clone())
             .client(&target)
             .map_err(Kind::from)?;
-        Ok(WebhookClient::new(transport, url, timer).with_token(self.token.clone()))
+        let client = WebhookClient::new(transport, url, timer);
+        Ok(match &self.token_file {
+            Some(path) => client.with_token_file(path.clone(), self.token.clone()),
+            None => client.with_token(self.token.clone()),
+        })
     }
 }
 

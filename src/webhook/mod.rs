@@ -52,6 +52,7 @@
 mod client;
 mod kubeconfig;
 mod metrics;
+mod token;
 
 pub use client::{Backoff, WebhookClient, WebhookError, WebhookTransport};
 pub use kubeconfig::{Kubeconfig, KubeconfigError, KubeconfigErrorKind};
