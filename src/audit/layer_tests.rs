@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http::StatusCode;
+use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::{Layer, ServiceExt};
 
@@ -569,12 +570,20 @@ async fn a_blocking_sink_holds_the_request_until_each_event_is_kept() {
     let res = call.await.unwrap().unwrap();
     assert!(called.load(Ordering::SeqCst));
     assert_eq!(stages(&kept), ["RequestReceived"]);
-    // The body ends only once ResponseComplete is kept.
-    let body = tokio::spawn(body_of(res));
+    // The body ends only once ResponseComplete is kept, and does not say it has ended
+    // before (a server would finish the response without polling again).
+    let mut body = res.into_body();
+    let data = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(data, "ok");
+    assert!(
+        !http_body::Body::is_end_stream(&body),
+        "the end is not announced before ResponseComplete is kept"
+    );
+    let end = tokio::spawn(async move { body.frame().await.is_none() });
     settle().await;
-    assert!(!body.is_finished(), "the body waits for the sink");
+    assert!(!end.is_finished(), "the body waits for the sink");
     gate.add_permits(1);
-    assert_eq!(body.await.unwrap(), "ok");
+    assert!(end.await.unwrap());
     assert_eq!(stages(&kept), ["RequestReceived", "ResponseComplete"]);
 
     // A blocking sink that loses the first event refuses the request, unserved.

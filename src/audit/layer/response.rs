@@ -183,7 +183,9 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream() && self.finishing.is_none()
+        // Not before the event is written: a server that saw the end here would finish
+        // the response without polling again, and a blocking sink would not be waited for.
+        self.pending.is_none() && self.finishing.is_none() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
