@@ -142,6 +142,50 @@ impl ResolveError {
 /// The boxed future a [`ServiceResolver`] returns: the address to dial, or why not.
 pub type ResolveFuture = Pin<Box<dyn Future<Output = Result<Authority, ResolveError>> + Send>>;
 
+/// Every address a Service can be reached at, as a resolver found it: one (a ClusterIP,
+/// a DNS name, a fixed map) or several (the ready endpoints of its EndpointSlices), among
+/// which the proxy spreads requests and from which it ejects the failing ones (see
+/// the aggregator's outlier detection).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServiceEndpoints {
+    /// One address: every request goes there.
+    One(Authority),
+    /// Several addresses, none repeated; never empty.
+    Many(std::sync::Arc<[Authority]>),
+}
+
+impl ServiceEndpoints {
+    /// The endpoints of `addresses`, duplicates removed (in first-seen order); `None`
+    /// when there are none.
+    pub fn from_addresses(
+        addresses: impl IntoIterator<Item = Authority>,
+    ) -> Option<ServiceEndpoints> {
+        let mut unique: Vec<Authority> = Vec::new();
+        for a in addresses {
+            if !unique.contains(&a) {
+                unique.push(a);
+            }
+        }
+        match unique.len() {
+            0 => None,
+            1 => unique.pop().map(ServiceEndpoints::One),
+            _ => Some(ServiceEndpoints::Many(unique.into())),
+        }
+    }
+
+    /// The addresses.
+    pub fn as_slice(&self) -> &[Authority] {
+        match self {
+            ServiceEndpoints::One(a) => std::slice::from_ref(a),
+            ServiceEndpoints::Many(all) => all,
+        }
+    }
+}
+
+/// The boxed future of [`ServiceResolver::resolve_endpoints`].
+pub type EndpointsFuture =
+    Pin<Box<dyn Future<Output = Result<ServiceEndpoints, ResolveError>> + Send>>;
+
 /// Resolves an APIService's `spec.service` to a dialable `host:port`.
 ///
 /// Called on the request path for every proxied request, so it should answer from memory
@@ -158,11 +202,30 @@ pub trait ServiceResolver: Send + Sync + 'static {
     /// A [`ResolveError`] whose reason the availability controller writes into the
     /// APIService's condition.
     fn resolve(&self, service: &ServiceReference) -> ResolveFuture;
+
+    /// Every address of `service` that may take requests: what the proxy spreads a
+    /// Service's requests over. By default the one address of
+    /// [`ServiceResolver::resolve`]; a resolver that knows a Service's endpoints (its
+    /// ready EndpointSlice endpoints) returns them all, and the proxy balances over them
+    /// and ejects failing ones. The availability controller still probes through
+    /// [`ServiceResolver::resolve`].
+    ///
+    /// # Errors
+    ///
+    /// As [`ServiceResolver::resolve`].
+    fn resolve_endpoints(&self, service: &ServiceReference) -> EndpointsFuture {
+        let one = self.resolve(service);
+        Box::pin(async move { one.await.map(ServiceEndpoints::One) })
+    }
 }
 
 impl<R: ServiceResolver + ?Sized> ServiceResolver for std::sync::Arc<R> {
     fn resolve(&self, service: &ServiceReference) -> ResolveFuture {
         (**self).resolve(service)
+    }
+
+    fn resolve_endpoints(&self, service: &ServiceReference) -> EndpointsFuture {
+        (**self).resolve_endpoints(service)
     }
 }
 
@@ -174,7 +237,9 @@ impl<R: ServiceResolver + ?Sized> ServiceResolver for std::sync::Arc<R> {
 ///
 /// ```
 /// use kube_aggregator::apiservice::ServiceReference;
-/// use kube_aggregator::availability::{ResolveError, ServiceResolver, StaticServiceResolver};
+/// use kube_aggregator::availability::{
+///     ResolveError, ServiceEndpoints, ServiceResolver, StaticServiceResolver,
+/// };
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -186,6 +251,14 @@ impl<R: ServiceResolver + ?Sized> ServiceResolver for std::sync::Arc<R> {
 ///     port: None,
 /// };
 /// assert_eq!(resolver.resolve(&service).await?, "10.0.0.5:4443");
+/// // One address: the proxy has nothing to balance.
+/// assert_eq!(
+///     resolver.resolve_endpoints(&service).await?,
+///     ServiceEndpoints::One("10.0.0.5:4443".parse()?)
+/// );
+/// let many = ServiceEndpoints::from_addresses(["10.0.0.5:4443".parse()?, "10.0.0.6:4443".parse()?, "10.0.0.5:4443".parse()?]);
+/// assert_eq!(many.map(|m| m.as_slice().len()), Some(2));
+/// assert_eq!(ServiceEndpoints::from_addresses([]), None);
 ///
 /// let other = ServiceReference { port: Some(8443), ..service };
 /// let err = resolver.resolve(&other).await.unwrap_err();
@@ -263,8 +336,20 @@ impl InvalidAddress {
 
 impl ServiceResolver for StaticServiceResolver {
     fn resolve(&self, service: &ServiceReference) -> ResolveFuture {
+        Box::pin(std::future::ready(self.lookup(service)))
+    }
+
+    fn resolve_endpoints(&self, service: &ServiceReference) -> EndpointsFuture {
+        Box::pin(std::future::ready(
+            self.lookup(service).map(ServiceEndpoints::One),
+        ))
+    }
+}
+
+impl StaticServiceResolver {
+    fn lookup(&self, service: &ServiceReference) -> Result<Authority, ResolveError> {
         let port = service.port_or_default();
-        let result = match self
+        match self
             .entries
             .get(service.namespace.as_str())
             .and_then(|names| names.get(service.name.as_str()))
@@ -283,7 +368,6 @@ impl ServiceResolver for StaticServiceResolver {
                         port,
                     })
             }
-        };
-        Box::pin(std::future::ready(result))
+        }
     }
 }

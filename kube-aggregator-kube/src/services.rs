@@ -10,7 +10,9 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::{Api, Client};
 use kube_aggregator::apiservice::ServiceReference;
-use kube_aggregator::availability::{ResolveError, ResolveFuture, ServiceResolver};
+use kube_aggregator::availability::{
+    EndpointsFuture, ResolveError, ResolveFuture, ServiceEndpoints, ServiceResolver,
+};
 
 use crate::index::{Cache, Entry};
 
@@ -108,6 +110,29 @@ impl KubeServiceResolver {
     }
 
     fn resolve_now(&self, svc: &ServiceReference) -> Result<Authority, ResolveError> {
+        self.with_service(svc, |service, port| match self.routing {
+            Routing::ClusterIp => cluster_address(svc, service, port),
+            Routing::Endpoints => self.endpoint_address(svc, service, port),
+        })
+    }
+
+    fn resolve_endpoints_now(
+        &self,
+        svc: &ServiceReference,
+    ) -> Result<ServiceEndpoints, ResolveError> {
+        self.with_service(svc, |service, port| match self.routing {
+            Routing::ClusterIp => cluster_address(svc, service, port).map(ServiceEndpoints::One),
+            Routing::Endpoints => self.all_endpoints(svc, service, port),
+        })
+    }
+
+    /// Calls `f` with the Service of `svc` and the port asked for, once the availability
+    /// controller's checks of a ClusterIP Service passed.
+    fn with_service<T>(
+        &self,
+        svc: &ServiceReference,
+        f: impl FnOnce(&ServiceEntry, i32) -> Result<T, ResolveError>,
+    ) -> Result<T, ResolveError> {
         let (namespace, name) = (svc.namespace.as_str(), svc.name.as_str());
         let port = svc.port_or_default();
         self.services.with(namespace, name, |found| {
@@ -120,10 +145,54 @@ impl KubeServiceResolver {
             if service.type_ == "ClusterIP" {
                 self.check_endpoints(svc, service, port)?;
             }
-            match self.routing {
-                Routing::ClusterIp => cluster_address(svc, service, port),
-                Routing::Endpoints => self.endpoint_address(svc, service, port),
+            f(service, port)
+        })
+    }
+
+    /// Every ready endpoint (with the port of the Service port's name) of the Service's
+    /// primary family, or of the other family when the primary has none; the set
+    /// [`ServiceResolver::resolve_endpoints`] gives the proxy to balance over.
+    fn all_endpoints(
+        &self,
+        svc: &ServiceReference,
+        service: &ServiceEntry,
+        port: i32,
+    ) -> Result<ServiceEndpoints, ResolveError> {
+        routable_type(svc, service)?;
+        let port_name = service_port(svc, service, port)?.1.as_str();
+        let none = || {
+            unroutable(
+                svc,
+                format!("no endpoints available for service {:?}", svc.name),
+            )
+        };
+        self.slices.with(&svc.namespace, &svc.name, |slices| {
+            let slices = slices.ok_or_else(none)?;
+            let mut primary = Vec::new();
+            let mut other = Vec::new();
+            let mut sorted: Vec<(&String, &SliceEntry)> = slices.iter().collect();
+            sorted.sort_by_key(|(name, _)| *name);
+            for (_, slice) in sorted {
+                let Some(target) = slice
+                    .ports
+                    .iter()
+                    .find_map(|(n, p)| (n.as_deref() == Some(port_name)).then_some(*p).flatten())
+                else {
+                    continue;
+                };
+                let into = if slice.address_type == service.primary_family {
+                    &mut primary
+                } else {
+                    &mut other
+                };
+                for (address, ready) in &slice.endpoints {
+                    if *ready {
+                        into.push(authority(svc, address, target)?);
+                    }
+                }
             }
+            let chosen = if primary.is_empty() { other } else { primary };
+            ServiceEndpoints::from_addresses(chosen).ok_or_else(none)
         })
     }
 
@@ -175,15 +244,7 @@ impl KubeServiceResolver {
         service: &ServiceEntry,
         port: i32,
     ) -> Result<Authority, ResolveError> {
-        if !matches!(
-            service.type_.as_str(),
-            "ClusterIP" | "LoadBalancer" | "NodePort"
-        ) {
-            return Err(unroutable(
-                svc,
-                format!("unsupported service type {:?}", service.type_),
-            ));
-        }
+        routable_type(svc, service)?;
         let port_name = service_port(svc, service, port)?.1.as_str();
         let none = || {
             unroutable(
@@ -223,6 +284,21 @@ impl KubeServiceResolver {
             }
             Err(none())
         })
+    }
+}
+
+/// Upstream's `ResolveEndpoint` routes only these Service types.
+fn routable_type(svc: &ServiceReference, service: &ServiceEntry) -> Result<(), ResolveError> {
+    if matches!(
+        service.type_.as_str(),
+        "ClusterIP" | "LoadBalancer" | "NodePort"
+    ) {
+        Ok(())
+    } else {
+        Err(unroutable(
+            svc,
+            format!("unsupported service type {:?}", service.type_),
+        ))
     }
 }
 
@@ -358,6 +434,17 @@ impl ServiceResolver for KubeServiceResolver {
         Box::pin(async move {
             this.ready().await;
             this.resolve_now(&service)
+        })
+    }
+
+    fn resolve_endpoints(&self, service: &ServiceReference) -> EndpointsFuture {
+        if self.services.is_ready() && self.slices.is_ready() {
+            return Box::pin(std::future::ready(self.resolve_endpoints_now(service)));
+        }
+        let (this, service) = (self.clone(), service.clone());
+        Box::pin(async move {
+            this.ready().await;
+            this.resolve_endpoints_now(&service)
         })
     }
 }

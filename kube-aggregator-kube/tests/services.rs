@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use kube_aggregator::apiservice::ServiceReference;
-use kube_aggregator::availability::{ResolveError, ServiceResolver};
+use kube_aggregator::availability::{ResolveError, ServiceEndpoints, ServiceResolver};
 use kube_aggregator_kube::KubeServiceResolver;
 use support::ScriptedApiServer;
 
@@ -189,4 +189,41 @@ async fn endpoint_routing_spreads_over_ready_endpoints_only_and_follows_changes(
     slice(&server, "metrics-server-abc", &[("10.0.1.1", false)]);
     let err = eventually(&resolver, &metrics_server(None), |r| r.clone().err()).await;
     assert_eq!(err.reason(), "MissingEndpoints");
+}
+
+#[tokio::test]
+async fn resolve_endpoints_gives_every_ready_endpoint_of_every_slice() {
+    let server = ScriptedApiServer::start().await;
+    server.service(NS, "metrics-server", "10.96.0.7", &[(443, "https")]);
+    slice(
+        &server,
+        "metrics-server-abc",
+        &[("10.0.1.1", true), ("10.0.1.2", false)],
+    );
+    // Another slice of the same Service, with its own target port.
+    server.endpoint_slice(
+        NS,
+        "metrics-server-def",
+        "metrics-server",
+        ("https", 4444),
+        &[("10.0.1.3", true)],
+    );
+    let by_endpoints = KubeServiceResolver::endpoint_slices(server.client());
+    let by_cluster_ip = KubeServiceResolver::cluster_ip(server.client());
+    by_endpoints.ready().await;
+    by_cluster_ip.ready().await;
+
+    let all = by_endpoints
+        .resolve_endpoints(&metrics_server(None))
+        .await
+        .unwrap();
+    let addresses: Vec<String> = all.as_slice().iter().map(ToString::to_string).collect();
+    assert_eq!(addresses, ["10.0.1.1:4443", "10.0.1.3:4444"]);
+
+    // By ClusterIP, the one address.
+    let one = by_cluster_ip
+        .resolve_endpoints(&metrics_server(None))
+        .await
+        .unwrap();
+    assert_eq!(one, ServiceEndpoints::One("10.96.0.7:443".parse().unwrap()));
 }

@@ -87,7 +87,8 @@ mod tenants;
 #[cfg_attr(docsrs, doc(cfg(feature = "dns")))]
 pub use crate::resolver::{DEFAULT_CLUSTER_DOMAIN, DnsConfigError, DnsServiceResolver};
 pub use crate::resolver::{
-    InvalidAddress, ResolveError, ResolveFuture, ServiceResolver, StaticServiceResolver,
+    EndpointsFuture, InvalidAddress, ResolveError, ResolveFuture, ServiceEndpoints,
+    ServiceResolver, StaticServiceResolver,
 };
 pub use cause::UnavailableCause;
 pub use controller::{AvailabilityConfig, AvailabilityController};

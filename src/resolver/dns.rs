@@ -10,7 +10,7 @@ use hickory_resolver::name_server::TokioConnectionProvider;
 use hickory_resolver::{Resolver, TokioResolver};
 use http::uri::Authority;
 
-use super::{ResolveError, ResolveFuture, ServiceResolver};
+use super::{EndpointsFuture, ResolveError, ResolveFuture, ServiceEndpoints, ServiceResolver};
 use crate::apiservice::ServiceReference;
 
 /// The cluster domain kubelet and CoreDNS use unless told otherwise
@@ -229,6 +229,16 @@ impl ServiceResolver for DnsServiceResolver {
         let this = self.clone();
         let service = service.clone();
         Box::pin(async move { this.look_up(service, port).await })
+    }
+
+    fn resolve_endpoints(&self, service: &ServiceReference) -> EndpointsFuture {
+        let port = service.port_or_default();
+        if let Some(authority) = self.kept(service, port, Instant::now()) {
+            return Box::pin(std::future::ready(Ok(ServiceEndpoints::One(authority))));
+        }
+        let this = self.clone();
+        let service = service.clone();
+        Box::pin(async move { this.look_up(service, port).await.map(ServiceEndpoints::One) })
     }
 }
 

@@ -14,7 +14,9 @@ use super::{BackendClient, BackendTarget, ClientCertificate, Transport, Transpor
 use crate::apiservice::ServiceReference;
 use crate::body::{Body, BoxError};
 use crate::identity::ConnectionInfo;
-use crate::resolver::{ResolveError, ResolveFuture, ServiceResolver};
+use crate::resolver::{
+    EndpointsFuture, ResolveError, ResolveFuture, ServiceEndpoints, ServiceResolver,
+};
 
 type Backends = Arc<RwLock<HashMap<String, BackendClient>>>;
 
@@ -233,31 +235,57 @@ impl InMemoryResolver {
     }
 }
 
-impl ServiceResolver for InMemoryResolver {
-    fn resolve(&self, service: &ServiceReference) -> ResolveFuture {
+impl InMemoryResolver {
+    /// The in-process address of `service`, when it has an in-process backend.
+    fn served(&self, service: &ServiceReference) -> Option<Result<Authority, ResolveError>> {
         let server_name = service.server_name();
         let served = self
             .backends
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .contains_key(&server_name);
-        if served {
+        served.then(|| {
             let port = service.port_or_default();
-            let authority = Authority::try_from(format!("{server_name}:{port}")).map_err(|e| {
+            Authority::try_from(format!("{server_name}:{port}")).map_err(|e| {
                 ResolveError::ServiceAccessError {
                     namespace: service.namespace.clone(),
                     name: service.name.clone(),
                     error: e.to_string(),
                 }
-            });
-            return Box::pin(std::future::ready(authority));
+            })
+        })
+    }
+
+    fn not_found(service: &ServiceReference) -> ResolveError {
+        ResolveError::ServiceNotFound {
+            namespace: service.namespace.clone(),
+            name: service.name.clone(),
+        }
+    }
+}
+
+impl ServiceResolver for InMemoryResolver {
+    fn resolve(&self, service: &ServiceReference) -> ResolveFuture {
+        if let Some(served) = self.served(service) {
+            return Box::pin(std::future::ready(served));
         }
         match &self.fallback {
             Some(fallback) => fallback.resolve(service),
-            None => Box::pin(std::future::ready(Err(ResolveError::ServiceNotFound {
-                namespace: service.namespace.clone(),
-                name: service.name.clone(),
-            }))),
+            None => Box::pin(std::future::ready(Err(InMemoryResolver::not_found(
+                service,
+            )))),
+        }
+    }
+
+    fn resolve_endpoints(&self, service: &ServiceReference) -> EndpointsFuture {
+        if let Some(served) = self.served(service) {
+            return Box::pin(std::future::ready(served.map(ServiceEndpoints::One)));
+        }
+        match &self.fallback {
+            Some(fallback) => fallback.resolve_endpoints(service),
+            None => Box::pin(std::future::ready(Err(InMemoryResolver::not_found(
+                service,
+            )))),
         }
     }
 }
