@@ -145,7 +145,7 @@ pub type ResolveFuture = Pin<Box<dyn Future<Output = Result<Authority, ResolveEr
 /// Every address a Service can be reached at, as a resolver found it: one (a ClusterIP,
 /// a DNS name, a fixed map) or several (the ready endpoints of its EndpointSlices), among
 /// which the proxy spreads requests and from which it ejects the failing ones (see
-/// the aggregator's outlier detection).
+/// [`OutlierDetection`](crate::aggregator::OutlierDetection)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServiceEndpoints {
     /// One address: every request goes there.

@@ -85,6 +85,7 @@
 //! `gocompat`, `openapi`, `proxy`, `registry`, `resolver`, `rt`, `source`, `status`,
 //! `tenancy`, `transport`, `worker`; used by `builder`, `tenant`.
 
+mod balance;
 mod discovery;
 mod metrics;
 mod openapi;
@@ -112,6 +113,7 @@ use crate::rt::{Executor, Timer};
 use crate::tenancy::Tenant;
 
 use crate::filter::inner_service_accessors;
+pub use balance::OutlierDetection;
 pub use metrics::ProxyMetrics;
 use remote::remote;
 use route::{Target, route};
@@ -143,6 +145,8 @@ struct Shared {
     worker: Option<Arc<crate::worker::WorkerState>>,
     /// The proxy's latency per APIService.
     proxy_metrics: ProxyMetrics,
+    /// The endpoints of Services with several, and which are ejected.
+    balancer: Arc<balance::Balancer>,
 }
 
 /// One APIService table and the documents served from it: the stack's own, or one
@@ -206,6 +210,7 @@ impl AggregatorLayer {
                 executor,
                 worker: None,
                 proxy_metrics: ProxyMetrics::default(),
+                balancer: Arc::new(balance::Balancer::new(OutlierDetection::default())),
             }),
         }
     }

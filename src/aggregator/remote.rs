@@ -55,8 +55,8 @@ pub(super) fn remote<E: Send + 'static>(
                 "missing user",
             ));
         };
-        let authority = match shared.resolver.resolve(&backend.service).await {
-            Ok(a) => a,
+        let endpoints = match shared.resolver.resolve_endpoints(&backend.service).await {
+            Ok(e) => e,
             Err(e) => {
                 // Upstream logs the real error and tells the client only this.
                 tracing::warn!(apiservice = route.apiservice.name(), error = %e, "cannot resolve service");
@@ -66,6 +66,16 @@ pub(super) fn remote<E: Send + 'static>(
                 ));
             }
         };
+        // A Service with several endpoints: the less loaded of two, none ejected; the
+        // ejected ones whose time is up are probed (off the request path).
+        let (picked, due) =
+            shared
+                .balancer
+                .pick(&endpoints, shared.timer.now(), shared.executor.is_some());
+        if !due.is_empty() {
+            probe_back(&shared, &route, &client, &backend, due);
+        }
+        let authority = picked.authority().clone();
         let remote_addr = req
             .extensions()
             .get::<ConnectionInfo>()
@@ -94,9 +104,20 @@ pub(super) fn remote<E: Send + 'static>(
         shared
             .proxy_metrics
             .observe(route.apiservice.name(), res.status().as_u16(), took);
+        let unreachable = res.extensions_mut().remove::<crate::proxy::Unreachable>();
+        if picked.is_balanced() {
+            // One endpoint of several failing is not the Service failing: it is ejected
+            // after enough failures in a row, and the others take its requests.
+            let failed = unreachable.is_some() || res.status().is_server_error();
+            if let Some(time) = picked.finish(failed, shared.timer.now()) {
+                tracing::warn!(apiservice = route.apiservice.name(), endpoint = %authority, ejected_for = ?time, "endpoint failing; ejected");
+            }
+            return Ok(res);
+        }
+        drop(picked);
         // Passive availability: a backend that cannot even be connected to is down for
         // every request, so say so now rather than at the next check.
-        if let Some(crate::proxy::Unreachable(error)) = res.extensions_mut().remove() {
+        if let Some(crate::proxy::Unreachable(error)) = unreachable {
             let spec = &route.apiservice.spec;
             let url = if spec.group.is_empty() {
                 format!("https://{authority}/api/{}", spec.version)
@@ -117,4 +138,60 @@ pub(super) fn remote<E: Send + 'static>(
         }
         Ok(res)
     })
+}
+
+/// Probes each of `due` (ejected endpoints whose time is up) with the availability
+/// check's `GET /apis/<group>/<version>` through the APIService's client, on the
+/// executor, and lets it back in when the probe passes.
+fn probe_back(
+    shared: &Shared,
+    route: &Route,
+    client: &crate::transport::BackendClient,
+    backend: &RemoteBackend,
+    due: Vec<http::uri::Authority>,
+) {
+    let Some(executor) = &shared.executor else {
+        return;
+    };
+    let spec = &route.apiservice.spec;
+    let path = if spec.group.is_empty() {
+        format!("/api/{}", spec.version)
+    } else {
+        format!("/apis/{}/{}", spec.group, spec.version)
+    };
+    let name = route.apiservice.name().to_owned();
+    for authority in due {
+        let (balancer, timer, client) = (
+            shared.balancer.clone(),
+            shared.timer.clone(),
+            client.clone(),
+        );
+        let (service, path, name) = (backend.service.clone(), path.clone(), name.clone());
+        executor.spawn(async move {
+            let fixed = Fixed(authority.clone());
+            let probe = crate::availability::Probe {
+                resolver: &fixed,
+                timer: &timer,
+                budget: PROBE_BUDGET,
+                client: None,
+            };
+            let result = probe.run(&service, &client, &path).await;
+            match balancer.probed(&authority, result.is_ok(), timer.now()) {
+                None => tracing::info!(apiservice = %name, endpoint = %authority, "endpoint probe passed; back in"),
+                Some(time) => tracing::warn!(apiservice = %name, endpoint = %authority, ejected_for = ?time, error = %result.err().map(|e| e.to_string()).unwrap_or_default(), "endpoint probe failed; ejected again"),
+            }
+        });
+    }
+}
+
+/// How long an ejected endpoint's probe may take (the availability check's 5 s).
+const PROBE_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A resolver of one address: the endpoint a probe is for.
+struct Fixed(http::uri::Authority);
+
+impl crate::resolver::ServiceResolver for Fixed {
+    fn resolve(&self, _: &crate::apiservice::ServiceReference) -> crate::resolver::ResolveFuture {
+        Box::pin(std::future::ready(Ok(self.0.clone())))
+    }
 }

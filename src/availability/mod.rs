@@ -81,6 +81,7 @@ mod controller;
 mod metrics;
 mod preflight;
 mod probe;
+pub(crate) use probe::Probe;
 mod tenants;
 
 #[cfg(feature = "dns")]

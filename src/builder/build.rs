@@ -126,6 +126,7 @@ impl AggregatorBuilder {
         let (worker, state) = Worker::new(work, timer.now());
         let mut aggregator = AggregatorLayer::new(own.clone(), resolver, timer.clone())
             .executor(executor)
+            .outlier_detection(self.outlier_detection.clone())
             .discovery(discovery.clone())
             .openapi(openapi.clone())
             .with_worker(state);

@@ -220,6 +220,7 @@ impl Aggregator {
             metrics: None,
             request_metrics: None,
             availability: AvailabilityConfig::default(),
+            outlier_detection: crate::aggregator::OutlierDetection::default(),
             discovery: DiscoveryConfig::default(),
             openapi: OpenApiConfig::default(),
             request_timeout: crate::timeout::DEFAULT_REQUEST_TIMEOUT,

@@ -37,6 +37,8 @@ pub struct AggregatorBuilder {
     pub(super) metrics: Option<Arc<AvailabilityMetrics>>,
     pub(super) request_metrics: Option<Arc<RequestMetrics>>,
     pub(super) availability: AvailabilityConfig,
+    /// When endpoints of Services with several are ejected.
+    pub(super) outlier_detection: crate::aggregator::OutlierDetection,
     pub(super) discovery: DiscoveryConfig,
     pub(super) openapi: OpenApiConfig,
     pub(super) request_timeout: Duration,
@@ -126,6 +128,15 @@ impl AggregatorBuilder {
     /// Timing of availability checks (default: upstream's 30 s resync, 5 s probe timeout).
     pub fn availability(mut self, config: AvailabilityConfig) -> Self {
         self.availability = config;
+        self
+    }
+
+    /// When an endpoint of a Service with several (a resolver's
+    /// [`ServiceEndpoints::Many`](crate::availability::ServiceEndpoints::Many)) is ejected
+    /// from its requests, and for how long (default: 5 failures in a row, 30 s growing
+    /// to 300 s, at most half of the endpoints).
+    pub fn outlier_detection(mut self, config: crate::aggregator::OutlierDetection) -> Self {
+        self.outlier_detection = config;
         self
     }
 

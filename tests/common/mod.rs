@@ -240,7 +240,7 @@ impl Answers {
     /// The answer to `seen` when it is one of these, as an extension server answers:
     /// its group-versions pass the probe and serve an empty legacy document; it has no
     /// aggregated `/apis` and no OpenAPI.
-    fn answer(self, seen: &Seen) -> Option<Response<Body>> {
+    pub fn answer(self, seen: &Seen) -> Option<Response<Body>> {
         let ours = match self {
             Answers::Background => seen.is_background(),
             Answers::Probes => seen.is_availability_probe(),
