@@ -3,9 +3,13 @@
 //! over the three; one endpoint killed mid-load (its listener and connections gone, as a
 //! dead pod's) costs only the requests sent to it before it is ejected after the
 //! configured failures, no request reaches it while it is out, and it is probed back in
-//! once it answers again.
+//! once it answers again. Then the same with the endpoints of a Service's EndpointSlices
+//! (`KubeServiceResolver` against the scripted API server), where an endpoint that is not
+//! ready never gets a request.
 
 pub mod common;
+#[path = "../kube-aggregator-kube/tests/support/mod.rs"]
+pub mod scripted;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -204,5 +208,94 @@ async fn a_dead_endpoint_is_ejected_and_probed_back() {
     eprintln!(
         "{failed} requests failed after the kill; b back {:?} after it",
         killed.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ready_endpoints_of_a_services_endpointslices_take_the_requests() {
+    use kube_aggregator_kube::KubeServiceResolver;
+    let pki = Pki::new();
+    let served: Served = Arc::default();
+    let mut endpoints = Vec::new();
+    for name in ["a", "b", "c", "unready"] {
+        endpoints.push(Endpoint::start(&pki, name, &served).await);
+    }
+    // One slice per endpoint: each has its own port on 127.0.0.1.
+    let cluster = scripted::ScriptedApiServer::start().await;
+    cluster.service("test-ns", "backend", "10.96.0.9", &[(443, "https")]);
+    let slice = |endpoint: &Endpoint, ready: bool| {
+        cluster.endpoint_slice(
+            "test-ns",
+            &format!("backend-{}", endpoint.name),
+            "backend",
+            ("https", i32::from(endpoint.addr.port())),
+            &[("127.0.0.1", ready)],
+        );
+    };
+    for (i, endpoint) in endpoints.iter().enumerate() {
+        slice(endpoint, i < 3);
+    }
+    let resolver = KubeServiceResolver::endpoint_slices(cluster.client());
+    resolver.ready().await;
+    let builder = common::builder_with(&pki, resolver)
+        .authenticator(alice())
+        .authorizer(kube_aggregator::authz::AlwaysAllow)
+        .outlier_detection(OutlierDetection {
+            consecutive_failures: FAILURES,
+            base_ejection_time: EJECTION,
+            max_ejection_time: Duration::from_secs(10),
+            max_ejection_percent: 50,
+        });
+    let (addr, _aggregator) = common::start_gateway(
+        &pki,
+        builder,
+        vec![common::widgets_apiservice(&pki)],
+        common::host(),
+    )
+    .await;
+    let client = Client::new(&pki, addr, None, Protocol::Http1);
+    let path = format!("{BASE}/widgets");
+    let send = |n: usize| {
+        let (client, path) = (&client, &path);
+        async move {
+            let mut failed = 0;
+            for _ in 0..n {
+                if client.get(path).await.status != StatusCode::OK {
+                    failed += 1;
+                }
+            }
+            failed
+        }
+    };
+    let count = |name: &str| served.lock().unwrap().get(name).copied().unwrap_or(0);
+
+    assert_eq!(send(60).await, 0);
+    for name in ["a", "b", "c"] {
+        assert!(count(name) >= 5, "{:?}", served.lock().unwrap());
+    }
+
+    // "c" dies mid-load; the EndpointSlice controller marks it not ready a moment later.
+    endpoints[2].kill().await;
+    let failed = send(30).await;
+    slice(&endpoints[2], false);
+    let failed = failed + send(30).await;
+    assert!(
+        failed <= FAILURES as usize,
+        "{failed} requests failed; at most {FAILURES} may"
+    );
+
+    // Back, and ready again: it takes requests.
+    endpoints[2].revive(&pki, &served).await;
+    slice(&endpoints[2], true);
+    let before = count("c");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count("c") == before {
+        assert_eq!(send(10).await, 0);
+        assert!(Instant::now() < deadline, "c never came back");
+    }
+    assert_eq!(
+        count("unready"),
+        0,
+        "a request reached an endpoint that is not ready"
     );
 }
