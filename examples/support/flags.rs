@@ -22,6 +22,7 @@ use std::time::Duration;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser};
+use kube_aggregator::aggregator::OutlierDetection;
 use kube_aggregator::audit::{WebhookConfig, WebhookMode};
 use kube_aggregator_kube::LeaseTiming;
 
@@ -230,6 +231,18 @@ pub struct GatewayFlags {
     /// The cluster's DNS domain, in which Services are looked up when --service-endpoints is not given. Not a kube-apiserver flag (kubelet's name).
     #[arg(verbatim_doc_comment, long, value_name = "string", default_value = "cluster.local")]
     cluster_domain: String,
+    /// Failures in a row (a connection or TLS failure, or a 5xx answer) after which an endpoint of a Service with several (--enable-aggregator-routing) is ejected from its requests until a probe passes. Not a kube-apiserver flag (Envoy's consecutive_5xx).
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "5", value_parser = int::<u32>)]
+    outlier_consecutive_failures: u32,
+    /// How long an endpoint's first ejection lasts; each further one lasts as many times longer, up to --outlier-max-ejection-time. Not a kube-apiserver flag.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "30s", value_parser = duration)]
+    outlier_base_ejection_time: Duration,
+    /// The longest ejection of an endpoint. Not a kube-apiserver flag.
+    #[arg(verbatim_doc_comment, long, value_name = "duration", default_value = "5m0s", value_parser = duration)]
+    outlier_max_ejection_time: Duration,
+    /// At most this percentage of a Service's endpoints is ejected at once (rounded down). Not a kube-apiserver flag.
+    #[arg(verbatim_doc_comment, long, value_name = "int", default_value = "50", value_parser = int::<u8>)]
+    outlier_max_ejection_percent: u8,
     /// Start a leader election client and gain leadership before writing APIService status to the cluster (--kubeconfig or in-cluster): of several replicas, only the one holding the Lease writes. With false, every replica writes, as every kube-apiserver does.
     #[arg(verbatim_doc_comment, long, value_name = "bool", default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     leader_elect: bool,
@@ -752,6 +765,9 @@ pub struct GatewayOptions {
     pub service_endpoints: Option<PathBuf>,
     /// `--cluster-domain`, default `cluster.local`: where DNS finds Services.
     pub cluster_domain: String,
+    /// `--outlier-consecutive-failures`, `--outlier-base-ejection-time`,
+    /// `--outlier-max-ejection-time`, `--outlier-max-ejection-percent`: 5, 30 s, 5 min, 50.
+    pub outlier_detection: OutlierDetection,
     /// `--leader-elect`, default true: only the Lease's holder writes APIService status.
     pub leader_elect: bool,
     /// `--leader-elect-lease-duration`, `--leader-elect-renew-deadline`,
@@ -878,6 +894,12 @@ impl GatewayOptions {
             tenant_forwarding: f.tenant_forwarding,
             service_endpoints: f.service_endpoints.0,
             cluster_domain: f.cluster_domain,
+            outlier_detection: OutlierDetection {
+                consecutive_failures: f.outlier_consecutive_failures,
+                base_ejection_time: f.outlier_base_ejection_time,
+                max_ejection_time: f.outlier_max_ejection_time,
+                max_ejection_percent: f.outlier_max_ejection_percent,
+            },
             leader_elect: f.leader_elect,
             leader_elect_timing: LeaseTiming {
                 lease_duration: f.leader_elect_lease_duration,
@@ -1029,6 +1051,12 @@ impl GatewayOptions {
         if self.availability_soft_failure_threshold == 0 {
             return invalid("--availability-soft-failure-threshold must be at least 1".to_owned());
         }
+        if self.outlier_detection.consecutive_failures == 0
+            || self.outlier_detection.base_ejection_time.is_zero()
+            || self.outlier_detection.max_ejection_percent > 100
+        {
+            return invalid("--outlier-consecutive-failures and --outlier-base-ejection-time must be greater than zero, --outlier-max-ejection-percent at most 100".to_owned());
+        }
         if self.leader_elect {
             if let Err(e) = self.leader_elect_timing.validate() {
                 return invalid(format!("--leader-elect-*: {e}"));
@@ -1066,6 +1094,7 @@ impl Default for GatewayOptions {
             tenant_forwarding: "header".to_owned(),
             service_endpoints: None,
             cluster_domain: "cluster.local".to_owned(),
+            outlier_detection: OutlierDetection::default(),
             leader_elect: true,
             leader_elect_timing: LeaseTiming::default(),
             leader_elect_resource_name: "kube-aggregator".to_owned(),
@@ -1862,5 +1891,43 @@ mod tests {
             err(&["--tenant-forwarding=query"]),
             r#"--tenant-forwarding: unsupported value "query" (header or path-prefix)"#
         );
+    }
+
+    #[test]
+    fn outlier_and_leader_election_flags() {
+        let o = parse(&[]).expect("parse");
+        assert_eq!(o.outlier_detection, OutlierDetection::default());
+        assert!(o.leader_elect);
+        let o = parse(&[
+            "--outlier-consecutive-failures=2",
+            "--outlier-base-ejection-time=500ms",
+            "--outlier-max-ejection-time=1m",
+            "--outlier-max-ejection-percent=34",
+            "--leader-elect-lease-duration=30s",
+            "--leader-elect-renew-deadline=20s",
+            "--leader-elect-retry-period=5s",
+        ])
+        .expect("parse");
+        assert_eq!(
+            o.outlier_detection,
+            OutlierDetection {
+                consecutive_failures: 2,
+                base_ejection_time: Duration::from_millis(500),
+                max_ejection_time: Duration::from_secs(60),
+                max_ejection_percent: 34,
+            }
+        );
+        assert_eq!(
+            o.leader_elect_timing.lease_duration,
+            Duration::from_secs(30)
+        );
+        assert!(err(&["--outlier-consecutive-failures=0"]).contains("greater than zero"));
+        assert!(err(&["--outlier-max-ejection-percent=101"]).contains("at most 100"));
+        assert_eq!(
+            err(&["--leader-elect-renew-deadline=15s"]),
+            "--leader-elect-*: leader election: lease duration (15s) must be greater than renew deadline (15s)"
+        );
+        // Without leader election its timing is not checked.
+        parse(&["--leader-elect=false", "--leader-elect-renew-deadline=15s"]).expect("parse");
     }
 }

@@ -197,6 +197,7 @@ pub async fn start_with(
             degraded_recheck: opts.availability_degraded_recheck,
             ..AvailabilityConfig::default()
         })
+        .outlier_detection(opts.outlier_detection.clone())
         .request_timeout(opts.request_timeout)
         .max_requests_inflight(
             opts.max_requests_inflight,
