@@ -125,6 +125,45 @@ impl ServiceResolver for Three {
 const FAILURES: u32 = 3;
 const EJECTION: Duration = Duration::from_secs(1);
 
+/// A gateway in front of the widgets APIService, its Service resolved by `resolver`,
+/// ejecting after [`FAILURES`] for [`EJECTION`]; a client of it, and the stack (kept for
+/// the test's length).
+async fn gateway(
+    pki: &Pki,
+    resolver: impl ServiceResolver,
+    protocol: Protocol,
+) -> (Client, kube_aggregator::Aggregator) {
+    let builder = common::builder_with(pki, resolver)
+        .authenticator(alice())
+        .authorizer(kube_aggregator::authz::AlwaysAllow)
+        .outlier_detection(OutlierDetection {
+            consecutive_failures: FAILURES,
+            base_ejection_time: EJECTION,
+            max_ejection_time: Duration::from_secs(10),
+            max_ejection_percent: 50,
+        });
+    let (addr, aggregator) = common::start_gateway(
+        pki,
+        builder,
+        vec![common::widgets_apiservice(pki)],
+        common::host(),
+    )
+    .await;
+    (Client::new(pki, addr, None, protocol), aggregator)
+}
+
+/// Sends `n` requests for widgets, one after the other; how many did not get a 200.
+async fn send(client: &Client, n: usize) -> usize {
+    let path = format!("{BASE}/widgets");
+    let mut failed = 0;
+    for _ in 0..n {
+        if client.get(&path).await.status != StatusCode::OK {
+            failed += 1;
+        }
+    }
+    failed
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_endpoint_is_ejected_and_probed_back() {
     let pki = Pki::new();
@@ -139,37 +178,8 @@ async fn a_dead_endpoint_is_ejected_and_probed_back() {
             .map(|e| e.addr.to_string().parse().expect("authority"))
             .collect(),
     );
-    let builder = common::builder_with(&pki, resolver)
-        .authenticator(alice())
-        .authorizer(kube_aggregator::authz::AlwaysAllow)
-        .outlier_detection(OutlierDetection {
-            consecutive_failures: FAILURES,
-            base_ejection_time: EJECTION,
-            max_ejection_time: Duration::from_secs(10),
-            max_ejection_percent: 50,
-        });
-    let (addr, _aggregator) = common::start_gateway(
-        &pki,
-        builder,
-        vec![common::widgets_apiservice(&pki)],
-        common::host(),
-    )
-    .await;
-    let client = Client::new(&pki, addr, None, Protocol::Http2);
-    let path = format!("{BASE}/widgets");
-    let send = |n: usize| {
-        let (client, path) = (&client, &path);
-        async move {
-            let mut failed = 0;
-            for _ in 0..n {
-                let reply = client.get(path).await;
-                if reply.status != StatusCode::OK {
-                    failed += 1;
-                }
-            }
-            failed
-        }
-    };
+    let (client, _aggregator) = gateway(&pki, resolver, Protocol::Http2).await;
+    let send = |n: usize| send(&client, n);
 
     // All three take requests.
     assert_eq!(send(60).await, 0);
@@ -237,36 +247,8 @@ async fn the_ready_endpoints_of_a_services_endpointslices_take_the_requests() {
     }
     let resolver = KubeServiceResolver::endpoint_slices(cluster.client());
     resolver.ready().await;
-    let builder = common::builder_with(&pki, resolver)
-        .authenticator(alice())
-        .authorizer(kube_aggregator::authz::AlwaysAllow)
-        .outlier_detection(OutlierDetection {
-            consecutive_failures: FAILURES,
-            base_ejection_time: EJECTION,
-            max_ejection_time: Duration::from_secs(10),
-            max_ejection_percent: 50,
-        });
-    let (addr, _aggregator) = common::start_gateway(
-        &pki,
-        builder,
-        vec![common::widgets_apiservice(&pki)],
-        common::host(),
-    )
-    .await;
-    let client = Client::new(&pki, addr, None, Protocol::Http1);
-    let path = format!("{BASE}/widgets");
-    let send = |n: usize| {
-        let (client, path) = (&client, &path);
-        async move {
-            let mut failed = 0;
-            for _ in 0..n {
-                if client.get(path).await.status != StatusCode::OK {
-                    failed += 1;
-                }
-            }
-            failed
-        }
-    };
+    let (client, _aggregator) = gateway(&pki, resolver, Protocol::Http1).await;
+    let send = |n: usize| send(&client, n);
     let count = |name: &str| served.lock().unwrap().get(name).copied().unwrap_or(0);
 
     assert_eq!(send(60).await, 0);

@@ -244,45 +244,14 @@ impl KubeServiceResolver {
         service: &ServiceEntry,
         port: i32,
     ) -> Result<Authority, ResolveError> {
-        routable_type(svc, service)?;
-        let port_name = service_port(svc, service, port)?.1.as_str();
-        let none = || {
+        let all = self.all_endpoints(svc, service, port)?;
+        let all = all.as_slice();
+        let i = (self.random.hash_one(rand_seed()) as usize) % all.len().max(1);
+        all.get(i).cloned().ok_or_else(|| {
             unroutable(
                 svc,
                 format!("no endpoints available for service {:?}", svc.name),
             )
-        };
-        self.slices.with(&svc.namespace, &svc.name, |slices| {
-            let slices = slices.ok_or_else(none)?;
-            let mut order: Vec<(&String, &SliceEntry)> = slices.iter().collect();
-            // A random order, with the primary family's slices first.
-            order.sort_by_key(|(name, slice)| {
-                (
-                    slice.address_type != service.primary_family,
-                    self.random.hash_one((name, rand_seed())),
-                )
-            });
-            for (_, slice) in order {
-                let Some(target) = slice
-                    .ports
-                    .iter()
-                    .find_map(|(n, p)| (n.as_deref() == Some(port_name)).then_some(*p).flatten())
-                else {
-                    continue;
-                };
-                if slice.endpoints.is_empty() {
-                    continue;
-                }
-                let offset = (self.random.hash_one(rand_seed()) as usize) % slice.endpoints.len();
-                let n = slice.endpoints.len();
-                for i in 0..n {
-                    let (address, ready) = &slice.endpoints[(i + offset) % n];
-                    if *ready {
-                        return authority(svc, address, target);
-                    }
-                }
-            }
-            Err(none())
         })
     }
 }

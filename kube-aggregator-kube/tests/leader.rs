@@ -7,14 +7,7 @@ pub mod support;
 use std::time::{Duration, Instant};
 
 use kube_aggregator_kube::{LeaderElection, Leadership, LeaseTiming};
-use support::ScriptedApiServer;
-
-/// Short, so the tests take seconds: a 2 s lease renewed every 200 ms.
-const TIMING: LeaseTiming = LeaseTiming {
-    lease_duration: Duration::from_secs(2),
-    renew_deadline: Duration::from_secs(1),
-    retry_period: Duration::from_millis(200),
-};
+use support::{ScriptedApiServer, TIMING};
 
 const LEASES: &str = "/apis/coordination.k8s.io/v1/leases";
 const LEASE: &str = "kube-system/kube-aggregator";
@@ -35,23 +28,10 @@ fn candidates(server: &ScriptedApiServer, n: usize) -> Vec<Leadership> {
         .collect()
 }
 
-/// Waits until exactly one candidate leads, at most `within`; its index.
+/// [`support::until_one_leads`] over `candidates`.
 async fn until_one_leads(candidates: &[Leadership], within: Duration) -> usize {
-    let start = Instant::now();
-    loop {
-        let leaders: Vec<usize> = (0..candidates.len())
-            .filter(|i| candidates[*i].is_leader())
-            .collect();
-        if let [leader] = leaders[..] {
-            return leader;
-        }
-        assert!(
-            start.elapsed() < within,
-            "after {within:?}, {} candidates lead",
-            leaders.len()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let all: Vec<&Leadership> = candidates.iter().collect();
+    support::until_one_leads(&all, within).await
 }
 
 #[tokio::test]

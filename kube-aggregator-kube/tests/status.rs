@@ -10,17 +10,9 @@ use std::time::{Duration, Instant};
 use kube_aggregator::apiservice::ConditionStatus;
 use kube_aggregator::registry::Registry;
 use kube_aggregator::transport::InMemoryTransport;
-use kube_aggregator_kube::{
-    ApiServiceWatch, LeaderElection, Leadership, LeaseTiming, StatusWriter,
-};
+use kube_aggregator_kube::{ApiServiceWatch, LeaderElection, Leadership, StatusWriter};
 use serde_json::Value;
-use support::ScriptedApiServer;
-
-const TIMING: LeaseTiming = LeaseTiming {
-    lease_duration: Duration::from_secs(2),
-    renew_deadline: Duration::from_secs(1),
-    retry_period: Duration::from_millis(200),
-};
+use support::{ScriptedApiServer, TIMING};
 
 const APISERVICES: &str = "/apis/apiregistration.k8s.io/v1/apiservices";
 const NAME: &str = "v1beta1.metrics.k8s.io";
@@ -108,21 +100,8 @@ fn status_writes(server: &ScriptedApiServer) -> usize {
 }
 
 async fn until_one_leads(replicas: &[Replica]) -> usize {
-    let start = Instant::now();
-    loop {
-        let leaders: Vec<usize> = (0..replicas.len())
-            .filter(|i| replicas[*i].leadership.is_leader())
-            .collect();
-        if let [leader] = leaders[..] {
-            return leader;
-        }
-        assert!(
-            start.elapsed() < TIMING.lease_duration * 3,
-            "{} replicas lead",
-            leaders.len()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let all: Vec<&Leadership> = replicas.iter().map(|r| &r.leadership).collect();
+    support::until_one_leads(&all, TIMING.lease_duration * 3).await
 }
 
 async fn until_known(replicas: &[Replica]) {

@@ -883,3 +883,32 @@ fn status(code: StatusCode, reason: &str, message: &str) -> Response<Body> {
         }),
     )
 }
+
+/// A lease timing short enough for tests: a 2 s lease renewed every 200 ms.
+pub const TIMING: kube_aggregator_kube::LeaseTiming = kube_aggregator_kube::LeaseTiming {
+    lease_duration: std::time::Duration::from_secs(2),
+    renew_deadline: std::time::Duration::from_secs(1),
+    retry_period: std::time::Duration::from_millis(200),
+};
+
+/// Waits until exactly one of `candidates` leads, at most `within`; its index.
+pub async fn until_one_leads(
+    candidates: &[&kube_aggregator_kube::Leadership],
+    within: std::time::Duration,
+) -> usize {
+    let start = std::time::Instant::now();
+    loop {
+        let leaders: Vec<usize> = (0..candidates.len())
+            .filter(|i| candidates[*i].is_leader())
+            .collect();
+        if let [leader] = leaders[..] {
+            return leader;
+        }
+        assert!(
+            start.elapsed() < within,
+            "after {within:?}, {} candidates lead",
+            leaders.len()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
