@@ -134,6 +134,45 @@ impl http_body::Body for Body {
     }
 }
 
+/// A [`Body`] that holds `G` (a slot, an in-flight count) until the body has yielded its
+/// last frame or is dropped, whichever comes first: what a request holds while its
+/// response streams. Frames, `is_end_stream` and `size_hint` are the wrapped body's.
+pub(crate) struct Guarded<G> {
+    body: Body,
+    guard: Option<G>,
+}
+
+impl<G> Guarded<G> {
+    /// `body`, holding `guard` (nothing when `None`) until it ends.
+    pub(crate) fn new(body: Body, guard: Option<G>) -> Guarded<G> {
+        Guarded { body, guard }
+    }
+}
+
+impl<G: Unpin> http_body::Body for Guarded<G> {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let frame = std::task::ready!(Pin::new(&mut self.body).poll_frame(cx));
+        if frame.is_none() {
+            self.guard = None;
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
 /// Boxes any body into a [`Body`] (same as [`Body::new`]). Kept for the transport, which
 /// maps its responses with it; new code calls [`Body::new`].
 pub fn boxed<B>(body: B) -> Body

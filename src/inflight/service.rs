@@ -6,15 +6,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, header};
-use http_body::{Frame, SizeHint};
 use pin_project_lite::pin_project;
 
 use super::{InFlight, Limit, LongRunningCheck, PerApiService, Shared, Slots};
 use crate::authn::UserInfo;
 use crate::authz::{ApiPath, RequestInfo, SYSTEM_MASTERS};
-use crate::body::{Body, BoxError};
+use crate::body::{Body, Guarded};
 use crate::filter::{BodyService, Filter, Filtered, filter_layer};
 use crate::metrics::{RequestLabels, RequestMetrics};
 use crate::status::plain_text_error;
@@ -318,44 +316,11 @@ where
         let slots = this.slots.take();
         Poll::Ready(result.map(|res| match slots {
             Some(slots) if !http_body::Body::is_end_stream(res.body()) => res.map(|body| {
-                Body::new(HoldingBody {
-                    body,
-                    slots: Some(slots),
-                })
+                // Upstream holds the slot for the whole handler, which writes the body.
+                Body::new(Guarded::new(body, Some(slots)))
             }),
             _ => res,
         }))
-    }
-}
-
-/// A response body that holds the request's slots until it ends or is dropped: upstream
-/// holds the slot for the whole handler, which writes the body.
-struct HoldingBody {
-    body: Body,
-    slots: Option<Slots>,
-}
-
-impl http_body::Body for HoldingBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let frame = std::task::ready!(Pin::new(&mut self.body).poll_frame(cx));
-        if frame.is_none() {
-            self.slots = None;
-        }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
     }
 }
 

@@ -21,9 +21,7 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, Version, header};
-use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -33,11 +31,11 @@ use tower::Service;
 
 use super::ServeConfig;
 use crate::authn::{CloseConnection, ConnectionInfo};
-use crate::body::{Body, BoxError};
+use crate::body::{Body, Guarded};
 use crate::status::Status;
 use crate::transport::Gathered;
 
-use activity::{Activity, Expiry, InFlight, Tracked};
+use activity::{Activity, Expiry, InFlight};
 
 /// Go's slack over `MaxHeaderBytes` (`initialReadLimitSize` in net/http).
 const HEADER_SLACK: usize = 4096;
@@ -89,10 +87,10 @@ pub(super) async fn serve<S>(
         activity: activity.clone(),
     };
     // Gathered: hyper and h2 write whole buffers, not a write per DATA frame (its docs).
-    let io = TokioIo::new(Tracked {
-        inner: Gathered::new(stream),
-        activity: activity.clone(),
-    });
+    // It tells `activity` when bytes arrive.
+    let mut io = Gathered::new(stream);
+    io.count_reads(activity.clone());
+    let io = TokioIo::new(io);
 
     // ALPN picks the protocol and its settings. (With upgrades enabled, hyper-util still
     // reads the first bytes to confirm it; the header timeout covers that read too.)
@@ -298,38 +296,9 @@ where
             this.activity.request_close();
         }
         let in_flight = this.in_flight.take();
-        Poll::Ready(Ok(res.map(|body| TrackedBody {
-            inner: body,
-            _in_flight: in_flight,
-        })))
+        Poll::Ready(Ok(res.map(|body| Guarded::new(body, in_flight))))
     }
 }
 
-pin_project_lite::pin_project! {
-    /// A response body that keeps its request counted in flight until it is dropped.
-    struct TrackedBody {
-        #[pin]
-        inner: Body,
-        _in_flight: Option<InFlight>,
-    }
-}
-
-impl http_body::Body for TrackedBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        self.project().inner.poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
+/// A response body that keeps its request counted in flight until it ends or is dropped.
+type TrackedBody = Guarded<InFlight>;

@@ -78,10 +78,10 @@ pub(crate) use certificate::bundle_subjects;
 pub use certificate::{CertificateParseError, CertificateSummary};
 pub use memory::{InMemoryResolver, InMemoryTransport};
 #[cfg(feature = "tokio")]
-pub(crate) use pool::Gathered;
-#[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use pool::PoolConfig;
+#[cfg(feature = "tokio")]
+pub(crate) use pool::{Gathered, OnRead};
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use pool_metrics::PoolMetrics;
@@ -91,6 +91,8 @@ pub use rustls_transport::{RustlsTransport, TcpConnector};
 #[cfg(feature = "tokio")]
 pub(crate) use tls::provider as provider_for_server;
 pub(crate) use tls::serving_certificate_error;
+#[cfg(feature = "tokio")]
+pub(crate) use tls::signature_checks;
 pub use tls::{
     ClientCertificate, ServingCertificateError, ServingCertificateProblem, TlsConfigError,
     client_config,

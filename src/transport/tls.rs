@@ -12,11 +12,11 @@ use std::sync::Arc;
 use arc_swap::ArcSwapOption;
 use rustls::client::ResolvesClientCert;
 use rustls::client::WebPkiServerVerifier;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::danger::{ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{ClientConfig, RootCertStore, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
 
 use super::BackendTarget;
@@ -25,6 +25,38 @@ use super::certificate::CertificateSummary;
 use serving::Diagnosing;
 pub(crate) use serving::serving_certificate_error;
 pub use serving::{ServingCertificateError, ServingCertificateProblem};
+
+/// The handshake-signature methods of a rustls verifier (`verify_tls12_signature`,
+/// `verify_tls13_signature`, `supported_verify_schemes`), checked against the
+/// `WebPkiSupportedAlgorithms` that `$algorithms` reaches from `$this` (written `self`).
+/// Every verifier here, the server's client-certificate one included, proves possession
+/// of the key this way whatever it decides about the chain.
+macro_rules! signature_checks {
+    ($this:ident => $algorithms:expr) => {
+        fn verify_tls12_signature(
+            &$this,
+            message: &[u8],
+            cert: &::rustls::pki_types::CertificateDer<'_>,
+            dss: &::rustls::DigitallySignedStruct,
+        ) -> Result<::rustls::client::danger::HandshakeSignatureValid, ::rustls::Error> {
+            ::rustls::crypto::verify_tls12_signature(message, cert, dss, &$algorithms)
+        }
+
+        fn verify_tls13_signature(
+            &$this,
+            message: &[u8],
+            cert: &::rustls::pki_types::CertificateDer<'_>,
+            dss: &::rustls::DigitallySignedStruct,
+        ) -> Result<::rustls::client::danger::HandshakeSignatureValid, ::rustls::Error> {
+            ::rustls::crypto::verify_tls13_signature(message, cert, dss, &$algorithms)
+        }
+
+        fn supported_verify_schemes(&$this) -> Vec<::rustls::SignatureScheme> {
+            $algorithms.supported_schemes()
+        }
+    };
+}
+pub(crate) use signature_checks;
 
 /// The TLS configuration could not be built: what [`client_config`],
 /// [`ClientCertificate::from_pem`] and [`ClientCertificate::set_pem`] return. Its text is
@@ -230,13 +262,15 @@ pub fn client_config(
         } else {
             super::certificate::bundle_subjects(&target.ca_bundle)
         };
-        let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
-            .build()
-            .map_err(|e| TlsConfigError::RootCertificates(e.to_string()))?;
+        let verifier =
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                .build()
+                .map_err(|e| TlsConfigError::RootCertificates(e.to_string()))?;
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(Diagnosing {
                 inner: verifier,
+                algorithms: provider.signature_verification_algorithms,
                 ca_subjects,
             }))
     };
@@ -338,37 +372,7 @@ impl ServerCertVerifier for NoVerify {
         Ok(ServerCertVerified::assertion())
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+    signature_checks!(self => self.0.signature_verification_algorithms);
 }
 
 /// The platform's trust roots, loaded once (`rustls-native-certs`); unreadable ones are skipped.

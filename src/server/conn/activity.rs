@@ -2,15 +2,13 @@
 //! flight on it, and the idle, header-read and keep-alive deadlines that end it, as Go's
 //! `net/http` server measures them.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::task::{Context, Poll};
+
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-
 use crate::server::ServeConfig;
+use crate::transport::OnRead;
 
 /// Which timeout a deadline belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +70,10 @@ impl Activity {
     fn at(&self, stamp: u64) -> Instant {
         self.base + Duration::from_nanos(stamp.saturating_sub(1))
     }
+}
 
+/// The accepted stream tells [`Activity`] when bytes arrive.
+impl OnRead for Activity {
     /// Bytes arrived. On an idle HTTP/1.1 connection the first of them starts the header
     /// timeout of the next request.
     fn on_read(&self) {
@@ -83,7 +84,9 @@ impl Activity {
             self.reading_since.store(self.now(), Ordering::Release);
         }
     }
+}
 
+impl Activity {
     /// A request's head was parsed: its header timeout is over and no idle timeout runs
     /// until every request in flight has finished.
     fn request_started(&self) {
@@ -124,61 +127,6 @@ impl Activity {
         }
         let idle = self.idle_since.load(Ordering::Acquire);
         Some((self.at(idle) + config.idle_timeout, Expiry::Idle))
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// The TLS stream, telling [`Activity`] when bytes arrive.
-    pub(super) struct Tracked<T> {
-        #[pin]
-        pub(super) inner: T,
-        pub(super) activity: Arc<Activity>,
-    }
-}
-
-impl<T: AsyncRead> AsyncRead for Tracked<T> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = self.project();
-        let before = buf.filled().len();
-        let res = this.inner.poll_read(cx, buf);
-        if matches!(res, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.activity.on_read();
-        }
-        res
-    }
-}
-
-impl<T: AsyncWrite> AsyncWrite for Tracked<T> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        self.project().inner.poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.project().inner.poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.project().inner.poll_shutdown(cx)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        self.project().inner.poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
     }
 }
 

@@ -35,13 +35,27 @@ pin_project_lite::pin_project! {
     /// rustls copies every byte into its records anyway, so the copy costs next to
     /// nothing, while the writes saved are system calls.
     ///
-    /// A backend's HTTP/2 connection also counts its reads that brought bytes
-    /// ([`Gathered::count_reads`]), so that its keep-alive PINGs go out only after a
-    /// silence.
+    /// Each read that brought bytes can be told to an [`OnRead`]
+    /// ([`Gathered::count_reads`]): a backend's HTTP/2 connection counts them, so that
+    /// its keep-alive PINGs go out only after a silence, and an accepted connection
+    /// starts its header timeout at the first byte of a request.
     pub(crate) struct Gathered<T> {
         #[pin]
         inner: T,
-        reads: Option<Arc<AtomicU64>>,
+        reads: Option<Arc<dyn OnRead>>,
+    }
+}
+
+/// What a [`Gathered`] stream tells of each read that brought bytes.
+pub(crate) trait OnRead: Send + Sync {
+    /// Bytes arrived.
+    fn on_read(&self);
+}
+
+/// A count of the reads.
+impl OnRead for AtomicU64 {
+    fn on_read(&self) {
+        self.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -50,8 +64,8 @@ impl<T> Gathered<T> {
         Gathered { inner, reads: None }
     }
 
-    /// From now on, every read that brings bytes adds one to `reads`.
-    pub(crate) fn count_reads(&mut self, reads: Arc<AtomicU64>) {
+    /// From now on, every read that brings bytes is told to `reads`.
+    pub(crate) fn count_reads(&mut self, reads: Arc<dyn OnRead>) {
         self.reads = Some(reads);
     }
 }
@@ -69,7 +83,7 @@ impl<T: AsyncRead> AsyncRead for Gathered<T> {
         let before = buf.filled().len();
         let polled = this.inner.poll_read(cx, buf);
         if buf.filled().len() > before {
-            reads.fetch_add(1, Ordering::Relaxed);
+            reads.on_read();
         }
         polled
     }

@@ -47,7 +47,7 @@ use super::{ClientCertificate, ConnectError};
 use crate::body::{Body, BoxError};
 use crate::rt::{Executor, Timer};
 
-pub(crate) use connect::{Connector, Gathered};
+pub(crate) use connect::{Connector, Gathered, OnRead};
 pub(crate) use h1::origin_form;
 pub(crate) use stats::{PoolStats, WeakPool};
 

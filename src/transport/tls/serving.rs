@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use rustls::client::WebPkiServerVerifier;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::danger::{ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
 
+use super::signature_checks;
 use crate::transport::certificate::CertificateSummary;
 
 /// What was wrong with a backend's serving certificate, as [`ServingCertificateError`]
@@ -90,6 +91,8 @@ impl ServingCertificateError {
 #[derive(Debug)]
 pub(super) struct Diagnosing {
     pub(super) inner: Arc<WebPkiServerVerifier>,
+    /// The provider's algorithms, which check the handshake signature (as `inner` would).
+    pub(super) algorithms: WebPkiSupportedAlgorithms,
     pub(super) ca_subjects: Vec<String>,
 }
 
@@ -136,27 +139,7 @@ impl ServerCertVerifier for Diagnosing {
         ))
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
+    signature_checks!(self => self.algorithms);
 }
 
 /// The [`ServingCertificateError`] a failed handshake's error carries, if any.
