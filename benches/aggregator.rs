@@ -16,7 +16,7 @@ use criterion::{
     BatchSize, BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main,
 };
 use http::{HeaderValue, Method, Request, Response, StatusCode, Uri};
-use kube_aggregator::apiservice::{ApiService, ServiceReference};
+use kube_aggregator::apiservice::ApiService;
 use kube_aggregator::authn::{BearerToken, ConnectionInfo, Union, UserInfo, X509Authenticator};
 use kube_aggregator::authz::RequestInfo;
 use kube_aggregator::availability::StaticServiceResolver;
@@ -45,19 +45,7 @@ fn in_memory_backend() -> BackendClient {
 
 /// A remote APIService `<version>.<group>` served by the benched Service.
 fn remote_apiservice(group: &str, version: &str) -> ApiService {
-    let mut svc = ApiService::default();
-    svc.metadata.name = format!("{version}.{group}");
-    svc.spec.group = group.to_owned();
-    svc.spec.version = version.to_owned();
-    svc.spec.group_priority_minimum = 100;
-    svc.spec.version_priority = 100;
-    svc.spec.insecure_skip_tls_verify = true;
-    svc.spec.service = Some(ServiceReference {
-        namespace: SERVICE_NAMESPACE.to_owned(),
-        name: SERVICE_NAME.to_owned(),
-        port: None,
-    });
-    svc
+    ApiService::remote(group, version, SERVICE_NAMESPACE, SERVICE_NAME).insecure_skip_tls_verify()
 }
 
 /// The benched Service's backend, in memory.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use http::{Request, Response};
-use kube_aggregator::apiservice::{ApiService, ServiceReference};
+use kube_aggregator::apiservice::ApiService;
 use kube_aggregator::authn::UserInfo;
 use kube_aggregator::authz::AlwaysAllow;
 use kube_aggregator::availability::StaticServiceResolver;
@@ -25,19 +25,9 @@ use tower::{Layer, ServiceExt};
 const COUNT: usize = 200;
 
 fn apiservice(i: usize, service: &str) -> ApiService {
-    let mut svc = ApiService::default();
-    svc.metadata.name = format!("v1.group{i}.example.com");
-    svc.spec.group = format!("group{i}.example.com");
-    svc.spec.version = "v1".into();
-    svc.spec.group_priority_minimum = 100 + (i as i32 % 7);
-    svc.spec.version_priority = 15;
-    svc.spec.insecure_skip_tls_verify = true;
-    svc.spec.service = Some(ServiceReference {
-        namespace: "bench".into(),
-        name: service.into(),
-        port: None,
-    });
-    svc
+    ApiService::remote(&format!("group{i}.example.com"), "v1", "bench", service)
+        .priorities(100 + (i as i32 % 7), 15)
+        .insecure_skip_tls_verify()
 }
 
 /// Each healthy backend answers its discovery with three resources; `hole` never answers.

@@ -18,7 +18,7 @@ use std::hint::black_box;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
-use kube_aggregator::apiservice::{ApiService, ServiceReference};
+use kube_aggregator::apiservice::ApiService;
 use kube_aggregator::authn::{
     AuthenticationLayer, ConnectionInfo, RequestHeaderAuthenticator, RequestHeaderConfig, UserInfo,
 };
@@ -49,19 +49,7 @@ fn front_proxy_authenticator(ca: &pki::Ca) -> RequestHeaderAuthenticator {
 }
 
 fn apiservice(group: &str, service: &str, ca_bundle: &str) -> ApiService {
-    let mut svc = ApiService::default();
-    svc.metadata.name = format!("v1beta1.{group}");
-    svc.spec.group = group.to_owned();
-    svc.spec.version = "v1beta1".to_owned();
-    svc.spec.group_priority_minimum = 100;
-    svc.spec.version_priority = 100;
-    svc.spec.ca_bundle = ca_bundle.as_bytes().to_vec();
-    svc.spec.service = Some(ServiceReference {
-        namespace: "kube-system".to_owned(),
-        name: service.to_owned(),
-        port: Some(443),
-    });
-    svc
+    ApiService::remote(group, "v1beta1", "kube-system", service).ca_bundle(ca_bundle)
 }
 
 fn request(path: &str) -> Request<Body> {

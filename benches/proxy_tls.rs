@@ -40,7 +40,7 @@ use http_body_util::Empty;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use kube_aggregator::apiservice::{ApiService, ServiceReference};
+use kube_aggregator::apiservice::ApiService;
 use kube_aggregator::authn::X509Authenticator;
 use kube_aggregator::availability::StaticServiceResolver;
 use kube_aggregator::rt::{Executor, Timer};
@@ -224,18 +224,9 @@ async fn start_gateway(
     .authorizer(support::allowing_sar(timer))
     .build()
     .unwrap_or_else(|e| panic!("the stack: {e}"));
-    let mut apiservice = ApiService::default();
-    apiservice.metadata.name = "v1beta1.metrics.k8s.io".to_owned();
-    apiservice.spec.group = "metrics.k8s.io".to_owned();
-    apiservice.spec.version = "v1beta1".to_owned();
-    apiservice.spec.group_priority_minimum = 100;
-    apiservice.spec.version_priority = 100;
-    apiservice.spec.ca_bundle = serving_ca.cert_pem.as_bytes().to_vec();
-    apiservice.spec.service = Some(ServiceReference {
-        namespace: "kube-system".to_owned(),
-        name: "metrics-server".to_owned(),
-        port: Some(443),
-    });
+    let apiservice =
+        ApiService::remote("metrics.k8s.io", "v1beta1", "kube-system", "metrics-server")
+            .ca_bundle(serving_ca.cert_pem.as_bytes());
     let registry = aggregator.registry().clone();
     if let Err(e) = registry.apply(ApiServiceEvent::Applied(apiservice)) {
         panic!("the metrics APIService: {e}");

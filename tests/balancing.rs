@@ -69,13 +69,7 @@ impl Endpoint {
                     let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                         let (name, served) = (name.clone(), served.clone());
                         async move {
-                            let (parts, _) = req.into_parts();
-                            let seen = Seen {
-                                method: parts.method,
-                                uri: parts.uri,
-                                version: parts.version,
-                                headers: parts.headers,
-                            };
+                            let seen = Seen::from_parts(req.into_parts().0);
                             if let Some(res) = Answers::Background.answer(&seen) {
                                 return Ok::<_, Infallible>(res);
                             }

@@ -60,25 +60,14 @@ fn apiservice(
     gp: i32,
     vp: i32,
 ) -> ApiService {
-    let mut svc = ApiService::default();
-    svc.metadata.name = format!("{version}.{group}");
-    svc.spec.group = group.into();
-    svc.spec.version = version.into();
-    svc.spec.group_priority_minimum = gp;
-    svc.spec.version_priority = vp;
+    let svc = ApiService::remote(group, version, "test-ns", service).priorities(gp, vp);
     // The test backends' certificates all name backend.test-ns.svc: other Services skip
     // verification.
     if service == "backend" {
-        svc.spec.ca_bundle = pki.serving_ca.cert_pem.as_bytes().to_vec();
+        svc.ca_bundle(pki.serving_ca.cert_pem.as_bytes())
     } else {
-        svc.spec.insecure_skip_tls_verify = true;
+        svc.insecure_skip_tls_verify()
     }
-    svc.spec.service = Some(ServiceReference {
-        namespace: "test-ns".into(),
-        name: service.into(),
-        port: Some(443),
-    });
-    svc
 }
 
 /// A gateway with its worker running; `backend` (Service

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::{
-    AsyncBackend, AsyncHandler, ChannelBody, Client, H2_AND_HTTP11, HTTP11_ONLY, Pki, Protocol, pki,
+    AsyncBackend, AsyncHandler, Client, H2_AND_HTTP11, HTTP11_ONLY, Pki, Protocol, channel_body,
+    pki,
 };
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty};
@@ -184,7 +185,7 @@ async fn backend(pki: &Pki, alpn: &[&[u8]]) -> (AsyncBackend, Arrivals) {
                     tokio::time::sleep(Duration::from_millis(1500)).await;
                     let _ = chunks.send(Bytes::from_static(b"{\"type\":\"MODIFIED\"}\n"));
                 });
-                return Response::new(Body::new(ChannelBody(body)));
+                return Response::new(channel_body(body));
             }
             Response::new(Body::full("ok"))
         })
@@ -360,7 +361,7 @@ async fn an_upload_cut_by_its_deadline_resets_the_backend_stream() {
             .send(Bytes::from_static(b"{\"kind\":"))
             .expect("the body channel is open");
         let status = client
-            .send_body(Method::POST, &path, ChannelBody(body))
+            .send_body(Method::POST, &path, channel_body(body))
             .await
             .expect("an answer")
             .status();

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use common::{Backend, Client, H2_AND_HTTP11, Pki, Protocol, respond};
 use http::{Request, Response, StatusCode};
 use kube_aggregator::Body;
-use kube_aggregator::apiservice::{ApiService, ServiceReference};
+use kube_aggregator::apiservice::ApiService;
 use kube_aggregator::authn::{
     AuthenticationLayer, ConnectionInfo, RequestHeaderAuthenticator, RequestHeaderConfig, UserInfo,
     X509Authenticator,
@@ -94,18 +94,7 @@ fn in_process_server(
 }
 
 fn gizmos() -> ApiService {
-    let mut svc = ApiService::default();
-    svc.metadata.name = "v1.gizmos.example.io".into();
-    svc.spec.group = "gizmos.example.io".into();
-    svc.spec.version = "v1".into();
-    svc.spec.group_priority_minimum = 1000;
-    svc.spec.version_priority = 15;
-    svc.spec.service = Some(ServiceReference {
-        namespace: "in-proc".into(),
-        name: "gizmos".into(),
-        port: Some(443),
-    });
-    svc
+    ApiService::remote("gizmos.example.io", "v1", "in-proc", "gizmos").priorities(1000, 15)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

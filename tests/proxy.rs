@@ -13,11 +13,10 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use common::{
-    APISERVICE, BASE, Backend, ChannelBody, Client, Fixture, GROUP, Gateway, H2_AND_HTTP11,
-    HTTP11_ONLY, Lines, Pki, Protocol, Seen, alice, ok, pki, respond,
+    APISERVICE, BASE, Backend, Client, Fixture, GROUP, Gateway, H2_AND_HTTP11, HTTP11_ONLY, Lines,
+    Pki, Protocol, Seen, alice, channel_body, ok, pki, respond,
 };
 use http::{Method, Response, StatusCode, Version, header};
-use kube_aggregator::Body;
 use kube_aggregator::apiservice::{ApiService, ApiServiceSpec, ConditionStatus, ObjectMeta};
 use kube_aggregator::authn::X509Authenticator;
 use kube_aggregator::proxy::REDIRECT_REJECTED;
@@ -296,7 +295,7 @@ async fn watch_events_stream_through_without_buffering() {
     let f = Fixture::start(HTTP11_ONLY, alice(), move |seen: &Seen| {
         assert_eq!(seen.uri.query(), Some("watch=true"));
         let rx = rx.lock().expect("lock").take().expect("one watch request");
-        let mut res = Response::new(Body::new(ChannelBody(rx)));
+        let mut res = Response::new(channel_body(rx));
         res.headers_mut().insert(
             header::CONTENT_TYPE,
             "application/json".parse().expect("valid"),

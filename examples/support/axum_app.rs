@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use axum::Router;
 use axum::routing::get as route_get;
 use http::{Request, Response};
-use kube_aggregator::apiservice::{ApiService, ServiceReference};
+use kube_aggregator::apiservice::ApiService;
 use kube_aggregator::authn::{BearerToken, TokenFileAuthenticator};
 use kube_aggregator::authz::AlwaysAllow;
 use kube_aggregator::availability::StaticServiceResolver;
@@ -56,19 +56,9 @@ async fn widgets(req: Request<Body>) -> Result<Response<Body>, Infallible> {
 }
 
 fn widgets_apiservice() -> ApiService {
-    let mut svc = ApiService::default();
-    svc.metadata.name = "v1.widgets.example.io".into();
-    svc.spec.group = "widgets.example.io".into();
-    svc.spec.version = "v1".into();
-    svc.spec.group_priority_minimum = 1000;
-    svc.spec.version_priority = 15;
-    svc.spec.insecure_skip_tls_verify = true;
-    svc.spec.service = Some(ServiceReference {
-        namespace: "default".into(),
-        name: "widgets".into(),
-        port: None,
-    });
-    svc
+    ApiService::remote("widgets.example.io", "v1", "default", "widgets")
+        .priorities(1000, 15)
+        .insecure_skip_tls_verify()
 }
 
 /// The whole stack around [`router`], with its worker spawned on tokio.

@@ -17,9 +17,7 @@ use std::fmt::Display;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -296,17 +294,10 @@ pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
 
 /// A response body fed frame by frame from a channel; it ends when the sender is dropped.
 /// A watch stream is one of these: each event is sent as soon as it happens.
-#[derive(Debug)]
-pub struct ChannelBody(pub mpsc::Receiver<Bytes>);
-
-impl http_body::Body for ChannelBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.0.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
-    }
+pub fn channel_body(mut rx: mpsc::Receiver<Bytes>) -> Body {
+    let frames = futures_util::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx)
+            .map(|b| b.map(|b| Ok::<_, Infallible>(Frame::data(b))))
+    });
+    Body::new(http_body_util::StreamBody::new(frames))
 }

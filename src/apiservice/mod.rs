@@ -21,6 +21,7 @@
 //! `aggregator`, `apiregistration`, `availability`, `discovery`, `fuzz_logic`, `registry`,
 //! `resolver`, `source`, `transport`.
 
+mod construct;
 mod types;
 mod validation;
 mod version;

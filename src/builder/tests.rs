@@ -6,7 +6,7 @@ use http_body_util::BodyExt;
 use tower::{Layer, ServiceExt};
 
 use super::*;
-use crate::apiservice::{ApiService, ServiceReference};
+use crate::apiservice::ApiService;
 use crate::authz::AlwaysAllow;
 use crate::availability::StaticServiceResolver;
 use crate::body::Body;
@@ -16,19 +16,9 @@ use crate::transport::InMemoryTransport;
 use std::time::Duration;
 
 fn apiservice() -> ApiService {
-    let mut svc = ApiService::default();
-    svc.metadata.name = "v1.widgets.example.io".into();
-    svc.spec.group = "widgets.example.io".into();
-    svc.spec.version = "v1".into();
-    svc.spec.group_priority_minimum = 1000;
-    svc.spec.version_priority = 15;
-    svc.spec.insecure_skip_tls_verify = true;
-    svc.spec.service = Some(ServiceReference {
-        namespace: "ns".into(),
-        name: "widgets".into(),
-        port: None,
-    });
-    svc
+    ApiService::remote("widgets.example.io", "v1", "ns", "widgets")
+        .priorities(1000, 15)
+        .insecure_skip_tls_verify()
 }
 
 async fn get(

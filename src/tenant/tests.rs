@@ -8,7 +8,7 @@ use tower::{Layer, ServiceExt};
 
 use super::*;
 use crate::Aggregator;
-use crate::apiservice::{ApiService, ServiceReference};
+use crate::apiservice::ApiService;
 use crate::authn::UserInfo;
 use crate::authz::{Attributes, Authorization, AuthorizeFuture, Authorizer, Decision, RequestInfo};
 use crate::body::{Body, BoxError};
@@ -149,19 +149,9 @@ async fn the_layer_takes_the_tenant_off_the_path() {
 }
 
 fn apiservice(group: &str, namespace: &str, service: &str) -> ApiService {
-    let mut svc = ApiService::default();
-    svc.metadata.name = format!("v1.{group}");
-    svc.spec.group = group.into();
-    svc.spec.version = "v1".into();
-    svc.spec.group_priority_minimum = 1000;
-    svc.spec.version_priority = 15;
-    svc.spec.insecure_skip_tls_verify = true;
-    svc.spec.service = Some(ServiceReference {
-        namespace: namespace.into(),
-        name: service.into(),
-        port: None,
-    });
-    svc
+    ApiService::remote(group, "v1", namespace, service)
+        .priorities(1000, 15)
+        .insecure_skip_tls_verify()
 }
 
 #[tokio::test]

@@ -21,7 +21,6 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -163,6 +162,16 @@ pub struct Seen {
 }
 
 impl Seen {
+    /// What a request's head says.
+    pub fn from_parts(parts: http::request::Parts) -> Seen {
+        Seen {
+            method: parts.method,
+            uri: parts.uri,
+            version: parts.version,
+            headers: parts.headers,
+        }
+    }
+
     /// Every value of `name`, in arrival order.
     pub fn all(&self, name: &str) -> Vec<&str> {
         self.headers
@@ -432,12 +441,7 @@ async fn backend_accept_loop(
                 let (connections, counted) = (connections.clone(), counted.clone());
                 async move {
                     let (parts, body) = req.into_parts();
-                    let seen = Seen {
-                        method: parts.method,
-                        uri: parts.uri,
-                        version: parts.version,
-                        headers: parts.headers,
-                    };
+                    let seen = Seen::from_parts(parts);
                     if let Some(res) = answers.answer(&seen) {
                         return Ok::<_, Infallible>(res);
                     }
@@ -502,12 +506,7 @@ impl AsyncBackend {
                         let (handler, a, c) = (handler.clone(), a.clone(), c.clone());
                         async move {
                             let (parts, _body) = req.into_parts();
-                            let seen = Seen {
-                                method: parts.method,
-                                uri: parts.uri,
-                                version: parts.version,
-                                headers: parts.headers,
-                            };
+                            let seen = Seen::from_parts(parts);
                             if let Some(res) = Answers::Background.answer(&seen) {
                                 return Ok::<_, Infallible>(res);
                             }
@@ -721,21 +720,14 @@ pub fn respond(status: u16, body: &'static str) -> Response<Body> {
     res
 }
 
-/// A response body written frame by frame as the test sends chunks; it ends when the
-/// sender is dropped.
-#[derive(Debug)]
-pub struct ChannelBody(pub mpsc::UnboundedReceiver<Bytes>);
-
-impl http_body::Body for ChannelBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.0.poll_recv(cx).map(|c| c.map(|b| Ok(Frame::data(b))))
-    }
+/// A body written frame by frame as the test sends chunks; it ends when the sender is
+/// dropped.
+pub fn channel_body(mut rx: mpsc::UnboundedReceiver<Bytes>) -> Body {
+    let chunks = futures_util::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx)
+            .map(|b| b.map(|b| Ok::<_, Infallible>(Frame::data(b))))
+    });
+    Body::new(http_body_util::StreamBody::new(chunks))
 }
 
 // ---------------------------------------------------------------------------------------

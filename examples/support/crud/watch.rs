@@ -27,7 +27,7 @@ use super::output::{self, Form};
 use super::rest::{Call, ListOptions, selected};
 use super::store::{Event, EventType, ReadError, Watching};
 use crate::support::api_status::{expired_status, too_large_resource_version};
-use crate::support::extension_server::ChannelBody;
+use crate::support::extension_server::channel_body;
 
 /// The annotation of the bookmark that ends the initial events.
 pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
@@ -38,7 +38,7 @@ pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 pub fn watch(call: &Call<'_>, opts: ListOptions, bookmark_every: Duration) -> Response<Body> {
     let from = opts.resource_version.filter(|rv| *rv != 0);
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    let mut res = Response::new(Body::new(ChannelBody(rx)));
+    let mut res = Response::new(channel_body(rx));
     res.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -10,18 +10,7 @@ const PREFIX: &str = "APIService.apiregistration.k8s.io";
 
 /// A valid remote APIService for `<version>.<group>`.
 fn remote(version: &str, group: &str) -> ApiService {
-    let mut svc = ApiService::default();
-    svc.metadata.name = format!("{version}.{group}");
-    svc.spec.group = group.to_owned();
-    svc.spec.version = version.to_owned();
-    svc.spec.group_priority_minimum = 100;
-    svc.spec.version_priority = 100;
-    svc.spec.service = Some(ServiceReference {
-        namespace: "ns".to_owned(),
-        name: "api".to_owned(),
-        port: None,
-    });
-    svc
+    ApiService::remote(group, version, "ns", "api")
 }
 
 fn local(version: &str, group: &str) -> ApiService {

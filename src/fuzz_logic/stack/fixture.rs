@@ -177,21 +177,13 @@ impl Authorizer for RecordingPolicy {
 
 /// An APIService `<version>.<group>` served by `<service>.<namespace>.svc`, or local.
 pub(super) fn stack_apiservice(group: &str, service: Option<(&str, &str)>) -> ApiService {
-    let mut svc = ApiService::default();
-    svc.metadata.name = format!("v1.{group}");
-    svc.spec.group = group.to_owned();
-    svc.spec.version = "v1".to_owned();
-    svc.spec.group_priority_minimum = 1000;
-    svc.spec.version_priority = 15;
-    if let Some((namespace, name)) = service {
-        svc.spec.insecure_skip_tls_verify = true;
-        svc.spec.service = Some(crate::apiservice::ServiceReference {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            port: None,
-        });
+    match service {
+        Some((namespace, name)) => {
+            ApiService::remote(group, "v1", namespace, name).insecure_skip_tls_verify()
+        }
+        None => ApiService::local(group, "v1"),
     }
-    svc
+    .priorities(1000, 15)
 }
 
 /// An in-memory extension server that records each request (body read to the end) and
