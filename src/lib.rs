@@ -43,6 +43,33 @@
 //! the inner service's, and `Infallible` for a stack over an infallible host.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+/// `impl Debug` for a type whose fields are not all `Debug`: the type's name and the
+/// fields named, then `..` for the others (`finish_non_exhaustive`).
+macro_rules! debug_fields {
+    ($ty:ident $(<$($g:ident),+>)? { $($field:ident),* $(,)? }) => {
+        impl$(<$($g),+>)? ::std::fmt::Debug for $ty$(<$($g),+>)? {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    $(.field(stringify!($field), &self.$field))*
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+/// A `tower::Service::poll_ready` that is always ready: the service does its work, and
+/// any waiting, in `call`.
+macro_rules! always_ready {
+    () => {
+        fn poll_ready(
+            &mut self,
+            _: &mut ::std::task::Context<'_>,
+        ) -> ::std::task::Poll<Result<(), Self::Error>> {
+            ::std::task::Poll::Ready(Ok(()))
+        }
+    };
+}
+
 pub mod aggregator;
 mod apiregistration;
 pub mod apiservice;

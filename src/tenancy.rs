@@ -151,13 +151,7 @@ pub struct Changed {
     pub(crate) seen: u64,
 }
 
-impl std::fmt::Debug for Changed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Changed")
-            .field("seen", &self.seen)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(Changed { seen });
 
 impl Future for Changed {
     type Output = u64;

@@ -26,11 +26,7 @@ pub struct Worker {
     state: Arc<WorkerState>,
 }
 
-impl std::fmt::Debug for Worker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Worker").finish_non_exhaustive()
-    }
-}
+debug_fields!(Worker {});
 
 impl Worker {
     /// `work` (the builder's joined background futures) as a worker, and the state its stack reads; `now` is when the stack was

@@ -70,23 +70,12 @@ pub(crate) struct Shared {
     metrics: Arc<AuditMetrics>,
 }
 
-impl std::fmt::Debug for Shared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
-            .field("policy", &self.policy)
-            .field("long_running", &self.long_running)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(Shared {
+    policy,
+    long_running
+});
 
-impl std::fmt::Debug for Pending {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pending")
-            .field("event", &self.event)
-            .field("done", &self.done)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(Pending { event, done });
 
 impl std::fmt::Debug for AuditLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

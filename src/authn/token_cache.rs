@@ -78,13 +78,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl std::fmt::Debug for TokenCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenCache")
-            .field("ttl", &self.ttl)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(TokenCache { ttl });
 
 impl TokenCache {
     /// An empty cache keeping results for `ttl`, timed with `timer`, under a fresh random

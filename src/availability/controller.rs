@@ -108,13 +108,7 @@ pub struct AvailabilityController {
     metrics: Arc<AvailabilityMetrics>,
 }
 
-impl std::fmt::Debug for AvailabilityController {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AvailabilityController")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(AvailabilityController { config });
 
 /// What one check found: passed, or the cause of its failure.
 pub(crate) type CheckResult = Result<(), UnavailableCause>;

@@ -115,14 +115,7 @@ pub struct Aggregator {
     tenants: Option<Tenants>,
 }
 
-impl std::fmt::Debug for Aggregator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Aggregator")
-            .field("registry", &self.registry)
-            .field("tenants", &self.tenants)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(Aggregator { registry, tenants });
 
 /// The handlers' end of the stack: the request metrics, the tenant gate, the self reviews
 /// and the aggregator around the host's handlers, boxed (see [`AggregatorStack`]).
@@ -177,11 +170,7 @@ impl<E> Clone for AggregatorStack<E> {
     }
 }
 
-impl<E> std::fmt::Debug for AggregatorStack<E> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AggregatorStack").finish_non_exhaustive()
-    }
-}
+debug_fields!(AggregatorStack<E> {});
 
 impl<B, E> tower::Service<http::Request<B>> for AggregatorStack<E>
 where

@@ -48,14 +48,10 @@ pub struct AggregatorBuilder {
     pub(super) audit: AuditLayer,
 }
 
-impl std::fmt::Debug for AggregatorBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AggregatorBuilder")
-            .field("availability", &self.availability)
-            .field("tenants", &self.tenants)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(AggregatorBuilder {
+    availability,
+    tenants
+});
 
 impl AggregatorBuilder {
     /// Where `namespace/name:port` of each APIService's `spec.service` lives. Default: an

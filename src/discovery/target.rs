@@ -84,15 +84,11 @@ impl Target {
     }
 }
 
-impl std::fmt::Debug for Target {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Target")
-            .field("name", &self.name)
-            .field("service", &self.service)
-            .field("available", &self.available)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(Target {
+    name,
+    service,
+    available
+});
 
 /// A group-version the host serves itself (a local APIService), with its priorities, so
 /// the host's own groups sort where its APIServices say (as kube-apiserver gives its

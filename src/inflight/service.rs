@@ -298,11 +298,7 @@ pin_project! {
     }
 }
 
-impl<F> std::fmt::Debug for Counted<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Counted").finish_non_exhaustive()
-    }
-}
+debug_fields!(Counted<F> {});
 
 impl<F, E> Future for Counted<F>
 where

@@ -131,11 +131,7 @@ pin_project! {
     }
 }
 
-impl<F> std::fmt::Debug for ResponseFuture<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResponseFuture").finish_non_exhaustive()
-    }
-}
+debug_fields!(ResponseFuture<F> {});
 
 impl<F, E> Future for ResponseFuture<F>
 where
@@ -169,11 +165,7 @@ pin_project! {
     }
 }
 
-impl std::fmt::Debug for MetricsBody {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MetricsBody").finish_non_exhaustive()
-    }
-}
+debug_fields!(MetricsBody {});
 
 impl http_body::Body for MetricsBody {
     type Data = bytes::Bytes;

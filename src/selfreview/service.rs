@@ -357,11 +357,7 @@ impl<F> Answering<F> {
     }
 }
 
-impl<F> std::fmt::Debug for Answering<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Answering").finish_non_exhaustive()
-    }
-}
+debug_fields!(Answering<F> {});
 
 impl<F, E> Future for Answering<F>
 where

@@ -155,11 +155,7 @@ impl ServeConfig {
 #[derive(Clone)]
 pub struct ServingTls(Arc<arc_swap::ArcSwap<ServerConfig>>);
 
-impl std::fmt::Debug for ServingTls {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServingTls").finish_non_exhaustive()
-    }
-}
+debug_fields!(ServingTls {});
 
 impl ServingTls {
     /// Serves with `config` until another is stored.
@@ -193,13 +189,7 @@ pub struct DynamicServing {
     http2: bool,
 }
 
-impl std::fmt::Debug for DynamicServing {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DynamicServing")
-            .field("http2", &self.http2)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(DynamicServing { http2 });
 
 impl DynamicServing {
     /// Serves `cert_pem` and `key_pem`, offering the issuers of `cas` (none when `None`),

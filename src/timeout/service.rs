@@ -87,14 +87,7 @@ struct Hooked {
     uri: http::Uri,
 }
 
-impl std::fmt::Debug for Hooked {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hooked")
-            .field("method", &self.method)
-            .field("uri", &self.uri)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(Hooked { method, uri });
 
 impl TimeoutLayer {
     /// kube-apiserver's defaults: 60 s, its long-running requests exempt.

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
-use std::task::{Context, Poll};
 
 use http::uri::Authority;
 use http::{Extensions, Request, Response};
@@ -192,9 +191,7 @@ impl Service<Request<Body>> for InProcess {
     type Error = BoxError;
     type Future = Oneshot<BackendClient, Request<Body>>;
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        Poll::Ready(Ok(()))
-    }
+    always_ready!();
 
     fn call(&mut self, mut req: Request<Body>) -> Self::Future {
         // The client's extensions stay on this side of the "wire": a backend that read

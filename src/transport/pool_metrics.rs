@@ -23,11 +23,7 @@ use super::pool::{PoolStats, WeakPool};
 #[derive(Clone, Default)]
 pub struct PoolMetrics(Arc<Mutex<Vec<(String, WeakPool)>>>);
 
-impl std::fmt::Debug for PoolMetrics {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PoolMetrics").finish_non_exhaustive()
-    }
-}
+debug_fields!(PoolMetrics {});
 
 impl PoolMetrics {
     /// Follows `pool`, the pool of a client for the Service `service`.

@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::{Request, Response};
@@ -184,9 +183,7 @@ impl Service<Request<Body>> for UpgradeClient {
     type Error = BoxError;
     type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, BoxError>> + Send>>;
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        Poll::Ready(Ok(()))
-    }
+    always_ready!();
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         let connector = self.connector.clone();

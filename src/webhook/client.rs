@@ -142,14 +142,7 @@ pub struct WebhookClient {
     metrics: Option<Arc<WebhookMetrics>>,
 }
 
-impl std::fmt::Debug for WebhookClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WebhookClient")
-            .field("url", &self.url)
-            .field("backoff", &self.backoff)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(WebhookClient { url, backoff });
 
 impl WebhookClient {
     /// Posts to `url` through `transport`, timing attempts and backoff with `timer`. No

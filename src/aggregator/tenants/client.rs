@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::task::{Context, Poll};
 
 use http::uri::PathAndQuery;
 use http::{HeaderName, HeaderValue, Request, Response, Uri};
@@ -77,10 +76,8 @@ impl Service<Request<Body>> for Shared {
     type Error = BoxError;
     type Future = Oneshot<BackendClient, Request<Body>>;
 
-    /// Always ready: each call takes a fresh clone of the shared client.
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        Poll::Ready(Ok(()))
-    }
+    // Always ready: each call takes a fresh clone of the shared client.
+    always_ready!();
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         (*self.0).clone().oneshot(req)
@@ -142,10 +139,8 @@ impl Service<Request<Body>> for TenantClient {
     type Error = BoxError;
     type Future = Oneshot<BackendClient, Request<Body>>;
 
-    /// Always ready: each call takes a fresh clone of the shared client.
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        Poll::Ready(Ok(()))
-    }
+    // Always ready: each call takes a fresh clone of the shared client.
+    always_ready!();
 
     fn call(&mut self, mut req: Request<Body>) -> Self::Future {
         match (self.forwarding, &self.prefix) {

@@ -67,13 +67,7 @@ impl<F> ResponseFuture<F> {
     }
 }
 
-impl<F> std::fmt::Debug for ResponseFuture<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResponseFuture")
-            .field("state", &self.state)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(ResponseFuture<F> { state });
 
 impl<F, E> Future for ResponseFuture<F>
 where
