@@ -253,15 +253,11 @@ pub fn plain_text_error(code: StatusCode, message: &str) -> Response<Body> {
     body.push('\n');
     let mut res = Response::new(Body::full(body));
     *res.status_mut() = code;
-    let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
+    let text = HeaderValue::from_static("text/plain; charset=utf-8");
+    res.headers_mut().insert(header::CONTENT_TYPE, text);
+    let nosniff = HeaderValue::from_static("nosniff");
+    res.headers_mut()
+        .insert(header::X_CONTENT_TYPE_OPTIONS, nosniff);
     res
 }
 

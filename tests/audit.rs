@@ -10,7 +10,7 @@ pub mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kubectl_cli::{Kubectl, scratch_dir};
+use kubectl_cli::{scratch_dir, start_demo};
 use serde_json::{Value, json};
 
 /// `uri` with its query parameters sorted and kubectl's `timeout` left out: kubectl adds
@@ -86,11 +86,8 @@ fn uuid_like(id: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_log_records_who_did_what_as_kube_apiserver_does() {
     let dir = scratch_dir("audit");
-    let demo = support::demo::start(&dir, Duration::from_secs(30))
-        .await
-        .expect("the demo starts");
+    let (demo, kubectl) = start_demo(&dir, Default::default()).await;
     let log = dir.canonicalize().expect("dir").join("audit.log");
-    let kubectl = Kubectl::beside(&demo.kubeconfig);
 
     // A proxied GET, by the admin (x509, system:masters): received, then complete.
     let nodes = "/apis/metrics.k8s.io/v1beta1/nodes";
@@ -425,11 +422,8 @@ async fn the_audit_webhook_gets_event_lists_in_batches_or_holds_the_request() {
         extra_args: &batch,
         ..support::demo::DemoOptions::default()
     };
-    let demo = support::demo::start_with_options(&dir, Duration::from_secs(30), options)
-        .await
-        .expect("the demo starts");
+    let (demo, kubectl) = start_demo(&dir, options).await;
     let log = dir.canonicalize().expect("dir").join("audit.log");
-    let kubectl = Kubectl::beside(&demo.kubeconfig);
 
     let nodes = "/apis/metrics.k8s.io/v1beta1/nodes";
     kubectl.ok(&["get", "--raw", nodes]).await;
@@ -471,10 +465,7 @@ async fn the_audit_webhook_gets_event_lists_in_batches_or_holds_the_request() {
         ..support::demo::DemoOptions::default()
     };
     let dir = scratch_dir("audit-webhook-strict");
-    let demo = support::demo::start_with_options(&dir, Duration::from_secs(30), options)
-        .await
-        .expect("the demo starts");
-    let kubectl = Kubectl::beside(&demo.kubeconfig);
+    let (demo, kubectl) = start_demo(&dir, options).await;
     let calls = hook.calls.load(std::sync::atomic::Ordering::SeqCst);
     let (ok, _, stderr) = kubectl.run(&["get", "--raw", nodes]).await;
     assert!(!ok, "a request whose event the webhook refused went on");

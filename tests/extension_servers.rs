@@ -18,7 +18,7 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
-use kubectl_cli::{Kubectl, scratch_dir};
+use kubectl_cli::{Kubectl, item_strings, scratch_dir, start_demo};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls_pki_types::pem::PemObject;
 use serde_json::Value;
@@ -97,10 +97,7 @@ fn names(list: &Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_and_external_metrics_through_the_gateway() {
     let dir = scratch_dir("custom-metrics");
-    let demo = support::demo::start(&dir, Duration::from_secs(30))
-        .await
-        .expect("the demo starts");
-    let kc = Kubectl::beside(&demo.kubeconfig);
+    let (demo, kc) = start_demo(&dir, Default::default()).await;
 
     // kubectl get --raw with label selectors; kubectl re-encodes the query Go's way.
     let raw = kc.ok(&["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/http_requests_per_second?labelSelector=app=frontend"]).await;
@@ -136,12 +133,7 @@ async fn custom_and_external_metrics_through_the_gateway() {
     let raw = kc.ok(&["get", "--raw", "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_messages_ready?labelSelector=queue+in+(orders,payments)"]).await;
     let list: Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(list["kind"], "ExternalMetricValueList");
-    let queues: Vec<&str> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metricLabels"]["queue"].as_str().unwrap())
-        .collect();
+    let queues = item_strings(&list, "/metricLabels/queue");
     assert_eq!(queues, ["orders", "payments"]);
 
     // Unknown metrics: 404 Status with custom-metrics-apiserver's wording.
@@ -279,10 +271,7 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
     let dir = scratch_dir("catalog");
-    let demo = support::demo::start(&dir, Duration::from_secs(30))
-        .await
-        .expect("the demo starts");
-    let kc = Kubectl::beside(&demo.kubeconfig);
+    let (demo, kc) = start_demo(&dir, Default::default()).await;
     let manifest = dir.join("instance.yaml");
     std::fs::write(&manifest, INSTANCE).unwrap();
     let file = manifest.to_str().unwrap();
@@ -472,10 +461,7 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
     // The catalog persists across a restart; a watch from before it gets 410 Expired.
     let before = demo.crud.store().current();
     demo.shutdown().await;
-    let demo = support::demo::start(&dir, Duration::from_secs(30))
-        .await
-        .expect("the demo restarts");
-    let kc = Kubectl::beside(&demo.kubeconfig);
+    let (demo, kc) = start_demo(&dir, Default::default()).await;
     assert_eq!(
         kc.ok(&["get", "csb", "-o", "name"]).await.trim(),
         "clusterservicebroker.servicecatalog.example.io/ups"

@@ -7,7 +7,7 @@ pub mod kubectl_cli;
 #[path = "../examples/support/mod.rs"]
 pub mod support;
 
-use kubectl_cli::{kubectl, rows, run_kubectl, scratch_dir};
+use kubectl_cli::{item_strings, kubectl, rows, run_kubectl, scratch_dir};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -29,13 +29,7 @@ async fn kubectl_reaches_the_extension_server_through_the_aggregator() {
     let list: serde_json::Value = serde_json::from_str(&raw).expect("NodeMetricsList JSON");
     assert_eq!(list["kind"], "NodeMetricsList");
     assert_eq!(list["apiVersion"], "metrics.k8s.io/v1beta1");
-    let names: Vec<&str> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["node-a", "node-b"]);
+    assert_eq!(item_strings(&list, "/metadata/name"), ["node-a", "node-b"]);
     assert_eq!(list["items"][0]["usage"]["cpu"], "612345678n");
 
     // kubectl top nodes: metrics through the aggregator, joined with the gateway's nodes.

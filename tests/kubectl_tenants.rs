@@ -10,7 +10,7 @@ pub mod kubectl_cli;
 #[path = "../examples/support/mod.rs"]
 pub mod support;
 
-use kubectl_cli::{Kubectl, scratch_dir};
+use kubectl_cli::{Kubectl, scratch_dir, start_demo};
 use std::time::Duration;
 
 /// The `APIVERSION` column of `kubectl api-resources`, deduplicated and sorted.
@@ -49,10 +49,7 @@ async fn eventually(kubectl: &Kubectl, args: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_sees_each_tenant_apart() {
     let dir = scratch_dir("tenants");
-    let demo = support::demo::start(&dir, Duration::from_secs(30))
-        .await
-        .expect("the demo starts with its tenants");
-    let kc = Kubectl::beside(&demo.kubeconfig);
+    let (demo, kc) = start_demo(&dir, Default::default()).await;
     let server = format!("https://{}", demo.gateway.local_addr);
     let team = |t: &str| format!("--server={server}/clusters/{t}");
 

@@ -8,9 +8,8 @@ pub mod kubectl_cli;
 pub mod support;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use kubectl_cli::{Kubectl, scratch_dir};
+use kubectl_cli::{scratch_dir, start_demo};
 
 /// One sample: the metric name, its labels, its value.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,10 +132,7 @@ fn find<'a>(samples: &'a [Sample], name: &str, with: &[(&str, &str)]) -> Vec<&'a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_through_kubectl_carry_upstreams_names_labels_and_buckets() {
     let dir = scratch_dir("metrics");
-    let demo = support::demo::start(&dir, Duration::from_secs(30))
-        .await
-        .expect("the demo starts");
-    let kubectl = Kubectl::beside(&demo.kubeconfig);
+    let (demo, kubectl) = start_demo(&dir, Default::default()).await;
 
     let nodes = "/apis/metrics.k8s.io/v1beta1/nodes";
     for _ in 0..3 {

@@ -825,16 +825,16 @@ fn encode(format: Format, body: &Value) -> Response<Full<Bytes>> {
 fn respond(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache, private"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
+    let headers = [
+        (header::CONTENT_TYPE, content_type),
+        (header::CACHE_CONTROL, "no-cache, private"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    ];
+    for (name, value) in headers {
+        response
+            .headers_mut()
+            .insert(name, HeaderValue::from_static(value));
+    }
     response
 }
 

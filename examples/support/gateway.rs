@@ -706,19 +706,11 @@ fn local(
 ) -> Response<Body> {
     let (parts, _body) = req.into_parts();
     if !discovery_synced && matches!(parts.uri.path(), "/readyz" | "/readyz/") {
-        let body = "[+]ping ok\n[-]poststarthook/apiservice-discovery-controller failed: reason withheld\nreadyz check failed\n";
-        let mut res = Response::new(Body::full(body));
-        *res.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
-        let h = res.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; charset=utf-8"),
+        let body = "[+]ping ok\n[-]poststarthook/apiservice-discovery-controller failed: reason withheld\nreadyz check failed";
+        return kube_aggregator::status::plain_text_error(
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            body,
         );
-        h.insert(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        );
-        return res;
     }
     if parts.uri.path() == "/metrics" {
         // kube-apiserver's format: Prometheus text 0.0.4 (see `AvailabilityMetrics`).

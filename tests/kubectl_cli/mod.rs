@@ -79,6 +79,31 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// The demo started in `dir` with `options`, its APIServices `Available` within 30 s,
+/// and a kubectl beside it; panics with the reason when it does not start.
+pub async fn start_demo(
+    dir: &Path,
+    options: crate::support::demo::DemoOptions<'_>,
+) -> (crate::support::demo::Demo, Kubectl) {
+    let demo = crate::support::demo::start_with_options(dir, Duration::from_secs(30), options)
+        .await
+        .unwrap_or_else(|e| panic!("the demo starts in {}: {e}", dir.display()));
+    let kubectl = Kubectl::beside(&demo.kubeconfig);
+    (demo, kubectl)
+}
+
+/// The string at the JSON pointer `pointer` in each of `list`'s `items`, in order; panics
+/// with the list when one is missing.
+pub fn item_strings<'a>(list: &'a serde_json::Value, pointer: &str) -> Vec<&'a str> {
+    let items = list["items"].as_array();
+    let items = items.unwrap_or_else(|| panic!("no items in {list}"));
+    let at = |i: &'a serde_json::Value| i.pointer(pointer).and_then(|v| v.as_str());
+    let found = items
+        .iter()
+        .map(|i| at(i).unwrap_or_else(|| panic!("no {pointer} in {i}")));
+    found.collect()
+}
+
 /// A kubectl table as rows of whitespace-separated cells, blank lines dropped.
 pub fn rows(table: &str) -> Vec<Vec<String>> {
     table
