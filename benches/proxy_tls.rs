@@ -47,25 +47,14 @@ use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
 use kube_aggregator::{Aggregator, Body, server};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::server::WebPkiClientVerifier;
-use rustls::{ClientConfig, RootCertStore, ServerConfig};
-use rustls_pki_types::pem::PemObject;
+use pki::{certs, key, provider};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, RootCertStore};
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 use tower::Layer;
 
 const PATH: &str = "/apis/metrics.k8s.io/v1beta1/nodes";
-fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
-    CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .unwrap_or_else(|e| panic!("generated PEM certificates: {e}"))
-}
-
-fn key(pem: &str) -> PrivateKeyDer<'static> {
-    PrivateKeyDer::from_pem_slice(pem.as_bytes())
-        .unwrap_or_else(|e| panic!("generated PEM key: {e}"))
-}
 
 fn roots(ca_pem: &str) -> RootCertStore {
     let mut roots = RootCertStore::empty();
@@ -75,10 +64,6 @@ fn roots(ca_pem: &str) -> RootCertStore {
     roots
 }
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 /// The extension server's TLS: requires a client certificate from `front_proxy_ca` and
 /// offers `alpn`.
 fn backend_acceptor(
@@ -86,20 +71,7 @@ fn backend_acceptor(
     front_proxy_ca: &pki::Ca,
     alpn: &[&[u8]],
 ) -> tokio_rustls::TlsAcceptor {
-    let verifier = WebPkiClientVerifier::builder_with_provider(
-        Arc::new(roots(&front_proxy_ca.cert_pem)),
-        provider(),
-    )
-    .build()
-    .unwrap_or_else(|e| panic!("front-proxy client verifier: {e}"));
-    let mut config = ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap_or_else(|e| panic!("TLS versions: {e}"))
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(certs(&serving.cert_pem), key(&serving.key_pem))
-        .unwrap_or_else(|e| panic!("serving certificate: {e}"));
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+    tokio_rustls::TlsAcceptor::from(serving.server_config(&[&front_proxy_ca.cert_pem], alpn))
 }
 
 /// The extension server: requires a client certificate from `front_proxy_ca`, offers

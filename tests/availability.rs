@@ -41,9 +41,8 @@ use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
 use kube_aggregator::{AggregatorLayer, Body, server};
 use pki::{Ca, Leaf};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::server::WebPkiClientVerifier;
-use rustls_pki_types::pem::PemObject;
+use pki::{certs, key, provider};
+use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 use tower::ServiceBuilder;
@@ -70,20 +69,6 @@ fn config() -> AvailabilityConfig {
         soft_failure_threshold: 3,
         degraded_recheck: Duration::from_millis(50),
     }
-}
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
-    CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .expect("PEM certificates")
-}
-
-fn key(pem: &str) -> PrivateKeyDer<'static> {
-    PrivateKeyDer::from_pem_slice(pem.as_bytes()).expect("PEM private key")
 }
 
 fn roots(ca: &Ca) -> rustls::RootCertStore {
@@ -133,20 +118,9 @@ impl Pki {
     /// The extension server's TLS: a client certificate from the front-proxy CA is
     /// mandatory, so a probe that does not present the proxy identity fails the handshake.
     fn backend_tls(&self) -> Arc<rustls::ServerConfig> {
-        let verifier = WebPkiClientVerifier::builder_with_provider(
-            Arc::new(roots(&self.front_proxy_ca)),
-            provider(),
-        )
-        .build()
-        .expect("client verifier");
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
-            .expect("protocol versions")
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(certs(&self.backend.cert_pem), key(&self.backend.key_pem))
-            .expect("backend serving certificate");
-        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        Arc::new(tls)
+        let alpn: &[&[u8]] = &[b"h2", b"http/1.1"];
+        self.backend
+            .server_config(&[&self.front_proxy_ca.cert_pem], alpn)
     }
 
     fn proxy_identity(&self) -> ClientCertificate {
@@ -160,26 +134,9 @@ impl Pki {
 
 /// A remote APIService for the widget API, verified with the backend CA.
 fn remote_apiservice(pki: &Pki) -> ApiService {
-    ApiService {
-        metadata: ObjectMeta {
-            name: NAME.into(),
-            ..ObjectMeta::default()
-        },
-        spec: ApiServiceSpec {
-            service: Some(ServiceReference {
-                namespace: NAMESPACE.into(),
-                name: SERVICE.into(),
-                port: None,
-            }),
-            group: GROUP.into(),
-            version: VERSION.into(),
-            ca_bundle: pki.backend_ca.cert_pem.clone().into_bytes(),
-            group_priority_minimum: 1000,
-            version_priority: 15,
-            ..ApiServiceSpec::default()
-        },
-        ..ApiService::default()
-    }
+    ApiService::remote(GROUP, VERSION, NAMESPACE, SERVICE)
+        .priorities(1000, 15)
+        .ca_bundle(pki.backend_ca.cert_pem.as_bytes())
 }
 
 /// Binds with `SO_REUSEADDR`, so a port whose previous connections linger in TIME_WAIT

@@ -22,10 +22,10 @@ use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use kube_aggregator::apiservice::ApiService;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::server::WebPkiClientVerifier;
+use rustls::pki_types::{PrivateKeyDer, ServerName};
 use rustls_pki_types::pem::PemObject;
 use support::flags::GatewayOptions;
+use support::pki::{certs, provider};
 use support::{gateway, pki};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -33,16 +33,6 @@ const APISERVICE: &str = "v1alpha1.widgets.example.io";
 const BASE: &str = "/apis/widgets.example.io/v1alpha1";
 const RELOAD: Duration = Duration::from_millis(100);
 const TOKEN: &str = "load-token";
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
-    CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .expect("PEM certificates")
-}
 
 fn roots(pems: &[&str]) -> rustls::RootCertStore {
     let mut roots = rustls::RootCertStore::empty();
@@ -123,23 +113,7 @@ impl Backend {
     }
 
     fn config(front_proxy_ca: &str, serving: &pki::Leaf) -> Arc<rustls::ServerConfig> {
-        let verifier = WebPkiClientVerifier::builder_with_provider(
-            Arc::new(roots(&[front_proxy_ca])),
-            provider(),
-        )
-        .build()
-        .expect("client verifier");
-        let mut config = rustls::ServerConfig::builder_with_provider(provider())
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(
-                certs(&serving.cert_pem),
-                PrivateKeyDer::from_pem_slice(serving.key_pem.as_bytes()).expect("key"),
-            )
-            .expect("serving certificate");
-        config.alpn_protocols = vec![b"h2".to_vec()];
-        Arc::new(config)
+        serving.server_config(&[front_proxy_ca], &[b"h2"])
     }
 
     /// New connections get `serving`.

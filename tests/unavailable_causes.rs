@@ -18,9 +18,7 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use kube_aggregator::apiservice::{
-    ApiService, ApiServiceCondition, ApiServiceSpec, ObjectMeta, ServiceReference,
-};
+use kube_aggregator::apiservice::{ApiService, ApiServiceCondition};
 use kube_aggregator::availability::{
     AvailabilityConfig, AvailabilityController, AvailabilityMetrics, StaticServiceResolver,
 };
@@ -29,9 +27,6 @@ use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
 use pki::{Ca, Leaf};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::WebPkiClientVerifier;
-use rustls_pki_types::pem::PemObject;
 use tokio::net::TcpListener;
 
 const NAME: &str = "v1alpha1.widgets.example.io";
@@ -40,16 +35,6 @@ const SERVICE: &str = "widget-api";
 const SERVICE_DNS: &str = "widget-api.widgets.svc";
 const PROBE_PATH: &str = "/apis/widgets.example.io/v1alpha1";
 const RESOURCE_LIST: &str = r#"{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"widgets.example.io/v1alpha1","resources":[]}"#;
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
-    CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .expect("PEM certificates")
-}
 
 /// The trust domains: the extension server's serving CA and the front-proxy CA whose
 /// client certificate the aggregator presents.
@@ -80,50 +65,16 @@ impl Cluster {
 
     /// The APIService, trusting the backend CA.
     fn apiservice(&self) -> ApiService {
-        ApiService {
-            metadata: ObjectMeta {
-                name: NAME.into(),
-                ..ObjectMeta::default()
-            },
-            spec: ApiServiceSpec {
-                service: Some(ServiceReference {
-                    namespace: NAMESPACE.into(),
-                    name: SERVICE.into(),
-                    port: None,
-                }),
-                group: "widgets.example.io".into(),
-                version: "v1alpha1".into(),
-                ca_bundle: self.backend_ca.cert_pem.clone().into_bytes(),
-                group_priority_minimum: 1000,
-                version_priority: 15,
-                ..ApiServiceSpec::default()
-            },
-            ..ApiService::default()
-        }
+        ApiService::remote("widgets.example.io", "v1alpha1", NAMESPACE, SERVICE)
+            .priorities(1000, 15)
+            .ca_bundle(self.backend_ca.cert_pem.as_bytes())
     }
 }
 
 /// An extension server's TLS: `serving`, and a client certificate from `client_ca`
 /// required in the handshake.
 fn backend_tls(serving: &Leaf, client_ca: &Ca) -> Arc<rustls::ServerConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in certs(&client_ca.cert_pem) {
-        roots.add(c).expect("trust anchor");
-    }
-    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
-        .build()
-        .expect("client verifier");
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .expect("protocol versions")
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(
-            certs(&serving.cert_pem),
-            PrivateKeyDer::from_pem_slice(serving.key_pem.as_bytes()).expect("key"),
-        )
-        .expect("serving certificate");
-    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Arc::new(tls)
+    serving.server_config(&[&client_ca.cert_pem], &[b"h2", b"http/1.1"])
 }
 
 /// Serves HTTPS with `tls` on 127.0.0.1, answering every request with `answer()`.

@@ -23,8 +23,9 @@ use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
 use kube_aggregator::{Aggregator, Body, server};
+use pki::{certs, provider};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::{PrivateKeyDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tower::Layer;
@@ -35,16 +36,6 @@ struct Fixture {
     gateway: SocketAddr,
     client_tls: Arc<rustls::ClientConfig>,
     backend_requests: Arc<AtomicUsize>,
-}
-
-fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
-    CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .unwrap()
-}
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// The backend: `/apis/stream.example.com/v1/echo` upgrades and answers "hello " + the
@@ -129,25 +120,8 @@ async fn start() -> Fixture {
 
     // Backend: HTTP/1.1 with upgrades, requiring the front-proxy client certificate.
     let serving = service_ca.server("streamer.default.svc", &["streamer.default.svc"]);
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(certs(&front_proxy_ca.cert_pem).remove(0))
-        .unwrap();
-    let verifier =
-        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
-            .build()
-            .unwrap();
-    let mut backend_tls = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(
-            certs(&serving.cert_pem),
-            PrivateKeyDer::from_pem_slice(serving.key_pem.as_bytes()).unwrap(),
-        )
-        .unwrap();
-    backend_tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(backend_tls));
+    let backend_tls = serving.server_config(&[&front_proxy_ca.cert_pem], &[b"http/1.1"]);
+    let acceptor = tokio_rustls::TlsAcceptor::from(backend_tls);
     let backend_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let backend_addr = backend_listener.local_addr().unwrap();
     let backend_requests = Arc::new(AtomicUsize::new(0));

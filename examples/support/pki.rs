@@ -107,3 +107,50 @@ fn dn(cn: &str, orgs: &[&str]) -> DistinguishedName {
     dn.push(DnType::CommonName, cn);
     dn
 }
+
+/// The certificates of `pem`, DER; panics when it does not parse (the PEM is ours).
+pub fn certs(pem: &str) -> Vec<rustls::pki_types::CertificateDer<'static>> {
+    use rustls::pki_types::pem::PemObject;
+    let parsed = rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes());
+    parsed.collect::<Result<_, _>>().expect("PEM certificates")
+}
+
+/// The private key of `pem`, DER; panics when it does not parse.
+pub fn key(pem: &str) -> rustls::pki_types::PrivateKeyDer<'static> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::PrivateKeyDer::from_pem_slice(pem.as_bytes()).expect("PEM private key")
+}
+
+/// rustls' `ring` provider, which the tests and benches build their configs with.
+pub fn provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
+    std::sync::Arc::new(rustls::crypto::ring::default_provider())
+}
+
+impl Leaf {
+    /// A TLS server serving this certificate that requires a client certificate issued
+    /// by one of `client_cas` (PEM) in the handshake, offering `alpn`: an extension
+    /// server in front of which the aggregator must present its proxy identity.
+    pub fn server_config(
+        &self,
+        client_cas: &[&str],
+        alpn: &[&[u8]],
+    ) -> std::sync::Arc<rustls::ServerConfig> {
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in client_cas.iter().flat_map(|pem| certs(pem)) {
+            roots.add(ca).expect("a client CA is a trust anchor");
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            std::sync::Arc::new(roots),
+            provider(),
+        );
+        let verifier = verifier.build().expect("client certificate verifier");
+        let mut config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(certs(&self.cert_pem), key(&self.key_pem))
+            .expect("serving certificate and key");
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        std::sync::Arc::new(config)
+    }
+}

@@ -30,7 +30,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use kube_aggregator::apiservice::{ApiService, ApiServiceSpec, ObjectMeta, ServiceReference};
+use kube_aggregator::apiservice::ApiService;
 use kube_aggregator::authn::{AuthenticateFuture, Authenticator, UserInfo};
 use kube_aggregator::authz::{AlwaysAllow, Authorizer};
 use kube_aggregator::availability::{AvailabilityConfig, ServiceResolver, StaticServiceResolver};
@@ -38,10 +38,9 @@ use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::source::ApiServiceEvent;
 use kube_aggregator::transport::{ClientCertificate, RustlsTransport};
 use kube_aggregator::{Aggregator, AggregatorBuilder, Body, Registry, server};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::server::WebPkiClientVerifier;
+use pki::{certs, key, provider};
+use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
-use rustls_pki_types::pem::PemObject;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tower::Layer;
@@ -97,26 +96,12 @@ impl Default for Pki {
     }
 }
 
-fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
-    CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .expect("generated PEM certificates parse")
-}
-
-fn key(pem: &str) -> PrivateKeyDer<'static> {
-    PrivateKeyDer::from_pem_slice(pem.as_bytes()).expect("generated PEM key parses")
-}
-
 fn roots(ca_pem: &str) -> RootCertStore {
     let mut roots = RootCertStore::empty();
     for c in certs(ca_pem) {
         roots.add(c).expect("generated CA is a trust anchor");
     }
     roots
-}
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -132,20 +117,7 @@ pub fn backend_tls(pki: &Pki, alpn: &[&[u8]]) -> Arc<ServerConfig> {
 /// As [`backend_tls`], serving `server_name` (`<service>.<namespace>.svc`).
 pub fn backend_tls_for(pki: &Pki, alpn: &[&[u8]], server_name: &str) -> Arc<ServerConfig> {
     let leaf = pki.serving_ca.server("backend", &[server_name]);
-    let verifier = WebPkiClientVerifier::builder_with_provider(
-        Arc::new(roots(&pki.front_proxy_ca.cert_pem)),
-        provider(),
-    )
-    .build()
-    .expect("front-proxy client verifier");
-    let mut config = ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(certs(&leaf.cert_pem), key(&leaf.key_pem))
-        .expect("backend serving certificate");
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Arc::new(config)
+    leaf.server_config(&[&pki.front_proxy_ca.cert_pem], alpn)
 }
 
 /// What the backend received: one request.
@@ -777,26 +749,9 @@ impl Gateway {
 /// `v1alpha1.widgets.example.io` served by `test-ns/backend:443`, verified with the
 /// serving CA.
 pub fn widgets_apiservice(pki: &Pki) -> ApiService {
-    ApiService {
-        metadata: ObjectMeta {
-            name: APISERVICE.into(),
-            ..ObjectMeta::default()
-        },
-        spec: ApiServiceSpec {
-            service: Some(ServiceReference {
-                namespace: "test-ns".into(),
-                name: "backend".into(),
-                port: Some(443),
-            }),
-            group: GROUP.into(),
-            version: VERSION.into(),
-            ca_bundle: pki.serving_ca.cert_pem.as_bytes().to_vec(),
-            group_priority_minimum: 1000,
-            version_priority: 15,
-            ..ApiServiceSpec::default()
-        },
-        ..ApiService::default()
-    }
+    ApiService::remote(GROUP, VERSION, "test-ns", "backend")
+        .priorities(1000, 15)
+        .ca_bundle(pki.serving_ca.cert_pem.as_bytes())
 }
 
 /// Vouches for every request as one fixed user, as a token or OIDC authenticator would.
