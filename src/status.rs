@@ -158,11 +158,7 @@ impl Status {
     /// assert_eq!(s.message, r#"apiservices.apiregistration.k8s.io "v1.example.com" not found"#);
     /// ```
     pub fn not_found(group: &str, resource: &str, name: &str) -> Status {
-        let qualified = if group.is_empty() {
-            resource.to_owned()
-        } else {
-            format!("{resource}.{group}")
-        };
+        let qualified = qualified(group, resource);
         let mut s = Status::failure(
             StatusCode::NOT_FOUND,
             "NotFound",
@@ -181,11 +177,7 @@ impl Status {
     /// `<action> is not supported on resources of kind "<resource>.<group>"`, details with
     /// the group and the resource as `kind`.
     pub fn method_not_supported(group: &str, resource: &str, action: &str) -> Status {
-        let qualified = if group.is_empty() {
-            resource.to_owned()
-        } else {
-            format!("{resource}.{group}")
-        };
+        let qualified = qualified(group, resource);
         let mut s = Status::failure(
             StatusCode::METHOD_NOT_ALLOWED,
             "MethodNotAllowed",
@@ -239,6 +231,16 @@ impl Status {
         // The audit layer records what the answer said (upstream's `LogResponseObject`).
         res.extensions_mut().insert(self);
         res
+    }
+}
+
+/// `<resource>.<group>`, or `<resource>` for the core group: how apimachinery's errors
+/// name a group resource (`schema.GroupResource.String()`).
+fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_owned()
+    } else {
+        format!("{resource}.{group}")
     }
 }
 

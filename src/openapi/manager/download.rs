@@ -91,23 +91,11 @@ pub(super) async fn download(
         Ok((StatusCode::NOT_FOUND, ..)) => V2Result::NotFound,
         Ok((StatusCode::OK, tag, body)) => match serde_json::from_slice::<Value>(&body) {
             Ok(spec) if spec.is_object() => V2Result::Found(spec, tag),
-            Ok(_) => {
-                tracing::warn!(apiservice = %name, "openapi: /openapi/v2 is not a JSON object");
-                V2Result::Failed
-            }
-            Err(e) => {
-                tracing::warn!(apiservice = %name, error = %e, "openapi: /openapi/v2 does not decode");
-                V2Result::Failed
-            }
+            Ok(_) => failed(name, "/openapi/v2", Failure::NotAnObject),
+            Err(e) => failed(name, "/openapi/v2", Failure::Decode(&e)),
         },
-        Ok((status, ..)) => {
-            tracing::info!(apiservice = %name, status = status.as_u16(), "openapi: failed to download /openapi/v2");
-            V2Result::Failed
-        }
-        Err(e) => {
-            tracing::info!(apiservice = %name, error = %e, "openapi: failed to download /openapi/v2");
-            V2Result::Failed
-        }
+        Ok((status, ..)) => failed(name, "/openapi/v2", Failure::Status(status)),
+        Err(e) => failed(name, "/openapi/v2", Failure::Download(&e)),
     };
     let key = gv_key(target);
     let v3 = match get(target, "/openapi/v3", None, timer, config).await {
@@ -125,19 +113,57 @@ pub(super) async fn download(
                 }
                 V3Result::Root(mine)
             }
-            Err(e) => {
-                tracing::warn!(apiservice = %name, error = %e, "openapi: /openapi/v3 does not decode");
-                V3Result::Failed
-            }
+            Err(e) => failed(name, "/openapi/v3", Failure::Decode(&e)),
         },
-        Ok((status, ..)) => {
-            tracing::info!(apiservice = %name, status = status.as_u16(), "openapi: failed to download /openapi/v3");
-            V3Result::Failed
-        }
-        Err(e) => {
-            tracing::info!(apiservice = %name, error = %e, "openapi: failed to download /openapi/v3");
-            V3Result::Failed
-        }
+        Ok((status, ..)) => failed(name, "/openapi/v3", Failure::Status(status)),
+        Err(e) => failed(name, "/openapi/v3", Failure::Download(&e)),
     };
     Downloaded { v2, v3 }
+}
+
+/// Why a download of one document failed.
+enum Failure<'a> {
+    /// The backend answered, but not 200 (nor 304 or 404, which are answers).
+    Status(StatusCode),
+    /// No answer: the request failed or timed out.
+    Download(&'a dyn std::fmt::Display),
+    /// 200 with a body that is not JSON.
+    Decode(&'a serde_json::Error),
+    /// 200 with JSON that is not an object.
+    NotAnObject,
+}
+
+/// Logs why the download of `path` from `name` failed (a warning when the document is
+/// broken, info when it could not be had) and says it failed.
+fn failed<R: From<Failed>>(name: &str, path: &str, why: Failure<'_>) -> R {
+    match why {
+        Failure::Status(status) => {
+            tracing::info!(apiservice = %name, status = status.as_u16(), "openapi: failed to download {path}");
+        }
+        Failure::Download(e) => {
+            tracing::info!(apiservice = %name, error = %e, "openapi: failed to download {path}");
+        }
+        Failure::Decode(e) => {
+            tracing::warn!(apiservice = %name, error = %e, "openapi: {path} does not decode");
+        }
+        Failure::NotAnObject => {
+            tracing::warn!(apiservice = %name, "openapi: {path} is not a JSON object");
+        }
+    }
+    R::from(Failed)
+}
+
+/// A failed download, as either document's result.
+struct Failed;
+
+impl From<Failed> for V2Result {
+    fn from(_: Failed) -> V2Result {
+        V2Result::Failed
+    }
+}
+
+impl From<Failed> for V3Result {
+    fn from(_: Failed) -> V3Result {
+        V3Result::Failed
+    }
 }
