@@ -461,11 +461,15 @@ async fn kubectl_discovery_and_openapi_with_a_black_holed_apiservice() {
     // argument, and the core group comes first: `nodes.metrics.k8s.io` is the core Node
     // with the field path `metrics.k8s.io`, as against kube-apiserver (kubectl
     // pkg/explain/explain.go, SplitAndParseResourceRequestWithMatchingPrefix). The schema's
-    // header is printed, then the field is not found.
+    // header is printed, then the field is not found; kubectl's error names the last
+    // field of the path, whichever one was missing (`nodes.spec.x.y` says "y"), so
+    // kube-apiserver's answer is this one to the letter.
     let (ok, out, err) = run_kubectl(&kc, &cache, &["explain", "nodes.metrics.k8s.io"]).await;
     assert!(!ok, "{out}");
     assert!(out.contains("KIND:       Node\nVERSION:    v1"), "{out}");
-    assert!(err.contains("does not exist"), "{err}");
+    assert!(err.contains("field \"io\" does not exist"), "{err}");
+    let (_, _, err) = run_kubectl(&kc, &cache, &["explain", "nodes.spec.x.y"]).await;
+    assert!(err.contains("field \"y\" does not exist"), "{err}");
 
     // kubectl apply with validation on (strict, the default).
     let manifest = dir.join("widget.yaml");

@@ -159,6 +159,49 @@ struct ApiVersions {
     versions: Vec<String>,
 }
 
+/// What the host is asked with, for one aggregated discovery request: the host (the
+/// inner service), the request's head and `Accept`, and the document and cache to merge
+/// its answer with.
+struct HostAsk<S> {
+    inner: S,
+    req: Parts,
+    accept: HeaderValue,
+    manager: DiscoveryManager,
+    cache: Arc<HostCache>,
+    version: AggregatedVersion,
+}
+
+/// `GET /api` (`core`) or `GET /apis` with an aggregated `Accept` (`version`): the
+/// published document merged with the host's own groups ([`group_list`], [`core`]).
+pub(super) fn aggregated<S, E: Send + 'static>(
+    inner: S,
+    req: Request<Body>,
+    (manager, cache): (DiscoveryManager, Arc<HostCache>),
+    version: AggregatedVersion,
+    core: bool,
+) -> ResponseFuture<E>
+where
+    S: Service<Request<Body>, Response = Response<Body>, Error = E> + Clone + Send + 'static,
+    S::Future: Send,
+{
+    let (req, _) = req.into_parts();
+    let accept = req.headers.get(header::ACCEPT).cloned();
+    let accept = accept.unwrap_or(HeaderValue::from_static("application/json"));
+    let host = HostAsk {
+        inner,
+        req,
+        accept,
+        manager,
+        cache,
+        version,
+    };
+    if core {
+        Box::pin(self::core(host))
+    } else {
+        Box::pin(group_list(host))
+    }
+}
+
 /// `GET /apis` with an aggregated `Accept`.
 ///
 /// The host is asked `/apis` with the same `Accept`: a v2 answer is merged as it is; a
@@ -166,189 +209,159 @@ struct ApiVersions {
 /// aggregator does not already list. The merge is cached while both the published
 /// document and the host's bytes stay the same, so a steady state costs the host's
 /// answers and one comparison. Without host groups the published document is served.
-pub(super) fn group_list<S, E: Send + 'static>(
-    inner: S,
-    req: Request<Body>,
-    manager: DiscoveryManager,
-    cache: Arc<HostCache>,
-    version: AggregatedVersion,
-) -> ResponseFuture<E>
+async fn group_list<S, E: Send + 'static>(host: HostAsk<S>) -> Result<Response<Body>, E>
 where
-    S: Service<Request<Body>, Response = Response<Body>, Error = E> + Clone + Send + 'static,
-    S::Future: Send,
+    S: Service<Request<Body>, Response = Response<Body>, Error = E> + Clone,
 {
-    let (req, _) = req.into_parts();
-    Box::pin(async move {
-        let base = manager.document();
-        let limit = manager.config().max_document_bytes;
-        let accept = req
-            .headers
-            .get(header::ACCEPT)
-            .cloned()
-            .unwrap_or(HeaderValue::from_static("application/json"));
-        let mut raw = Vec::new();
-        let mut host = Vec::new();
-        if let Some((content_type, body)) =
-            ask(inner.clone(), &req, "/apis", &accept, limit).await?
-        {
-            if is_aggregated(&content_type) {
-                match serde_json::from_slice::<ApiGroupDiscoveryList>(&body) {
-                    Ok(list) => host = list.items,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "discovery: the host's /apis does not decode")
-                    }
+    let (inner, req, accept) = (host.inner, host.req, host.accept);
+    let (manager, cache, version) = (host.manager, host.cache, host.version);
+    let base = manager.document();
+    let limit = manager.config().max_document_bytes;
+    let mut raw = Vec::new();
+    let mut host = Vec::new();
+    if let Some((content_type, body)) = ask(inner.clone(), &req, "/apis", &accept, limit).await? {
+        if is_aggregated(&content_type) {
+            match serde_json::from_slice::<ApiGroupDiscoveryList>(&body) {
+                Ok(list) => host = list.items,
+                Err(e) => {
+                    tracing::warn!(error = %e, "discovery: the host's /apis does not decode")
                 }
-                raw.push(body);
-            } else if let Ok(list) = serde_json::from_slice::<LegacyGroupList>(&body) {
-                raw.push(body);
-                for g in list.groups {
-                    let mut versions = Vec::new();
-                    for v in g.versions {
-                        // A group-version the aggregator lists masks the host's anyway.
-                        let ours = base.groups().iter().any(|d| {
-                            d.name() == g.name
-                                && d.versions()
-                                    .iter()
-                                    .any(|e| e.discovery.version == v.version)
-                        });
-                        if ours || v.version.is_empty() {
-                            continue;
-                        }
-                        let path = format!("/apis/{}/{}", g.name, v.version);
-                        if let Some((bytes, entry)) =
-                            legacy_version(inner.clone(), &req, &path, &v.version, limit).await?
-                        {
-                            raw.push(bytes);
-                            versions.push(entry);
-                        }
-                    }
-                    host.push(ApiGroupDiscovery {
-                        metadata: GroupMeta { name: g.name },
-                        versions,
+            }
+            raw.push(body);
+        } else if let Ok(list) = serde_json::from_slice::<LegacyGroupList>(&body) {
+            raw.push(body);
+            for g in list.groups {
+                let mut versions = Vec::new();
+                for v in g.versions {
+                    // A group-version the aggregator lists masks the host's anyway.
+                    let ours = base.groups().iter().any(|d| {
+                        d.name() == g.name
+                            && d.versions()
+                                .iter()
+                                .any(|e| e.discovery.version == v.version)
                     });
+                    if ours || v.version.is_empty() {
+                        continue;
+                    }
+                    let path = format!("/apis/{}/{}", g.name, v.version);
+                    if let Some((bytes, entry)) =
+                        legacy_version(inner.clone(), &req, &path, &v.version, limit).await?
+                    {
+                        raw.push(bytes);
+                        versions.push(entry);
+                    }
                 }
+                host.push(ApiGroupDiscovery {
+                    metadata: GroupMeta { name: g.name },
+                    versions,
+                });
             }
         }
-        let doc = if host.is_empty() {
-            base
-        } else {
-            match cache.apis.load_full() {
-                Some(m) if Arc::ptr_eq(&m.base, &base) && m.host == raw => m.merged.clone(),
-                _ => {
-                    let merged =
-                        Arc::new(base.with_host_groups(host, |g, v| manager.local_priority(g, v)));
-                    cache.apis.store(Some(Arc::new(Merged {
-                        base,
-                        host: raw,
-                        merged: merged.clone(),
-                    })));
-                    merged
-                }
+    }
+    let doc = if host.is_empty() {
+        base
+    } else {
+        match cache.apis.load_full() {
+            Some(m) if Arc::ptr_eq(&m.base, &base) && m.host == raw => m.merged.clone(),
+            _ => {
+                let merged =
+                    Arc::new(base.with_host_groups(host, |g, v| manager.local_priority(g, v)));
+                cache.apis.store(Some(Arc::new(Merged {
+                    base,
+                    host: raw,
+                    merged: merged.clone(),
+                })));
+                merged
             }
-        };
-        Ok(aggregated_response(
-            doc.body(version).clone(),
-            doc.etag(),
-            version,
-            &req.headers,
-        ))
-    })
+        }
+    };
+    Ok(aggregated_response(
+        doc.body(version).clone(),
+        doc.etag(),
+        version,
+        &req.headers,
+    ))
 }
 
 /// `GET /api` with an aggregated `Accept`: the host's answer when it speaks v2, its legacy
 /// `/api` and `/api/<version>` converted when it does not, its own answer (a 404) when it
 /// has no core API.
-pub(super) fn core<S, E: Send + 'static>(
-    inner: S,
-    req: Request<Body>,
-    manager: DiscoveryManager,
-    cache: Arc<HostCache>,
-    version: AggregatedVersion,
-) -> ResponseFuture<E>
+async fn core<S, E: Send + 'static>(host: HostAsk<S>) -> Result<Response<Body>, E>
 where
-    S: Service<Request<Body>, Response = Response<Body>, Error = E> + Clone + Send + 'static,
-    S::Future: Send,
+    S: Service<Request<Body>, Response = Response<Body>, Error = E> + Clone,
 {
-    let (req, _) = req.into_parts();
-    Box::pin(async move {
-        let limit = manager.config().max_document_bytes;
-        let accept = req
-            .headers
-            .get(header::ACCEPT)
-            .cloned()
-            .unwrap_or(HeaderValue::from_static("application/json"));
-        let Ok(mut probe) = Request::get("/api").body(Body::empty()) else {
-            return Ok(crate::status::internal_error(
-                "/api",
-                &"cannot build the request",
-            ));
-        };
-        probe.headers_mut().insert(header::ACCEPT, accept);
-        *probe.extensions_mut() = req.extensions.clone();
-        let res = inner.clone().oneshot(probe).await?;
-        let content_type = res
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        if res.status() != StatusCode::OK || is_aggregated(content_type) {
-            return Ok(res);
+    let (inner, req, accept) = (host.inner, host.req, host.accept);
+    let (manager, cache, version) = (host.manager, host.cache, host.version);
+    let limit = manager.config().max_document_bytes;
+    let Ok(mut probe) = Request::get("/api").body(Body::empty()) else {
+        return Ok(crate::status::internal_error(
+            "/api",
+            &"cannot build the request",
+        ));
+    };
+    probe.headers_mut().insert(header::ACCEPT, accept);
+    *probe.extensions_mut() = req.extensions.clone();
+    let res = inner.clone().oneshot(probe).await?;
+    let content_type = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if res.status() != StatusCode::OK || is_aggregated(content_type) {
+        return Ok(res);
+    }
+    let body = match read_limited(res.into_body(), limit).await {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(error = %e, "discovery: the host's /api is refused");
+            return Ok(crate::status::internal_error("/api", &e));
         }
-        let body = match read_limited(res.into_body(), limit).await {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(error = %e, "discovery: the host's /api is refused");
-                return Ok(crate::status::internal_error("/api", &e));
-            }
-        };
-        let versions = serde_json::from_slice::<ApiVersions>(&body)
-            .map(|v| v.versions)
-            .unwrap_or_default();
-        let mut raw = vec![body];
-        let mut entries = Vec::new();
-        for v in versions {
-            let path = format!("/api/{v}");
-            if let Some((bytes, entry)) =
-                legacy_version(inner.clone(), &req, &path, &v, limit).await?
-            {
-                raw.push(bytes);
-                entries.push(entry);
-            }
+    };
+    let versions = serde_json::from_slice::<ApiVersions>(&body)
+        .map(|v| v.versions)
+        .unwrap_or_default();
+    let mut raw = vec![body];
+    let mut entries = Vec::new();
+    for v in versions {
+        let path = format!("/api/{v}");
+        if let Some((bytes, entry)) = legacy_version(inner.clone(), &req, &path, &v, limit).await? {
+            raw.push(bytes);
+            entries.push(entry);
         }
-        let merged = match cache.core.load_full() {
-            Some(m) if m.host == raw => m,
-            _ => {
-                let item = ApiGroupDiscovery {
-                    metadata: GroupMeta::default(),
-                    versions: entries,
-                };
-                let items = serde_json::to_string(&[item]).unwrap_or_else(|_| "[]".into());
-                let body = |v: AggregatedVersion| {
-                    Bytes::from(format!(
-                        r#"{{"kind":"APIGroupDiscoveryList","apiVersion":"{}","metadata":{{}},"items":{items}}}"#,
-                        v.api_version()
-                    ))
-                };
-                let v2 = body(AggregatedVersion::V2);
-                let m = Arc::new(CoreMerged {
-                    host: raw,
-                    etag: etag_of(&v2),
-                    v2beta1: body(AggregatedVersion::V2Beta1),
-                    v2,
-                });
-                cache.core.store(Some(m.clone()));
-                m
-            }
-        };
-        let body = match version {
-            AggregatedVersion::V2 => merged.v2.clone(),
-            AggregatedVersion::V2Beta1 => merged.v2beta1.clone(),
-        };
-        Ok(aggregated_response(
-            body,
-            &merged.etag,
-            version,
-            &req.headers,
-        ))
-    })
+    }
+    let merged = match cache.core.load_full() {
+        Some(m) if m.host == raw => m,
+        _ => {
+            let item = ApiGroupDiscovery {
+                metadata: GroupMeta::default(),
+                versions: entries,
+            };
+            let items = serde_json::to_string(&[item]).unwrap_or_else(|_| "[]".into());
+            let body = |v: AggregatedVersion| {
+                Bytes::from(format!(
+                    r#"{{"kind":"APIGroupDiscoveryList","apiVersion":"{}","metadata":{{}},"items":{items}}}"#,
+                    v.api_version()
+                ))
+            };
+            let v2 = body(AggregatedVersion::V2);
+            let m = Arc::new(CoreMerged {
+                host: raw,
+                etag: etag_of(&v2),
+                v2beta1: body(AggregatedVersion::V2Beta1),
+                v2,
+            });
+            cache.core.store(Some(m.clone()));
+            m
+        }
+    };
+    let body = match version {
+        AggregatedVersion::V2 => merged.v2.clone(),
+        AggregatedVersion::V2Beta1 => merged.v2beta1.clone(),
+    };
+    Ok(aggregated_response(
+        body,
+        &merged.etag,
+        version,
+        &req.headers,
+    ))
 }

@@ -367,22 +367,14 @@ where
                     return Box::pin(inner.oneshot(req));
                 };
                 let cache = scope.host_cache.clone();
-                if core {
-                    discovery::core(inner, req, manager, cache, version)
-                } else {
-                    discovery::group_list(inner, req, manager, cache, version)
-                }
+                discovery::aggregated(inner, req, (manager, cache), version, core)
             }
             Target::OpenApi { v3_root } => {
                 let Some(manager) = scope.openapi.clone() else {
                     return Box::pin(inner.oneshot(req));
                 };
                 let cache = scope.openapi_cache.clone();
-                if v3_root {
-                    openapi::v3_root(inner, req, manager, cache)
-                } else {
-                    openapi::v2(inner, req, manager, cache)
-                }
+                openapi::document_of(inner, req, (manager, cache), v3_root)
             }
             Target::Remote(route, backend) => {
                 let registry = scope.registry.clone();

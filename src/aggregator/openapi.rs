@@ -161,65 +161,92 @@ fn negotiate_v2(accept: Option<&str>) -> Option<V2Format> {
     None
 }
 
-/// `GET /openapi/v2`.
-///
-/// The host's own `/openapi/v2` heads the merge when it has one (a JSON object);
-/// otherwise the manager's merge over a minimal base is served. The merge with the host's
-/// spec is cached while the snapshot and the host's bytes stay the same. 406 when the
-/// `Accept` allows neither JSON nor protobuf; 304 on a matching `If-None-Match`.
-pub(super) fn v2<S, E: Send + 'static>(
+/// One request for a merged document: the host (the inner service) to ask for its own,
+/// the request's head, and the manager's documents and cache to merge it with.
+struct HostDocs<S> {
     inner: S,
-    req: Request<Body>,
+    req: Parts,
     manager: OpenApiManager,
     cache: Arc<OpenApiCache>,
+}
+
+/// `GET /openapi/v2` or, with `v3_root`, `GET /openapi/v3`: the manager's documents
+/// merged with the host's ([`v2`], [`v3_root`]).
+pub(super) fn document_of<S, E: Send + 'static>(
+    inner: S,
+    req: Request<Body>,
+    (manager, cache): (OpenApiManager, Arc<OpenApiCache>),
+    v3_root: bool,
 ) -> ResponseFuture<E>
 where
     S: Service<Request<Body>, Response = Response<Body>, Error = E> + Send + 'static,
     S::Future: Send,
 {
     let (req, _) = req.into_parts();
-    Box::pin(async move {
-        let accept = req
-            .headers
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok());
-        let Some(format) = negotiate_v2(accept) else {
-            return Ok(empty(StatusCode::NOT_ACCEPTABLE));
-        };
-        let snapshot = manager.snapshot();
-        let limit = manager.config().max_document_bytes;
-        let host = host_document(inner, &req, "/openapi/v2", limit).await?;
-        let host_spec = host
-            .as_ref()
-            .and_then(|b| serde_json::from_slice::<Value>(b).ok())
-            .filter(Value::is_object);
-        let doc = match (host, host_spec) {
-            (Some(bytes), Some(spec)) => match cache.v2.load_full() {
-                Some(c) if Arc::ptr_eq(&c.0, &snapshot) && c.1 == bytes => c.2.clone(),
-                _ => {
-                    let specs =
-                        std::iter::once(&spec).chain(snapshot.remote_v2.iter().map(|v| &**v));
-                    let doc = Arc::new(V2Document::new(&merge::merge_all(specs)));
-                    cache
-                        .v2
-                        .store(Some(Arc::new((snapshot.clone(), bytes, doc.clone()))));
-                    doc
-                }
-            },
-            _ => snapshot.merged_v2.clone(),
-        };
-        let (body, content_type) = match format {
-            V2Format::Json => (doc.json.clone(), "application/json"),
-            V2Format::Protobuf => (doc.proto.clone(), PROTOBUF_V2),
-        };
-        Ok(document(
-            &req.headers,
-            body,
-            content_type,
-            &doc.etag,
-            doc.last_modified,
-        ))
-    })
+    let host = HostDocs {
+        inner,
+        req,
+        manager,
+        cache,
+    };
+    if v3_root {
+        Box::pin(self::v3_root(host))
+    } else {
+        Box::pin(v2(host))
+    }
+}
+
+/// `GET /openapi/v2`.
+///
+/// The host's own `/openapi/v2` heads the merge when it has one (a JSON object);
+/// otherwise the manager's merge over a minimal base is served. The merge with the host's
+/// spec is cached while the snapshot and the host's bytes stay the same. 406 when the
+/// `Accept` allows neither JSON nor protobuf; 304 on a matching `If-None-Match`.
+async fn v2<S, E: Send + 'static>(host: HostDocs<S>) -> Result<Response<Body>, E>
+where
+    S: Service<Request<Body>, Response = Response<Body>, Error = E>,
+{
+    let (inner, req) = (host.inner, host.req);
+    let (manager, cache) = (host.manager, host.cache);
+    let accept = req
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    let Some(format) = negotiate_v2(accept) else {
+        return Ok(empty(StatusCode::NOT_ACCEPTABLE));
+    };
+    let snapshot = manager.snapshot();
+    let limit = manager.config().max_document_bytes;
+    let host = host_document(inner, &req, "/openapi/v2", limit).await?;
+    let host_spec = host
+        .as_ref()
+        .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+        .filter(Value::is_object);
+    let doc = match (host, host_spec) {
+        (Some(bytes), Some(spec)) => match cache.v2.load_full() {
+            Some(c) if Arc::ptr_eq(&c.0, &snapshot) && c.1 == bytes => c.2.clone(),
+            _ => {
+                let specs = std::iter::once(&spec).chain(snapshot.remote_v2.iter().map(|v| &**v));
+                let doc = Arc::new(V2Document::new(&merge::merge_all(specs)));
+                cache
+                    .v2
+                    .store(Some(Arc::new((snapshot.clone(), bytes, doc.clone()))));
+                doc
+            }
+        },
+        _ => snapshot.merged_v2.clone(),
+    };
+    let (body, content_type) = match format {
+        V2Format::Json => (doc.json.clone(), "application/json"),
+        V2Format::Protobuf => (doc.proto.clone(), PROTOBUF_V2),
+    };
+    Ok(document(
+        &req.headers,
+        body,
+        content_type,
+        &doc.etag,
+        doc.last_modified,
+    ))
 }
 
 /// The root entries of the snapshot: key -> `serverRelativeURL`.
@@ -238,57 +265,50 @@ fn our_root_entries(snapshot: &OpenApiSnapshot) -> Vec<(String, String)> {
 
 /// `GET /openapi/v3`: the host's keys, then the APIServices' (which win for their own
 /// group-version).
-pub(super) fn v3_root<S, E: Send + 'static>(
-    inner: S,
-    req: Request<Body>,
-    manager: OpenApiManager,
-    cache: Arc<OpenApiCache>,
-) -> ResponseFuture<E>
+async fn v3_root<S, E: Send + 'static>(host: HostDocs<S>) -> Result<Response<Body>, E>
 where
-    S: Service<Request<Body>, Response = Response<Body>, Error = E> + Send + 'static,
-    S::Future: Send,
+    S: Service<Request<Body>, Response = Response<Body>, Error = E>,
 {
-    let (req, _) = req.into_parts();
-    Box::pin(async move {
-        let snapshot = manager.snapshot();
-        let limit = manager.config().max_document_bytes;
-        let host = host_document(inner, &req, "/openapi/v3", limit)
-            .await?
-            .unwrap_or_default();
-        let root = match cache.root.load_full() {
-            Some(c) if Arc::ptr_eq(&c.0, &snapshot) && c.1 == host => c.2.clone(),
-            _ => {
-                let mut paths: std::collections::BTreeMap<String, String> =
-                    serde_json::from_slice::<Value>(&host)
-                        .map(|v| v3::root_paths(&v).into_iter().collect())
-                        .unwrap_or_default();
-                paths.extend(our_root_entries(&snapshot));
-                let mut map = serde_json::Map::new();
-                for (k, url) in paths {
-                    map.insert(k, serde_json::json!({ "serverRelativeURL": url }));
-                }
-                let json = Bytes::from(
-                    serde_json::to_vec(&serde_json::json!({ "paths": map })).unwrap_or_default(),
-                );
-                let root = Arc::new(Root {
-                    etag: etag_of(&json),
-                    json,
-                    last_modified: SystemTime::now(),
-                });
-                cache
-                    .root
-                    .store(Some(Arc::new((snapshot.clone(), host, root.clone()))));
-                root
+    let (inner, req) = (host.inner, host.req);
+    let (manager, cache) = (host.manager, host.cache);
+    let snapshot = manager.snapshot();
+    let limit = manager.config().max_document_bytes;
+    let host = host_document(inner, &req, "/openapi/v3", limit)
+        .await?
+        .unwrap_or_default();
+    let root = match cache.root.load_full() {
+        Some(c) if Arc::ptr_eq(&c.0, &snapshot) && c.1 == host => c.2.clone(),
+        _ => {
+            let mut paths: std::collections::BTreeMap<String, String> =
+                serde_json::from_slice::<Value>(&host)
+                    .map(|v| v3::root_paths(&v).into_iter().collect())
+                    .unwrap_or_default();
+            paths.extend(our_root_entries(&snapshot));
+            let mut map = serde_json::Map::new();
+            for (k, url) in paths {
+                map.insert(k, serde_json::json!({ "serverRelativeURL": url }));
             }
-        };
-        Ok(document(
-            &req.headers,
-            root.json.clone(),
-            "application/json",
-            &root.etag,
-            root.last_modified,
-        ))
-    })
+            let json = Bytes::from(
+                serde_json::to_vec(&serde_json::json!({ "paths": map })).unwrap_or_default(),
+            );
+            let root = Arc::new(Root {
+                etag: etag_of(&json),
+                json,
+                last_modified: SystemTime::now(),
+            });
+            cache
+                .root
+                .store(Some(Arc::new((snapshot.clone(), host, root.clone()))));
+            root
+        }
+    };
+    Ok(document(
+        &req.headers,
+        root.json.clone(),
+        "application/json",
+        &root.etag,
+        root.last_modified,
+    ))
 }
 
 /// `GET /openapi/v3/<key>` of a converted document, as handler3 serves one.

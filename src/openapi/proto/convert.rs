@@ -6,6 +6,32 @@
 //! still encodes and only loses what it got wrong. Maps keep the JSON object's order,
 //! which is sorted (the merge writes sorted keys).
 
+/// A gnostic message that carries JSON Schema's validation keywords (`format`,
+/// `default`, `multipleOf`, `maximum` ... `uniqueItems`, `enum`: Schema, SimpleParameter
+/// and PrimitivesItems all do), those read from `v`, the other fields as given.
+macro_rules! with_validations {
+    ($message:ident, $v:expr, { $($field:ident $(: $value:expr)?),* $(,)? }) => {{
+        let v: &Value = $v;
+        $message {
+            format: s(v, "format"),
+            default: any_at(v, "default"),
+            multiple_of: f(v, "multipleOf"),
+            maximum: f(v, "maximum"),
+            exclusive_maximum: b(v, "exclusiveMaximum"),
+            minimum: f(v, "minimum"),
+            exclusive_minimum: b(v, "exclusiveMinimum"),
+            max_length: i(v, "maxLength"),
+            min_length: i(v, "minLength"),
+            pattern: s(v, "pattern"),
+            max_items: i(v, "maxItems"),
+            min_items: i(v, "minItems"),
+            unique_items: b(v, "uniqueItems"),
+            r#enum: anys(v, "enum"),
+            $($field $(: $value)?,)*
+        }
+    }};
+}
+
 mod paths;
 
 use prost::Message;
@@ -117,27 +143,13 @@ fn schema(v: &Value) -> Schema {
         additional_properties: named_schemas(p),
     });
     let types = strings(v, "type");
-    Schema {
+    with_validations!(Schema, v, {
         xref: s(v, "$ref"),
-        format: s(v, "format"),
         title: s(v, "title"),
         description: s(v, "description"),
-        default: any_at(v, "default"),
-        multiple_of: f(v, "multipleOf"),
-        maximum: f(v, "maximum"),
-        exclusive_maximum: b(v, "exclusiveMaximum"),
-        minimum: f(v, "minimum"),
-        exclusive_minimum: b(v, "exclusiveMinimum"),
-        max_length: i(v, "maxLength"),
-        min_length: i(v, "minLength"),
-        pattern: s(v, "pattern"),
-        max_items: i(v, "maxItems"),
-        min_items: i(v, "minItems"),
-        unique_items: b(v, "uniqueItems"),
         max_properties: i(v, "maxProperties"),
         min_properties: i(v, "minProperties"),
         required: strings(v, "required"),
-        r#enum: anys(v, "enum"),
         additional_properties: additional,
         r#type: (!types.is_empty()).then_some(TypeItem { value: types }),
         items,
@@ -160,7 +172,7 @@ fn schema(v: &Value) -> Schema {
         external_docs: external_docs(v),
         example: any_at(v, "example"),
         vendor_extension: extensions(v),
-    }
+    })
 }
 
 fn named_schemas(m: &Map<String, Value>) -> Vec<NamedSchema> {

@@ -7,82 +7,40 @@ use super::{any, any_at, anys, b, extensions, external_docs, f, i, obj, s, schem
 use crate::openapi::proto::*;
 
 pub(super) fn primitives(v: &Value) -> PrimitivesItems {
-    PrimitivesItems {
+    with_validations!(PrimitivesItems, v, {
         r#type: s(v, "type"),
-        format: s(v, "format"),
         items: v.get("items").map(|x| Box::new(primitives(x))),
         collection_format: s(v, "collectionFormat"),
-        default: any_at(v, "default"),
-        maximum: f(v, "maximum"),
-        exclusive_maximum: b(v, "exclusiveMaximum"),
-        minimum: f(v, "minimum"),
-        exclusive_minimum: b(v, "exclusiveMinimum"),
-        max_length: i(v, "maxLength"),
-        min_length: i(v, "minLength"),
-        pattern: s(v, "pattern"),
-        max_items: i(v, "maxItems"),
-        min_items: i(v, "minItems"),
-        unique_items: b(v, "uniqueItems"),
-        r#enum: anys(v, "enum"),
-        multiple_of: f(v, "multipleOf"),
         vendor_extension: extensions(v),
-    }
+    })
+}
+
+/// A non-body parameter message (`SimpleParameter`, `FormDataParameter`): its `in`,
+/// name and type besides the validation keywords, read from `v`, and the other fields
+/// as given.
+macro_rules! simple_parameter {
+    ($message:ident, $v:expr $(, $field:ident: $value:expr)*) => {{
+        let v: &Value = $v;
+        with_validations!($message, v, {
+            required: b(v, "required"),
+            r#in: s(v, "in"),
+            description: s(v, "description"),
+            name: s(v, "name"),
+            r#type: s(v, "type"),
+            items: v.get("items").map(primitives),
+            collection_format: s(v, "collectionFormat"),
+            vendor_extension: extensions(v),
+            $($field: $value,)*
+        })
+    }};
 }
 
 pub(super) fn simple_parameter(v: &Value) -> SimpleParameter {
-    SimpleParameter {
-        required: b(v, "required"),
-        r#in: s(v, "in"),
-        description: s(v, "description"),
-        name: s(v, "name"),
-        r#type: s(v, "type"),
-        format: s(v, "format"),
-        items: v.get("items").map(primitives),
-        collection_format: s(v, "collectionFormat"),
-        default: any_at(v, "default"),
-        maximum: f(v, "maximum"),
-        exclusive_maximum: b(v, "exclusiveMaximum"),
-        minimum: f(v, "minimum"),
-        exclusive_minimum: b(v, "exclusiveMinimum"),
-        max_length: i(v, "maxLength"),
-        min_length: i(v, "minLength"),
-        pattern: s(v, "pattern"),
-        max_items: i(v, "maxItems"),
-        min_items: i(v, "minItems"),
-        unique_items: b(v, "uniqueItems"),
-        r#enum: anys(v, "enum"),
-        multiple_of: f(v, "multipleOf"),
-        vendor_extension: extensions(v),
-    }
+    simple_parameter!(SimpleParameter, v)
 }
 
 pub(super) fn form_data_parameter(v: &Value) -> FormDataParameter {
-    let p = simple_parameter(v);
-    FormDataParameter {
-        required: p.required,
-        r#in: p.r#in,
-        description: p.description,
-        name: p.name,
-        allow_empty_value: b(v, "allowEmptyValue"),
-        r#type: p.r#type,
-        format: p.format,
-        items: p.items,
-        collection_format: p.collection_format,
-        default: p.default,
-        maximum: p.maximum,
-        exclusive_maximum: p.exclusive_maximum,
-        minimum: p.minimum,
-        exclusive_minimum: p.exclusive_minimum,
-        max_length: p.max_length,
-        min_length: p.min_length,
-        pattern: p.pattern,
-        max_items: p.max_items,
-        min_items: p.min_items,
-        unique_items: p.unique_items,
-        r#enum: p.r#enum,
-        multiple_of: p.multiple_of,
-        vendor_extension: p.vendor_extension,
-    }
+    simple_parameter!(FormDataParameter, v, allow_empty_value: b(v, "allowEmptyValue"))
 }
 
 /// An inline parameter, by its `in`: `body`, `header`, `formData`, `path`, and anything
