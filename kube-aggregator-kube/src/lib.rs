@@ -15,6 +15,13 @@
 //!   concurrency.
 //!
 //! The library itself has no Kubernetes client; this crate is where one lives.
+//!
+//! One cost comes with it: `kube-client` turns on tracing's `log` feature, with which
+//! every disabled trace and debug event of h2 and hyper checks the `log` crate at run
+//! time (about 2% more instructions per proxied request, more on HTTP/2;
+//! `benches/load/README.md`). A binary that links this crate compiles those checks out
+//! of its release build with `log = { version = "0.4", features =
+//! ["release_max_level_info"] }` among its dependencies, as the repository's examples do.
 
 mod apiservices;
 mod index;
