@@ -23,7 +23,8 @@
 # the raw_syscalls:sys_enter tracepoint) and adds a column per request for each; the
 # counting costs each call a little, so the CPU figures of such a run are not the ones to
 # quote. HAPROXY_HEADERS=aggregator has HAProxy write the gateway's whole header set
-# (lib.sh says which); the bar is checked against the default configuration.
+# (lib.sh says which); the bar is checked against the default configuration. ARGS adds
+# gateway flags (split on spaces), e.g. ARGS=--yield-before-park.
 set -euo pipefail
 NAME=load
 # shellcheck source=benches/load/lib.sh
@@ -41,6 +42,7 @@ PROFILE=${PROFILE:-}
 BASELINE=${BASELINE:-}
 GATEWAY=${GATEWAY:-}
 SYSCALLS=${SYSCALLS:-0}
+ARGS=${ARGS:-}
 
 require_integers RUNS DURATION WARMUP RATE LOADGEN_CPU SERVER_CPU
 check_haproxy_headers
@@ -97,6 +99,8 @@ export RUST_LOG=${RUST_LOG:-warn}
 # both need that pid.
 backend_args
 gateway_args
+read -ra extra <<<"$ARGS"
+GATEWAY_ARGS+=("${extra[@]}")
 taskset -c "$SERVER_CPU" "$BIN/metrics_server" "${BACKEND_ARGS[@]}" 2>"$WORK/backend.log" &
 BACKEND_PID=$!
 PIDS+=("$BACKEND_PID")
@@ -113,6 +117,7 @@ PIDS+=("$GATEWAY_PID")
 if [[ -n $BASELINE ]]; then
   # The same flags on its own port, the same webhook.
   GATEWAY_PORT=$BASELINE_PORT gateway_args
+  GATEWAY_ARGS+=("${extra[@]}")
   taskset -c "$SERVER_CPU" "$BASELINE" "${GATEWAY_ARGS[@]}" 2>"$WORK/baseline.log" &
   BASELINE_PID=$!
   PIDS+=("$BASELINE_PID")

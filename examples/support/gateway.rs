@@ -752,16 +752,18 @@ pub fn main_from_args(args: impl Iterator<Item = String>) -> ExitCode {
     let one_cpu = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
     let mut builder = if one_cpu {
         let mut builder = tokio::runtime::Builder::new_current_thread();
-        // Before the runtime sleeps, let whatever else is runnable on this CPU run first
-        // (say, a backend pinned beside the gateway). Without it the gateway sleeps
-        // between short bursts, and the kernel's scheduler then lets each wake-up
-        // preempt that process (about once per ten requests in one trace); after a
-        // yield it is still
-        // runnable, so the packets that arrive meanwhile do not wake it and it takes
-        // them in one go when the other process sleeps. Alone on the CPU the yield
-        // returns at once, for 0.6-2.5% more CPU per request. Figures:
-        // benches/load/README.md, "yielding before the runtime sleeps".
-        builder.on_thread_park(std::thread::yield_now);
+        // --yield-before-park: before the runtime sleeps, let whatever else is runnable
+        // on this CPU run first (say, a backend pinned beside the gateway). Without it
+        // the gateway sleeps between short bursts, and the kernel's scheduler then lets
+        // each wake-up preempt that process (about once per ten requests in one trace);
+        // after a yield it is still runnable, so the packets that arrive meanwhile do
+        // not wake it and it takes them in one go when the other process sleeps. Alone
+        // on the CPU the yield returns at once, for 0.6-2.5% more CPU per request, so it
+        // is off unless asked for. Figures: benches/load/README.md, "yielding before the
+        // runtime sleeps".
+        if opts.yield_before_park {
+            builder.on_thread_park(std::thread::yield_now);
+        }
         builder
     } else {
         tokio::runtime::Builder::new_multi_thread()
