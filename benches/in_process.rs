@@ -35,7 +35,7 @@ use tower::{Layer, ServiceExt};
 
 /// The extension server's handler: the authenticated caller gets the list.
 async fn answer<B>(req: Request<B>) -> Result<Response<Body>, Infallible> {
-    let mut res = Response::new(Body::full(support::ANSWER));
+    let mut res = Response::new(Body::full(support::answer_at(req.uri().path())));
     if req.extensions().get::<UserInfo>().is_none() {
         *res.status_mut() = StatusCode::UNAUTHORIZED;
     }

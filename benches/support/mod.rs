@@ -20,6 +20,20 @@ use tower::util::BoxCloneSyncService;
 pub const ANSWER: &str =
     r#"{"kind":"NodeMetricsList","apiVersion":"metrics.k8s.io/v1beta1","metadata":{},"items":[]}"#;
 
+/// What the benches' extension servers answer at `path`: an `APIResourceList` to a
+/// group-version's discovery (`/apis/<group>/<version>`, the availability check's
+/// request), [`ANSWER`] to anything else.
+pub fn answer_at(path: &str) -> &'static str {
+    let group_version = path
+        .strip_prefix("/apis/")
+        .map(|gv| gv.split('/').count() == 2);
+    if group_version == Some(true) {
+        r#"{"kind":"APIResourceList","apiVersion":"v1","resources":[]}"#
+    } else {
+        ANSWER
+    }
+}
+
 /// Reads a response through and returns its status, panicking unless the body is
 /// [`ANSWER`] (a bench that measured a wrong answer would measure nothing).
 pub async fn read_answer<B>(res: Response<B>) -> http::StatusCode
@@ -94,7 +108,12 @@ pub async fn available(registry: &Registry, name: &str) {
         .await
         .is_err()
     {
-        panic!("{name} did not become Available within 30 s");
+        let condition = registry.snapshot().get(name).and_then(|r| {
+            let c = r.apiservice.available_condition()?;
+            Some(format!("{}: {}", c.reason, c.message))
+        });
+        let condition = condition.unwrap_or_else(|| "no condition".to_owned());
+        panic!("{name} did not become Available within 30 s ({condition})");
     }
 }
 
