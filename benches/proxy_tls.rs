@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use http::{Response, StatusCode};
-use rig::{Connection, PATH, backend_acceptor, start_backend, start_gateway};
+use rig::{Connection, DIRECT_HEADERS, PATH, Rig, backend_acceptor, start_gateway};
 use tokio::runtime::Runtime;
 
 /// An HTTP/2-only extension server on the `h2` crate's server, so that it can refuse a
@@ -101,48 +101,27 @@ async fn start_h2_backend(
 
 fn proxy_tls(c: &mut Criterion) {
     let rt: Runtime = support::one_worker_runtime();
-    let gateway_ca = pki::Ca::new("gateway-ca");
-    let client_ca = pki::Ca::new("client-ca");
-    let front_proxy_ca = pki::Ca::new("front-proxy-ca");
-    let serving_ca = pki::Ca::new("serving-ca");
-    let backend_serving = serving_ca.server("metrics-server", &["metrics-server.kube-system.svc"]);
-    let gateway_serving = gateway_ca.server("gateway", &["localhost"]);
-    let front_proxy = front_proxy_ca.client("front-proxy-client", &[]);
-    let user = client_ca.client("alice", &["system:masters"]);
-
-    let (backend, (gateway, proxy_cert)) = rt.block_on(async {
-        let backend = start_backend(&backend_serving, &front_proxy_ca).await;
-        let gateway = start_gateway(
-            &gateway_serving,
-            &client_ca,
-            &serving_ca,
-            &front_proxy,
-            backend,
-        )
-        .await;
-        (backend, gateway)
-    });
-    let direct_headers = [
-        ("x-remote-user", "alice"),
-        ("x-remote-group", "system:masters"),
-    ];
+    let rig = rt.block_on(Rig::start());
+    let Rig {
+        gateway_ca,
+        client_ca,
+        front_proxy_ca,
+        serving_ca,
+        backend_serving,
+        gateway_serving,
+        front_proxy,
+        user,
+        proxy_cert,
+        ..
+    } = &rig;
+    let (backend, gateway) = (rig.backend, rig.gateway);
+    let direct_headers = DIRECT_HEADERS;
     let backend_authority = backend.to_string();
     let gateway_authority = gateway.to_string();
 
     let mut group = c.benchmark_group("proxy_tls");
     for (protocol, http2) in [("http1", false), ("http2", true)] {
-        let (mut direct, mut via) = rt.block_on(async {
-            let direct = Connection::open(
-                backend,
-                "metrics-server.kube-system.svc",
-                &serving_ca,
-                &front_proxy,
-                http2,
-            )
-            .await;
-            let via = Connection::open(gateway, "localhost", &gateway_ca, &user, http2).await;
-            (direct, via)
-        });
+        let (mut direct, mut via) = rt.block_on(rig.connections(http2));
         // Bench the proxied path, not an error page; this also fills the caches and
         // opens the gateway's backend connection.
         for _ in 0..3 {
@@ -167,18 +146,7 @@ fn proxy_tls(c: &mut Criterion) {
 
     // Several streams in flight on one client connection.
     const STREAMS: usize = 16;
-    let (direct, via) = rt.block_on(async {
-        let direct = Connection::open(
-            backend,
-            "metrics-server.kube-system.svc",
-            &serving_ca,
-            &front_proxy,
-            true,
-        )
-        .await;
-        let via = Connection::open(gateway, "localhost", &gateway_ca, &user, true).await;
-        (direct, via)
-    });
+    let (direct, via) = rt.block_on(rig.connections(true));
     assert_eq!(
         rt.block_on(via.get_many(&gateway_authority, &[], STREAMS)),
         STREAMS,
@@ -204,8 +172,8 @@ fn proxy_tls(c: &mut Criterion) {
     let mut via = rt.block_on(Connection::open(
         gateway,
         "localhost",
-        &gateway_ca,
-        &user,
+        gateway_ca,
+        user,
         true,
     ));
     let mut group = c.benchmark_group("proxy_tls_rotation");
@@ -228,21 +196,15 @@ fn proxy_tls(c: &mut Criterion) {
     // The same request behind an HTTP/2 backend that answers at once, and behind one that
     // refuses each request's first stream (REFUSED_STREAM), which the pool sends again.
     let (steady_addr, retried_addr, refused) = rt.block_on(async {
-        let (steady, _) = start_h2_backend(&backend_serving, &front_proxy_ca, false).await;
-        let (refusing, refused) = start_h2_backend(&backend_serving, &front_proxy_ca, true).await;
-        let (steady, _) = start_gateway(
-            &gateway_serving,
-            &client_ca,
-            &serving_ca,
-            &front_proxy,
-            steady,
-        )
-        .await;
+        let (steady, _) = start_h2_backend(backend_serving, front_proxy_ca, false).await;
+        let (refusing, refused) = start_h2_backend(backend_serving, front_proxy_ca, true).await;
+        let (steady, _) =
+            start_gateway(gateway_serving, client_ca, serving_ca, front_proxy, steady).await;
         let (retried, _) = start_gateway(
-            &gateway_serving,
-            &client_ca,
-            &serving_ca,
-            &front_proxy,
+            gateway_serving,
+            client_ca,
+            serving_ca,
+            front_proxy,
             refusing,
         )
         .await;
@@ -250,8 +212,8 @@ fn proxy_tls(c: &mut Criterion) {
     });
     let (steady_authority, retried_authority) = (steady_addr.to_string(), retried_addr.to_string());
     let (mut steady, mut retried) = rt.block_on(async {
-        let steady = Connection::open(steady_addr, "localhost", &gateway_ca, &user, true).await;
-        let retried = Connection::open(retried_addr, "localhost", &gateway_ca, &user, true).await;
+        let steady = Connection::open(steady_addr, "localhost", gateway_ca, user, true).await;
+        let retried = Connection::open(retried_addr, "localhost", gateway_ca, user, true).await;
         (steady, retried)
     });
     // Measure the retry only if it happens and succeeds: every request refused once, then

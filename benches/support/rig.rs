@@ -243,3 +243,94 @@ impl Connection {
         support::read_answer(res).await
     }
 }
+
+/// One rig: its certificates, the extension server and the gateway in front of it.
+#[derive(Debug)]
+pub struct Rig {
+    /// The CA of the gateway's serving certificate (the clients trust it).
+    pub gateway_ca: pki::Ca,
+    /// The CA of the users' client certificates (the gateway trusts it).
+    pub client_ca: pki::Ca,
+    /// The CA of the front-proxy client certificate (the extension server trusts it).
+    pub front_proxy_ca: pki::Ca,
+    /// The CA of the extension server's serving certificate (the APIService's caBundle).
+    pub serving_ca: pki::Ca,
+    /// The extension server's serving certificate, `metrics-server.kube-system.svc`.
+    pub backend_serving: pki::Leaf,
+    /// The gateway's serving certificate, `localhost`.
+    pub gateway_serving: pki::Leaf,
+    /// The front-proxy client certificate the gateway presents to the extension server.
+    pub front_proxy: pki::Leaf,
+    /// The user `alice` in `system:masters`.
+    pub user: pki::Leaf,
+    /// Where the extension server listens.
+    pub backend: SocketAddr,
+    /// Where the gateway listens.
+    pub gateway: SocketAddr,
+    /// The gateway's proxy client certificate, to rotate.
+    pub proxy_cert: ClientCertificate,
+}
+
+/// The headers the gateway adds for `alice`, for the requests sent straight to the backend.
+pub const DIRECT_HEADERS: [(&str, &str); 2] = [
+    ("x-remote-user", "alice"),
+    ("x-remote-group", "system:masters"),
+];
+
+impl Rig {
+    /// New certificates, the extension server and the gateway, its APIService Available.
+    pub async fn start() -> Rig {
+        let gateway_ca = pki::Ca::new("gateway-ca");
+        let client_ca = pki::Ca::new("client-ca");
+        let front_proxy_ca = pki::Ca::new("front-proxy-ca");
+        let serving_ca = pki::Ca::new("serving-ca");
+        let backend_serving =
+            serving_ca.server("metrics-server", &["metrics-server.kube-system.svc"]);
+        let gateway_serving = gateway_ca.server("gateway", &["localhost"]);
+        let front_proxy = front_proxy_ca.client("front-proxy-client", &[]);
+        let user = client_ca.client("alice", &["system:masters"]);
+        let backend = start_backend(&backend_serving, &front_proxy_ca).await;
+        let (gateway, proxy_cert) = start_gateway(
+            &gateway_serving,
+            &client_ca,
+            &serving_ca,
+            &front_proxy,
+            backend,
+        )
+        .await;
+        Rig {
+            gateway_ca,
+            client_ca,
+            front_proxy_ca,
+            serving_ca,
+            backend_serving,
+            gateway_serving,
+            front_proxy,
+            user,
+            backend,
+            gateway,
+            proxy_cert,
+        }
+    }
+
+    /// A connection straight to the extension server with the front-proxy certificate,
+    /// and one to the gateway as `alice`, both of one protocol.
+    pub async fn connections(&self, http2: bool) -> (Connection, Connection) {
+        let name = "metrics-server.kube-system.svc";
+        let direct = Connection::open(
+            self.backend,
+            name,
+            &self.serving_ca,
+            &self.front_proxy,
+            http2,
+        );
+        let via = Connection::open(
+            self.gateway,
+            "localhost",
+            &self.gateway_ca,
+            &self.user,
+            http2,
+        );
+        (direct.await, via.await)
+    }
+}
