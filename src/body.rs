@@ -34,6 +34,7 @@
 //! `proxy`, `registry`, `selfreview`, `server`, `status`, `tenancy`, `tenant`, `testing`,
 //! `timeout`, `trace`, `transport`, `webhook`.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -46,6 +47,45 @@ use http_body_util::{BodyExt, Empty, Full, combinators::UnsyncBoxBody};
 /// (after `Into<BoxError>`). Downcast it to find the cause (e.g.
 /// [`ConnectError::find`](crate::transport::ConnectError::find)).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What `http_body::Body::poll_frame` returns for a body of [`Bytes`] frames whose error
+/// is a [`BoxError`], as [`Body`]'s does.
+pub type PolledFrame = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
+
+/// A future answering a request with `Response<Body>` or the service's error: what every
+/// layer's service returns and what the layers' own futures wrap. Any such future is one
+/// (a blanket impl), so a bound `F: Answer` reads as
+/// `F: Future<Output = Result<Response<Body>, F::Error>>`.
+pub trait Answer: Future<Output = Result<http::Response<Body>, <Self as Answer>::Error>> {
+    /// The service's error.
+    type Error;
+}
+
+impl<F: ?Sized, E> Answer for F
+where
+    F: Future<Output = Result<http::Response<Body>, E>>,
+{
+    type Error = E;
+}
+
+/// A boxed, `Send` [`Answer`]: the response future of the services whose call is an
+/// `async` block.
+pub type BoxAnswer<E> = Pin<Box<dyn Future<Output = Result<http::Response<Body>, E>> + Send>>;
+
+/// The associated types of a `tower::Service` that answers `Response<Body>` with a
+/// [`BoxAnswer`] of the given error, and a `poll_ready` that is always ready. Its users
+/// outside the tests are the `tokio` feature's clients.
+#[cfg_attr(not(feature = "tokio"), allow(unused_macros))]
+macro_rules! answers_boxed {
+    ($error:ty) => {
+        type Response = ::http::Response<$crate::body::Body>;
+        type Error = $error;
+        type Future = $crate::body::BoxAnswer<$error>;
+        always_ready!();
+    };
+}
+#[cfg_attr(not(feature = "tokio"), allow(unused_imports))]
+pub(crate) use answers_boxed;
 
 /// The body every service of the stack answers with, and the body of proxied requests:
 /// a boxed, streaming `http_body::Body` of [`Bytes`] frames.
@@ -118,10 +158,7 @@ impl http_body::Body for Body {
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame {
         Pin::new(&mut self.0).poll_frame(cx)
     }
 
@@ -153,10 +190,7 @@ impl<G: Unpin> http_body::Body for Guarded<G> {
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame {
         let frame = std::task::ready!(Pin::new(&mut self.body).poll_frame(cx));
         if frame.is_none() {
             self.guard = None;

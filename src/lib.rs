@@ -44,13 +44,15 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// `impl Debug` for a type whose fields are not all `Debug`: the type's name and the
-/// fields named, then `..` for the others (`finish_non_exhaustive`).
+/// fields named, then `..` for the others (`finish_non_exhaustive`). A field may name a
+/// method to print in its place (`tokens.len()`, `fallback.is_some()`): a count or a
+/// presence where the field itself is a secret or not `Debug`.
 macro_rules! debug_fields {
-    ($ty:ident $(<$($g:ident),+>)? { $($field:ident),* $(,)? }) => {
+    ($ty:ident $(<$($g:ident),+>)? { $($field:ident $(.$method:ident())?),* $(,)? }) => {
         impl$(<$($g),+>)? ::std::fmt::Debug for $ty$(<$($g),+>)? {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.debug_struct(stringify!($ty))
-                    $(.field(stringify!($field), &self.$field))*
+                    $(.field(stringify!($field), &self.$field$(.$method())?))*
                     .finish_non_exhaustive()
             }
         }

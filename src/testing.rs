@@ -301,3 +301,15 @@ pub(crate) async fn later<T>(value: T) -> T {
     .await;
     value
 }
+
+/// The string field `key` of each object in the JSON array `list`, in order: a test's view
+/// of the names in a list document. Panics, failing the test, where `list` is not an array
+/// or an object lacks a string `key`.
+#[cfg(test)]
+pub(crate) fn strings<'a>(list: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
+    let items = list.as_array().expect("a JSON array");
+    items
+        .iter()
+        .map(|item| item[key].as_str().expect(key))
+        .collect()
+}

@@ -21,12 +21,7 @@ use super::openapi_doc::{
 /// The v3 root key of the core API.
 pub const V3_KEY: &str = "api/v1";
 
-const GV: GroupVersion = GroupVersion {
-    group: "",
-    version: "v1",
-    package: "io.k8s.api.core.v1",
-    tag: "core_v1",
-};
+const GV: GroupVersion = GroupVersion::new("", "v1", "io.k8s.api.core.v1", "core_v1");
 
 /// An object definition (not a kind) with `properties`.
 fn fields(description: &str, properties: Value, required: &[&str]) -> Value {

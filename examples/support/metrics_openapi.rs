@@ -21,12 +21,12 @@ use super::openapi_doc::{
 /// The v3 root key of the group-version.
 pub const V3_KEY: &str = "apis/metrics.k8s.io/v1beta1";
 
-const GV: GroupVersion = GroupVersion {
-    group: "metrics.k8s.io",
-    version: "v1beta1",
-    package: "io.k8s.metrics.pkg.apis.metrics.v1beta1",
-    tag: "metricsV1beta1",
-};
+const GV: GroupVersion = GroupVersion::new(
+    "metrics.k8s.io",
+    "v1beta1",
+    "io.k8s.metrics.pkg.apis.metrics.v1beta1",
+    "metricsV1beta1",
+);
 
 fn usage() -> Value {
     quantities("The memory and CPU used, by resource name.")

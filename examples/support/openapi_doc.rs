@@ -39,6 +39,22 @@ pub struct GroupVersion {
 }
 
 impl GroupVersion {
+    /// The group-version `group`/`version`, its definitions named after `package` and its
+    /// operations tagged `tag`.
+    pub const fn new(
+        group: &'static str,
+        version: &'static str,
+        package: &'static str,
+        tag: &'static str,
+    ) -> Self {
+        GroupVersion {
+            group,
+            version,
+            package,
+            tag,
+        }
+    }
+
     /// `x-kubernetes-group-version-kind` of `kind`.
     pub fn gvk(&self, kind: &str) -> Value {
         json!({"group": self.group, "kind": kind, "version": self.version})

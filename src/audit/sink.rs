@@ -87,13 +87,7 @@ pub struct UnionSink {
     sinks: Vec<std::sync::Arc<dyn AuditSink>>,
 }
 
-impl std::fmt::Debug for UnionSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UnionSink")
-            .field("sinks", &self.sinks.len())
-            .finish()
-    }
-}
+debug_fields!(UnionSink { sinks.len() });
 
 impl UnionSink {
     /// No sink yet.

@@ -45,14 +45,8 @@ pub struct TokenFileAuthenticator {
     tokens: Arc<HashMap<String, UserInfo>>,
 }
 
-impl std::fmt::Debug for TokenFileAuthenticator {
-    // Never print the tokens.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenFileAuthenticator")
-            .field("tokens", &self.tokens.len())
-            .finish()
-    }
-}
+// Never print the tokens.
+debug_fields!(TokenFileAuthenticator { tokens.len() });
 
 impl TokenFileAuthenticator {
     /// Loads `path`, read once (a changed file needs a new authenticator, as upstream

@@ -83,14 +83,7 @@ pub struct Union {
     anonymous: Option<Arc<dyn Authenticator>>,
 }
 
-impl std::fmt::Debug for Union {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Union")
-            .field("members", &self.members.len())
-            .field("anonymous", &self.anonymous.is_some())
-            .finish()
-    }
-}
+debug_fields!(Union { members.len(), anonymous.is_some() });
 
 impl Union {
     /// An empty union (no opinion on anything).

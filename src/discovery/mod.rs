@@ -203,12 +203,7 @@ mod tests {
         let theirs = br#"{"kind":"APIGroupList","apiVersion":"v1","groups":[{"name":"apiregistration.k8s.io"},{"name":"apps","versions":[]}]}"#;
         let merged: Value =
             serde_json::from_slice(&merge_group_lists(&ours, theirs).unwrap()).unwrap();
-        let names: Vec<&str> = merged["groups"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|g| g["name"].as_str().unwrap())
-            .collect();
+        let names = crate::testing::strings(&merged["groups"], "name");
         assert_eq!(names, ["apiregistration.k8s.io", "apps"]);
         assert!(merge_group_lists(&ours, b"404 page not found").is_none());
     }

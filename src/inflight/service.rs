@@ -300,11 +300,8 @@ pin_project! {
 
 debug_fields!(Counted<F> {});
 
-impl<F, E> Future for Counted<F>
-where
-    F: Future<Output = Result<Response<Body>, E>>,
-{
-    type Output = Result<Response<Body>, E>;
+impl<F: crate::body::Answer> Future for Counted<F> {
+    type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();

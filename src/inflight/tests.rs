@@ -22,10 +22,7 @@ type Waiters = Arc<Mutex<Vec<tokio::sync::oneshot::Sender<()>>>>;
 struct Blocking(Waiters);
 
 impl Service<Request<Body>> for Blocking {
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
-    always_ready!();
+    crate::body::answers_boxed!(Infallible);
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         let path = req.uri().path().to_owned();
         let blocked = path.contains("wait") && !path.contains("dontwait");

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use http::{Request, Response};
+use http::Request;
 use http_body::Frame;
 use pin_project_lite::pin_project;
 use prometheus_client::metrics::gauge::Gauge;
@@ -133,11 +133,8 @@ pin_project! {
 
 debug_fields!(ResponseFuture<F> {});
 
-impl<F, E> Future for ResponseFuture<F>
-where
-    F: Future<Output = Result<Response<Body>, E>>,
-{
-    type Output = Result<Response<Body>, E>;
+impl<F: crate::body::Answer> Future for ResponseFuture<F> {
+    type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();

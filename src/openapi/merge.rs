@@ -441,12 +441,7 @@ mod tests {
         assert_eq!(merged["definitions"]["Widget"]["type"], "object");
         assert_eq!(merged["parameters"]["limit_v2"]["type"], "string");
         // Equal but for the GVK list: shared, lists united and sorted.
-        let kinds: Vec<&str> = merged["definitions"]["Status"][GVK]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|g| g["kind"].as_str().unwrap())
-            .collect();
+        let kinds = crate::testing::strings(&merged["definitions"]["Status"][GVK], "kind");
         assert_eq!(kinds, ["Other", "Status"]);
         assert!(merged["definitions"].get("Status_v2").is_none());
 

@@ -60,12 +60,7 @@ fn incremental_groups_follow_upstream_ordering() {
     let last = registry.snapshot_owned();
     assert!(last.group("experimental").is_none());
     let list: serde_json::Value = serde_json::from_slice(last.api_group_list_json()).unwrap();
-    let names: Vec<&str> = list["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| g["name"].as_str().unwrap())
-        .collect();
+    let names = crate::testing::strings(&list["groups"], "name");
     assert_eq!(names, ["apiregistration.k8s.io", "stable"]);
 }
 

@@ -359,11 +359,8 @@ impl<F> Answering<F> {
 
 debug_fields!(Answering<F> {});
 
-impl<F, E> Future for Answering<F>
-where
-    F: Future<Output = Result<Response<Body>, E>>,
-{
-    type Output = Result<Response<Body>, E>;
+impl<F: crate::body::Answer> Future for Answering<F> {
+    type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.answer.as_mut().poll(cx).map(Ok)

@@ -186,10 +186,7 @@ impl Drop for DropCount {
 }
 
 impl Service<Request<Body>> for Held {
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
-    always_ready!();
+    crate::body::answers_boxed!(Infallible);
     fn call(&mut self, _req: Request<Body>) -> Self::Future {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = tokio::sync::oneshot::channel();

@@ -170,10 +170,7 @@ impl<F> ResponseFuture<F> {
     }
 }
 
-impl<F, E> Future for ResponseFuture<F>
-where
-    F: Future<Output = Result<Response<Body>, E>>,
-{
+impl<F: crate::body::Answer> Future for ResponseFuture<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {

@@ -215,13 +215,7 @@ pub struct InMemoryResolver {
     fallback: Option<Arc<dyn ServiceResolver>>,
 }
 
-impl std::fmt::Debug for InMemoryResolver {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InMemoryResolver")
-            .field("fallback", &self.fallback.is_some())
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(InMemoryResolver { fallback.is_some() });
 
 impl InMemoryResolver {
     /// Resolves the Services without an in-process backend with `fallback` (the

@@ -1,11 +1,9 @@
 //! The tokio transport: TCP, rustls, and the connection pool of `pool/`, one pool per
 //! APIService client; upgrade requests get a connection of their own.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
-use http::{Request, Response};
+use http::Request;
 use hyper_util::client::legacy::connect::HttpConnector;
 use rustls::pki_types::ServerName;
 use tower::Service;
@@ -179,11 +177,7 @@ struct UpgradeClient {
 }
 
 impl Service<Request<Body>> for UpgradeClient {
-    type Response = Response<Body>;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, BoxError>> + Send>>;
-
-    always_ready!();
+    crate::body::answers_boxed!(BoxError);
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         let connector = self.connector.clone();

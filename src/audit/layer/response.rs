@@ -69,11 +69,8 @@ impl<F> ResponseFuture<F> {
 
 debug_fields!(ResponseFuture<F> { state });
 
-impl<F, E> Future for ResponseFuture<F>
-where
-    F: Future<Output = Result<Response<Body>, E>>,
-{
-    type Output = Result<Response<Body>, E>;
+impl<F: crate::body::Answer> Future for ResponseFuture<F> {
+    type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();

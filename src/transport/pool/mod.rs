@@ -31,14 +31,12 @@ mod send;
 mod stats;
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use http::Request;
 use http::uri::Authority;
-use http::{Request, Response};
 use hyper::client::conn::http1;
 use tower::Service;
 
@@ -311,11 +309,7 @@ impl Pool {
 }
 
 impl Service<Request<Body>> for Pool {
-    type Response = Response<Body>;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, BoxError>> + Send>>;
-
-    always_ready!();
+    crate::body::answers_boxed!(BoxError);
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         let inner = self.inner.clone();
