@@ -102,18 +102,6 @@ async fn start_h2_backend(
 fn proxy_tls(c: &mut Criterion) {
     let rt: Runtime = support::one_worker_runtime();
     let rig = rt.block_on(Rig::start());
-    let Rig {
-        gateway_ca,
-        client_ca,
-        front_proxy_ca,
-        serving_ca,
-        backend_serving,
-        gateway_serving,
-        front_proxy,
-        user,
-        proxy_cert,
-        ..
-    } = &rig;
     let (backend, gateway) = (rig.backend, rig.gateway);
     let direct_headers = DIRECT_HEADERS;
     let backend_authority = backend.to_string();
@@ -166,14 +154,14 @@ fn proxy_tls(c: &mut Criterion) {
 
     // The proxy client certificate replaced before each request, against the steady path.
     let rotations = [
-        front_proxy_ca.client("front-proxy-client", &[]),
-        front_proxy_ca.client("front-proxy-client", &[]),
+        rig.front_proxy_ca.client("front-proxy-client", &[]),
+        rig.front_proxy_ca.client("front-proxy-client", &[]),
     ];
     let mut via = rt.block_on(Connection::open(
         gateway,
         "localhost",
-        gateway_ca,
-        user,
+        &rig.gateway_ca,
+        &rig.user,
         true,
     ));
     let mut group = c.benchmark_group("proxy_tls_rotation");
@@ -185,7 +173,7 @@ fn proxy_tls(c: &mut Criterion) {
         b.iter(|| {
             let leaf = &rotations[next % rotations.len()];
             next += 1;
-            proxy_cert
+            rig.proxy_cert
                 .set_pem(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
                 .unwrap_or_else(|e| panic!("rotation: {e}"));
             black_box(rt.block_on(via.get(&gateway_authority, &[])))
@@ -196,15 +184,22 @@ fn proxy_tls(c: &mut Criterion) {
     // The same request behind an HTTP/2 backend that answers at once, and behind one that
     // refuses each request's first stream (REFUSED_STREAM), which the pool sends again.
     let (steady_addr, retried_addr, refused) = rt.block_on(async {
-        let (steady, _) = start_h2_backend(backend_serving, front_proxy_ca, false).await;
-        let (refusing, refused) = start_h2_backend(backend_serving, front_proxy_ca, true).await;
-        let (steady, _) =
-            start_gateway(gateway_serving, client_ca, serving_ca, front_proxy, steady).await;
+        let (steady, _) = start_h2_backend(&rig.backend_serving, &rig.front_proxy_ca, false).await;
+        let (refusing, refused) =
+            start_h2_backend(&rig.backend_serving, &rig.front_proxy_ca, true).await;
+        let (steady, _) = start_gateway(
+            &rig.gateway_serving,
+            &rig.client_ca,
+            &rig.serving_ca,
+            &rig.front_proxy,
+            steady,
+        )
+        .await;
         let (retried, _) = start_gateway(
-            gateway_serving,
-            client_ca,
-            serving_ca,
-            front_proxy,
+            &rig.gateway_serving,
+            &rig.client_ca,
+            &rig.serving_ca,
+            &rig.front_proxy,
             refusing,
         )
         .await;
@@ -212,8 +207,10 @@ fn proxy_tls(c: &mut Criterion) {
     });
     let (steady_authority, retried_authority) = (steady_addr.to_string(), retried_addr.to_string());
     let (mut steady, mut retried) = rt.block_on(async {
-        let steady = Connection::open(steady_addr, "localhost", gateway_ca, user, true).await;
-        let retried = Connection::open(retried_addr, "localhost", gateway_ca, user, true).await;
+        let steady =
+            Connection::open(steady_addr, "localhost", &rig.gateway_ca, &rig.user, true).await;
+        let retried =
+            Connection::open(retried_addr, "localhost", &rig.gateway_ca, &rig.user, true).await;
         (steady, retried)
     });
     // Measure the retry only if it happens and succeeds: every request refused once, then

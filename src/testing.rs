@@ -313,3 +313,25 @@ pub(crate) fn strings<'a>(list: &'a serde_json::Value, key: &str) -> Vec<&'a str
         .map(|item| item[key].as_str().expect(key))
         .collect()
 }
+
+/// Sends `req` through a clone of `service` and reads the answer: its status and its body
+/// as text.
+#[cfg(test)]
+pub(crate) async fn answer<S>(
+    service: &S,
+    req: http::Request<crate::body::Body>,
+) -> (http::StatusCode, String)
+where
+    S: tower::Service<
+            http::Request<crate::body::Body>,
+            Response = http::Response<crate::body::Body>,
+            Error = std::convert::Infallible,
+        > + Clone,
+{
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let res = service.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}

@@ -14,6 +14,8 @@ use support::ScriptedApiServer;
 
 /// Within this, a change in the cluster is in the routing table.
 const WITHIN: Duration = Duration::from_secs(1);
+/// The adapter's Service, `monitoring/adapter`.
+const ADAPTER: (&str, &str) = ("monitoring", "adapter");
 
 /// The routing table's APIServices and where each routes, sorted by name.
 fn routes(registry: &Registry) -> Vec<(String, String)> {
@@ -84,11 +86,7 @@ async fn created_changed_and_deleted_apiservices_reach_the_routing_table() {
     )
     .await;
 
-    server.apply(
-        "custom.metrics.k8s.io",
-        "v1beta2",
-        ("monitoring", "adapter"),
-    );
+    server.apply("custom.metrics.k8s.io", "v1beta2", ADAPTER);
     until(
         &registry,
         &[
@@ -122,11 +120,7 @@ async fn created_changed_and_deleted_apiservices_reach_the_routing_table() {
 
     // A bookmark moves the watch's revision and changes nothing.
     server.bookmark();
-    server.apply(
-        "external.metrics.k8s.io",
-        "v1beta1",
-        ("monitoring", "adapter"),
-    );
+    server.apply("external.metrics.k8s.io", "v1beta1", ADAPTER);
     until(
         &registry,
         &[
@@ -152,11 +146,7 @@ async fn a_cut_watch_whose_revision_expired_relists_without_losing_or_duplicatin
         "v1beta1",
         ("kube-system", "metrics-server"),
     );
-    server.apply(
-        "custom.metrics.k8s.io",
-        "v1beta1",
-        ("monitoring", "adapter"),
-    );
+    server.apply("custom.metrics.k8s.io", "v1beta1", ADAPTER);
     let registry = start_registry(&server);
     until(
         &registry,
@@ -176,11 +166,7 @@ async fn a_cut_watch_whose_revision_expired_relists_without_losing_or_duplicatin
     // the history is compacted past the watch's revision: the next watch gets 410.
     server.cut_watches();
     server.delete("v1beta1.custom.metrics.k8s.io");
-    server.apply(
-        "external.metrics.k8s.io",
-        "v1beta1",
-        ("monitoring", "adapter"),
-    );
+    server.apply("external.metrics.k8s.io", "v1beta1", ADAPTER);
     server.apply(
         "metrics.k8s.io",
         "v1beta1",
@@ -209,11 +195,7 @@ async fn a_cut_watch_whose_revision_expired_relists_without_losing_or_duplicatin
     );
 
     // And the new watch carries on from the relist.
-    server.apply(
-        "custom.metrics.k8s.io",
-        "v1beta2",
-        ("monitoring", "adapter"),
-    );
+    server.apply("custom.metrics.k8s.io", "v1beta2", ADAPTER);
     until(
         &registry,
         &[

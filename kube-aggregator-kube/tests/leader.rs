@@ -6,26 +6,14 @@ pub mod support;
 
 use std::time::{Duration, Instant};
 
-use kube_aggregator_kube::{LeaderElection, Leadership, LeaseTiming};
+use kube_aggregator_kube::{Leadership, LeaseTiming};
 use support::{ScriptedApiServer, TIMING};
 
 const LEASES: &str = "/apis/coordination.k8s.io/v1/leases";
 const LEASE: &str = "kube-system/kube-aggregator";
 
 fn candidates(server: &ScriptedApiServer, n: usize) -> Vec<Leadership> {
-    (0..n)
-        .map(|i| {
-            LeaderElection::new(
-                server.client(),
-                "kube-system",
-                "kube-aggregator",
-                format!("replica-{i}"),
-            )
-            .timing(TIMING)
-            .spawn()
-            .unwrap()
-        })
-        .collect()
+    (0..n).map(|i| support::candidacy(server, i)).collect()
 }
 
 /// [`support::until_one_leads`] over `candidates`.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use kube_aggregator::apiservice::ConditionStatus;
 use kube_aggregator::registry::Registry;
 use kube_aggregator::transport::InMemoryTransport;
-use kube_aggregator_kube::{ApiServiceWatch, LeaderElection, Leadership, StatusWriter};
+use kube_aggregator_kube::{ApiServiceWatch, Leadership, StatusWriter};
 use serde_json::Value;
 use support::{ScriptedApiServer, TIMING};
 
@@ -34,15 +34,7 @@ impl Drop for Replica {
 fn replica(server: &ScriptedApiServer, i: usize) -> Replica {
     let registry = Registry::new(InMemoryTransport::new());
     let feed = tokio::spawn(registry.clone().run(ApiServiceWatch::new(server.client())));
-    let leadership = LeaderElection::new(
-        server.client(),
-        "kube-system",
-        "kube-aggregator",
-        format!("replica-{i}"),
-    )
-    .timing(TIMING)
-    .spawn()
-    .unwrap();
+    let leadership = support::candidacy(server, i);
     let writer = StatusWriter::spawn(server.client(), &registry, leadership.leading());
     Replica {
         registry,

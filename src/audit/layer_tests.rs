@@ -125,6 +125,24 @@ async fn body_of(res: Response<Body>) -> Bytes {
         .to_bytes()
 }
 
+/// Sends a GET of `uri` with `token` through a fresh stack of `policy`, whose sink
+/// refuses every event when `refuse`; the answer and the events.
+async fn sent(policy: &str, refuse: bool, uri: &str, token: &str) -> (Response<Body>, Events) {
+    let (svc, events) = stack(policy, refuse, None);
+    (svc.oneshot(request(uri, token)).await.unwrap(), events)
+}
+
+/// Sends `req` through a fresh stack auditing everything, checks the answer's status and
+/// reads its body; returns the events and the second one (`ResponseComplete`).
+async fn completed(req: Request<Body>, status: StatusCode) -> (Events, Value) {
+    let (svc, events) = stack(EVERYTHING, false, None);
+    let res = svc.oneshot(req).await.unwrap();
+    assert_eq!(res.status(), status);
+    body_of(res).await;
+    let complete = events.lock().unwrap()[1].clone();
+    (events, complete)
+}
+
 fn stages(events: &Events) -> Vec<String> {
     events
         .lock()
@@ -150,14 +168,13 @@ fn without_timestamps(mut event: Value) -> Value {
 
 #[tokio::test]
 async fn a_proxied_get_is_received_then_complete_with_the_decision() {
-    let (svc, events) = stack(EVERYTHING, false, None);
-    let res = svc
-        .oneshot(request(
-            "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/web-1?pretty=1",
-            "alice-token",
-        ))
-        .await
-        .unwrap();
+    let (res, events) = sent(
+        EVERYTHING,
+        false,
+        "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/web-1?pretty=1",
+        "alice-token",
+    )
+    .await;
     assert_eq!(res.status(), StatusCode::OK);
     // The last event waits for the body.
     assert_eq!(stages(&events), ["RequestReceived"]);
@@ -205,25 +222,15 @@ async fn a_proxied_get_is_received_then_complete_with_the_decision() {
 
 #[tokio::test]
 async fn a_forbidden_request_records_the_status_and_the_reason() {
-    let (svc, events) = stack(EVERYTHING, false, None);
-    let res = svc
-        .oneshot(request("/apis/example.com/v1/widgets/w", "bob-token"))
-        .await
-        .unwrap();
     // bob may get widgets: the empty reason of an allow is written, as upstream writes it.
-    assert_eq!(res.status(), StatusCode::OK);
-    body_of(res).await;
-    let complete = events.lock().unwrap()[1].clone();
+    let req = request("/apis/example.com/v1/widgets/w", "bob-token");
+    let (_, complete) = completed(req, StatusCode::OK).await;
     assert_eq!(complete["annotations"]["authorization.k8s.io/reason"], "");
 
-    let (svc, events) = stack(EVERYTHING, false, None);
     let mut req = request("/apis/example.com/v1/namespaces/ns/widgets/w", "bob-token");
     *req.method_mut() = http::Method::DELETE;
-    let res = svc.oneshot(req).await.unwrap();
-    assert_eq!(res.status(), StatusCode::FORBIDDEN);
-    body_of(res).await;
+    let (events, complete) = completed(req, StatusCode::FORBIDDEN).await;
     assert_eq!(stages(&events), ["RequestReceived", "ResponseComplete"]);
-    let complete = events.lock().unwrap()[1].clone();
     assert_eq!(complete["verb"], "delete");
     assert_eq!(
         complete["responseStatus"],
@@ -245,14 +252,8 @@ async fn a_forbidden_request_records_the_status_and_the_reason() {
     );
 
     // An authorizer that cannot decide: the reason only, and the plain 500's code.
-    let (svc, events) = stack(EVERYTHING, false, None);
-    let res = svc
-        .oneshot(request("/apis/example.com/v1/widgets", "carol-token"))
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
-    body_of(res).await;
-    let complete = events.lock().unwrap()[1].clone();
+    let req = request("/apis/example.com/v1/widgets", "carol-token");
+    let (_, complete) = completed(req, StatusCode::INTERNAL_SERVER_ERROR).await;
     assert_eq!(
         complete["responseStatus"],
         json!({"metadata": {}, "code": 500})
@@ -265,11 +266,13 @@ async fn a_forbidden_request_records_the_status_and_the_reason() {
 
 #[tokio::test]
 async fn a_refused_authentication_is_one_response_started_event_without_a_user() {
-    let (svc, events) = stack(EVERYTHING, false, None);
-    let res = svc
-        .oneshot(request("/apis/example.com/v1/widgets", "wrong-token"))
-        .await
-        .unwrap();
+    let (res, events) = sent(
+        EVERYTHING,
+        false,
+        "/apis/example.com/v1/widgets",
+        "wrong-token",
+    )
+    .await;
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
     assert!(
         res.extensions()
@@ -305,11 +308,7 @@ async fn a_refused_authentication_is_one_response_started_event_without_a_user()
 
     // A policy that audits only known users writes nothing for it.
     let users = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  userGroups: [system:authenticated]\n";
-    let (svc, events) = stack(users, false, None);
-    let res = svc
-        .oneshot(request("/apis/example.com/v1/widgets", "wrong-token"))
-        .await
-        .unwrap();
+    let (res, events) = sent(users, false, "/apis/example.com/v1/widgets", "wrong-token").await;
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
     assert!(events.lock().unwrap().is_empty());
 }
@@ -353,17 +352,13 @@ async fn a_watch_is_received_started_and_complete_only_when_it_ends() {
 
 #[tokio::test]
 async fn an_impersonated_request_records_both_users() {
-    let (svc, events) = stack(EVERYTHING, false, None);
     let mut req = request("/apis/example.com/v1/widgets", "alice-token");
     req.headers_mut()
         .insert("impersonate-user", "dave".parse().unwrap());
     req.headers_mut()
         .insert("impersonate-group", "devs".parse().unwrap());
-    let res = svc.oneshot(req).await.unwrap();
     // dave may not list widgets: the event still says who asked and as whom.
-    assert_eq!(res.status(), StatusCode::FORBIDDEN);
-    body_of(res).await;
-    let complete = events.lock().unwrap()[1].clone();
+    let (events, complete) = completed(req, StatusCode::FORBIDDEN).await;
     assert_eq!(complete["user"]["username"], "alice");
     assert_eq!(
         complete["impersonatedUser"],
@@ -427,11 +422,13 @@ async fn a_request_given_up_is_complete_and_closed_early() {
 
 #[tokio::test]
 async fn a_sink_that_refuses_the_first_event_fails_the_request() {
-    let (svc, events) = stack(EVERYTHING, true, None);
-    let res = svc
-        .oneshot(request("/apis/example.com/v1/widgets", "alice-token"))
-        .await
-        .unwrap();
+    let (res, events) = sent(
+        EVERYTHING,
+        true,
+        "/apis/example.com/v1/widgets",
+        "alice-token",
+    )
+    .await;
     assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(
         body_of(res).await,

@@ -238,3 +238,14 @@ impl CredentialHeaders {
         }
     }
 }
+
+/// A GET of `uri` from user `alice` of group `dev`, as the authentication layer would
+/// have left it.
+#[cfg(test)]
+pub(crate) fn alice_gets(uri: &str) -> http::Request<crate::body::Body> {
+    let mut req = http::Request::get(uri)
+        .body(crate::body::Body::empty())
+        .unwrap();
+    req.extensions_mut().insert(UserInfo::new("alice", ["dev"]));
+    req
+}

@@ -107,10 +107,7 @@ impl TokenReviewAuthenticator {
         ttl: CacheTtl,
     ) -> Result<Self, crate::webhook::KubeconfigError> {
         use crate::webhook::{KubeconfigError, KubeconfigErrorKind};
-        let config = crate::webhook::Kubeconfig::load(path)?;
-        let client = config
-            .client(executor, timer.clone())
-            .map_err(|e| e.in_file(path))?;
+        let client = crate::webhook::Kubeconfig::load_client(path, executor, timer.clone())?;
         Self::new(client, timer, ttl).map_err(|e| {
             KubeconfigError::from(KubeconfigErrorKind::Cache(Box::new(e))).in_file(path)
         })

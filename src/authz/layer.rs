@@ -260,11 +260,7 @@ mod tests {
     }
 
     fn request() -> Request<Body> {
-        let mut req = Request::get("/apis/metrics.k8s.io/v1beta1/nodes")
-            .body(Body::empty())
-            .unwrap();
-        req.extensions_mut().insert(UserInfo::new("alice", ["dev"]));
-        req
+        crate::authn::alice_gets("/apis/metrics.k8s.io/v1beta1/nodes")
     }
 
     /// Allow serves the request as the user, a denial or no opinion is 403 with the

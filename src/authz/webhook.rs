@@ -183,10 +183,7 @@ impl SubjectAccessReviewAuthorizer {
         executor: crate::rt::Executor,
         timer: Timer,
     ) -> Result<SubjectAccessReviewAuthorizer, crate::webhook::KubeconfigError> {
-        let config = crate::webhook::Kubeconfig::load(path)?;
-        let client = config
-            .client(executor, timer.clone())
-            .map_err(|e| e.in_file(path))?;
+        let client = crate::webhook::Kubeconfig::load_client(path, executor, timer.clone())?;
         Ok(SubjectAccessReviewAuthorizer::new(client, timer))
     }
 

@@ -2,43 +2,26 @@
 //! remote requests 503 naming the problem, and building without an authorizer is refused.
 
 use http::{Request, Response, StatusCode};
-use http_body_util::BodyExt;
-use tower::{Layer, ServiceExt};
+use tower::Layer;
 
 use super::*;
 use crate::apiservice::ApiService;
+use crate::authn::alice_gets;
 use crate::authz::AlwaysAllow;
 use crate::availability::StaticServiceResolver;
 use crate::body::Body;
 use crate::source::ApiServiceEvent;
-use crate::testing::{NoExecutor, StoppedClock};
+use crate::testing::{NoExecutor, StoppedClock, answer};
 use crate::transport::InMemoryTransport;
 use std::time::Duration;
+
+/// The APIService's resource `things`.
+const THINGS: &str = "/apis/widgets.example.io/v1/things";
 
 fn apiservice() -> ApiService {
     ApiService::remote("widgets.example.io", "v1", "ns", "widgets")
         .priorities(1000, 15)
         .insecure_skip_tls_verify()
-}
-
-async fn get(
-    service: &(
-         impl tower::Service<
-        Request<Body>,
-        Response = Response<Body>,
-        Error = std::convert::Infallible,
-        Future: Send,
-    > + Clone
-     ),
-) -> (StatusCode, String) {
-    let mut req = Request::get("/apis/widgets.example.io/v1/things")
-        .body(Body::empty())
-        .unwrap();
-    req.extensions_mut().insert(UserInfo::new("alice", ["dev"]));
-    let res = service.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8_lossy(&body).into_owned())
 }
 
 #[tokio::test]
@@ -72,7 +55,7 @@ async fn a_stack_whose_worker_does_not_run_says_so() {
 
     // Never spawned: after the start-up grace every remote request says why it fails.
     clock.advance(Duration::from_secs(6));
-    let (status, body) = get(&service).await;
+    let (status, body) = answer(&service, alice_gets(THINGS)).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(
         body.starts_with("the aggregator's worker is not running"),
@@ -81,7 +64,7 @@ async fn a_stack_whose_worker_does_not_run_says_so() {
 
     // Once it runs, it checks the APIService and the backend answers.
     assert!(futures_util::FutureExt::now_or_never(&mut worker).is_none());
-    let (status, body) = get(&service).await;
+    let (status, body) = answer(&service, alice_gets(THINGS)).await;
     assert_eq!(
         (status, body.as_str()),
         (StatusCode::OK, "from the backend")
@@ -89,7 +72,7 @@ async fn a_stack_whose_worker_does_not_run_says_so() {
 
     // Dropped: said too.
     drop(worker);
-    let (status, body) = get(&service).await;
+    let (status, body) = answer(&service, alice_gets(THINGS)).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(
         body.starts_with("the aggregator's worker has stopped"),

@@ -47,83 +47,68 @@ where
 
 /// `metav1.GroupVersionKind`; every field is always written.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct GroupVersionKind {
     /// API group, empty for the core group.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub group: String,
     /// API version.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub version: String,
     /// Kind.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub kind: String,
 }
 
 /// `APISubresourceDiscovery`: one subresource of a resource (`status`, `scale`, `log`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ApiSubresourceDiscovery {
     /// The subresource name, e.g. `status`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub subresource: String,
     /// What the subresource returns; `None` omits the field (fetched documents have it
     /// filled with an empty kind, [`ApiGroupDiscoveryList::fill_response_kinds`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub response_kind: Option<GroupVersionKind>,
     /// Kinds the subresource accepts as a request body (e.g. `autoscaling/v1 Scale`);
     /// omitted when empty.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub accepted_types: Vec<GroupVersionKind>,
     /// Verbs.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub verbs: Vec<String>,
 }
 
 /// `APIResourceDiscovery`: one resource of a group-version, as `kubectl api-resources`
 /// lists it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ApiResourceDiscovery {
     /// Plural resource name, e.g. `nodes`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub resource: String,
     /// The kind a GET returns; `None` omits the field. Old client-go versions crash on a
     /// missing one, which is why fetched documents are filled in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub response_kind: Option<GroupVersionKind>,
     /// `Cluster` or `Namespaced`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub scope: String,
     /// Singular name, e.g. `node`; may be empty.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub singular_resource: String,
     /// Verbs (`get`, `list`, `watch`, `create`, ...), always written (`[]` when none).
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub verbs: Vec<String>,
     /// Short names, e.g. `no`.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub short_names: Vec<String>,
     /// Categories, e.g. `all`.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub categories: Vec<String>,
     /// Subresources.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub subresources: Vec<ApiSubresourceDiscovery>,
 }
 
@@ -138,20 +123,16 @@ pub enum Freshness {
 
 /// `APIVersionDiscovery`: one version of a group and its resources.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ApiVersionDiscovery {
     /// The version, e.g. `v1beta1`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub version: String,
     /// Its resources.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ApiResourceDiscovery>,
     /// `Current` or `Stale`; omitted when unset.
     #[serde(
-        default,
         deserialize_with = "lenient_freshness",
         skip_serializing_if = "Option::is_none"
     )]
@@ -169,10 +150,10 @@ fn lenient_freshness<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Freshness
 
 /// The `metadata` of an `APIGroupDiscovery`: only the name is used.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct GroupMeta {
     /// The group name; empty (and then omitted) for the core group.
     #[serde(
-        default,
         deserialize_with = "nullable",
         skip_serializing_if = "String::is_empty"
     )]
@@ -182,25 +163,23 @@ pub struct GroupMeta {
 /// `APIGroupDiscovery`: one group and its versions, as an item of the
 /// `APIGroupDiscoveryList`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ApiGroupDiscovery {
     /// `metadata.name` is the group.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub metadata: GroupMeta,
     /// Versions, highest priority first.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Vec::is_empty")]
     pub versions: Vec<ApiVersionDiscovery>,
 }
 
 /// `APIGroupDiscoveryList` as read from a backend (`kind`/`apiVersion` are checked by the
 /// caller through the response's content type, as upstream does).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
 pub struct ApiGroupDiscoveryList {
     /// The groups.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub items: Vec<ApiGroupDiscovery>,
 }
 
@@ -231,46 +210,46 @@ pub(crate) fn fill_version(v: &mut ApiVersionDiscovery) {
 
 /// `metav1.APIResource` as a legacy `APIResourceList` carries it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ApiResource {
     /// Plural name, or `<resource>/<subresource>`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub name: String,
     /// Singular name.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub singular_name: String,
     /// Namespaced or cluster-scoped.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub namespaced: bool,
     /// Group of the kind, usually empty (the list's group).
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub group: String,
     /// Version of the kind, usually empty (the list's version).
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub version: String,
     /// Kind.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub kind: String,
     /// Verbs.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub verbs: Vec<String>,
     /// Short names.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub short_names: Vec<String>,
     /// Categories.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub categories: Vec<String>,
 }
 
 /// A legacy `APIResourceList` (`GET /apis/<group>/<version>`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ApiResourceList {
     /// `<group>/<version>`, or `v1` for the core group.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub group_version: String,
     /// Resources and subresources.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub resources: Vec<ApiResource>,
 }
 

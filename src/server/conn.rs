@@ -51,12 +51,7 @@ pub(super) async fn serve<S>(
     config: Arc<ServeConfig>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) where
-    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
+    S: super::Handler,
 {
     // Go gives the handshake the header timeout too (`tlsHandshakeTimeout`).
     let stream = match tokio::time::timeout(config.read_header_timeout, acceptor.accept(tcp)).await

@@ -270,6 +270,37 @@ impl From<Arc<ServerConfig>> for ServingTls {
     }
 }
 
+/// A service the server runs: it answers hyper's requests with `Response<Body>`, never
+/// fails (every error is already an answer), and is shared by the connections' tasks. Any
+/// service with those bounds is one (a blanket impl); the aggregator's stack over an
+/// infallible host is.
+pub trait Handler:
+    Service<
+        Request<Incoming>,
+        Response = Response<Body>,
+        Error = Infallible,
+        Future = <Self as Handler>::Answer,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+    /// The service's response future.
+    type Answer: Future<Output = Result<Response<Body>, Infallible>> + Send + 'static;
+}
+
+impl<S> Handler for S
+where
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    type Answer = S::Future;
+}
+
 /// [`serve_tls_with`] with kube-apiserver's limits ([`ServeConfig::default`]).
 pub async fn serve_tls<S>(
     listener: TcpListener,
@@ -277,12 +308,7 @@ pub async fn serve_tls<S>(
     service: S,
     shutdown: impl Future<Output = ()> + Send,
 ) where
-    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
+    S: Handler,
 {
     serve_tls_with(listener, tls, service, shutdown, ServeConfig::default()).await;
 }
@@ -306,12 +332,7 @@ pub async fn serve_tls_with<S>(
     shutdown: impl Future<Output = ()> + Send,
     config: ServeConfig,
 ) where
-    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
+    S: Handler,
 {
     let tls: ServingTls = tls.into();
     let config = Arc::new(config);

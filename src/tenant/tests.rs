@@ -13,6 +13,7 @@ use crate::authn::UserInfo;
 use crate::authz::{Attributes, Authorization, AuthorizeFuture, Authorizer, Decision, RequestInfo};
 use crate::body::{Body, BoxError};
 use crate::source::ApiServiceEvent;
+use crate::testing::answer;
 use crate::transport::InMemoryTransport;
 
 #[test]
@@ -360,18 +361,8 @@ async fn stack(
     }
 }
 
-async fn get(
-    service: &(
-         impl tower::Service<
-        Request<Body>,
-        Response = Response<Body>,
-        Error = Infallible,
-        Future: Send + 'static,
-    > + Clone
-     ),
-    uri: &str,
-    headers: &[(&str, &str)],
-) -> (StatusCode, String) {
+/// A GET of `uri` with `headers`, from alice of tenant `team-b` (a user extra).
+fn get(uri: &str, headers: &[(&str, &str)]) -> Request<Body> {
     let mut req = Request::get(uri);
     for (n, v) in headers {
         req = req.header(*n, *v);
@@ -380,33 +371,17 @@ async fn get(
     let mut user = UserInfo::new("alice", ["dev"]);
     user.extra = BTreeMap::from([(TENANT_EXTRA_KEY.to_owned(), vec!["team-b".to_owned()])]);
     req.extensions_mut().insert(user);
-    let res = service.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8_lossy(&body).into_owned())
+    req
 }
 
-async fn post(
-    service: &(
-         impl tower::Service<
-        Request<Body>,
-        Response = Response<Body>,
-        Error = Infallible,
-        Future: Send + 'static,
-    > + Clone
-     ),
-    uri: &str,
-    body: &'static str,
-) -> (StatusCode, String) {
+/// A POST of the JSON `body` to `uri`, from alice.
+fn post(uri: &str, body: &'static str) -> Request<Body> {
     let mut req = Request::post(uri)
         .header("content-type", "application/json")
         .body(Body::full(body))
         .unwrap();
     req.extensions_mut().insert(UserInfo::new("alice", ["dev"]));
-    let res = service.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8_lossy(&body).into_owned())
+    req
 }
 
 #[tokio::test]
@@ -418,11 +393,13 @@ async fn each_tenant_routes_by_its_own_table() {
     } = stack(TenantForwarding::Header).await;
     let path = "/apis/widgets.example.io/v1/things";
     for (tenant, backend) in [("team-a", "a"), ("team-b", "b")] {
-        let (status, body) = get(
+        let (status, body) = answer(
             &service,
-            &format!("/clusters/{tenant}{path}"),
-            // A client's own tenant header is never believed.
-            &[("x-kubernetes-cluster", "team-x")],
+            get(
+                &format!("/clusters/{tenant}{path}"),
+                // A client's own tenant header is never believed.
+                &[("x-kubernetes-cluster", "team-x")],
+            ),
         )
         .await;
         assert_eq!(status, StatusCode::OK, "{body}");
@@ -438,7 +415,7 @@ async fn each_tenant_routes_by_its_own_table() {
     }
     // The stack's own table has no widgets: the host answers, outside any tenant, and no
     // backend sees a tenant header a client sent.
-    let (status, body) = get(&service, path, &[("x-kubernetes-cluster", "team-a")]).await;
+    let (status, body) = answer(&service, get(path, &[("x-kubernetes-cluster", "team-a")])).await;
     assert_eq!(
         (status, body.as_str()),
         (
@@ -450,26 +427,26 @@ async fn each_tenant_routes_by_its_own_table() {
 
     // Legacy discovery per tenant.
     for tenant in ["team-a", "team-b"] {
-        let (status, body) = get(&service, &format!("/clusters/{tenant}/apis"), &[]).await;
+        let (status, body) = answer(&service, get(&format!("/clusters/{tenant}/apis"), &[])).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         assert!(
             body.contains("\"name\":\"widgets.example.io\""),
             "{tenant}: {body}"
         );
     }
-    let (_, body) = get(&service, "/apis", &[]).await;
+    let (_, body) = answer(&service, get("/apis", &[])).await;
     assert!(!body.contains("widgets.example.io"), "{body}");
 
     // An unknown tenant is 404 after authorization; a doubled slash after the tenant or an
     // empty tenant never reaches a backend.
-    let (status, body) = get(&service, &format!("/clusters/team-c{path}"), &[]).await;
+    let (status, body) = answer(&service, get(&format!("/clusters/team-c{path}"), &[])).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(
         body.contains(r#""message":"clusters \"team-c\" not found""#),
         "{body}"
     );
     assert_eq!(authorizer.0.lock().unwrap().pop().unwrap().tenant, "team-c");
-    let (status, body) = get(&service, &format!("/clusters/team-a/{path}"), &[]).await;
+    let (status, body) = answer(&service, get(&format!("/clusters/team-a/{path}"), &[])).await;
     assert_eq!(
         (status, body.as_str()),
         (
@@ -477,7 +454,7 @@ async fn each_tenant_routes_by_its_own_table() {
             "host team-a //apis/widgets.example.io/v1/things"
         )
     );
-    let (status, _) = get(&service, &format!("/clusters/{path}"), &[]).await;
+    let (status, _) = answer(&service, get(&format!("/clusters/{path}"), &[])).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 
     // Self reviews ask within the tenant, and only in a mounted one.
@@ -485,7 +462,7 @@ async fn each_tenant_routes_by_its_own_table() {
     let ssar = |tenant: &str| {
         format!("/clusters/{tenant}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
     };
-    let (status, body) = post(&service, &ssar("team-a"), review).await;
+    let (status, body) = answer(&service, post(&ssar("team-a"), review)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert!(body.contains(r#""allowed":true"#), "{body}");
     let asked = authorizer.0.lock().unwrap().pop().unwrap();
@@ -493,7 +470,7 @@ async fn each_tenant_routes_by_its_own_table() {
         (asked.tenant.as_str(), asked.resource.as_str()),
         ("team-a", "things")
     );
-    let (status, body) = post(&service, &ssar("team-c"), review).await;
+    let (status, body) = answer(&service, post(&ssar("team-c"), review)).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert!(body.contains(r#"clusters \"team-c\" not found"#), "{body}");
 
@@ -501,9 +478,9 @@ async fn each_tenant_routes_by_its_own_table() {
     tenants
         .apply(TenantEvent::Deleted("team-b".into()))
         .unwrap();
-    let (status, _) = get(&service, &format!("/clusters/team-b{path}"), &[]).await;
+    let (status, _) = answer(&service, get(&format!("/clusters/team-b{path}"), &[])).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _) = get(&service, &format!("/clusters/team-a{path}"), &[]).await;
+    let (status, _) = answer(&service, get(&format!("/clusters/team-a{path}"), &[])).await;
     assert_eq!(status, StatusCode::OK);
 }
 
@@ -511,7 +488,7 @@ async fn each_tenant_routes_by_its_own_table() {
 async fn the_path_prefix_can_be_kept_for_the_backend() {
     let Stack { service, .. } = stack(TenantForwarding::PathPrefix).await;
     let path = "/clusters/team-b/apis/widgets.example.io/v1/things";
-    let (status, body) = get(&service, path, &[("x-kubernetes-cluster", "team-a")]).await;
+    let (status, body) = answer(&service, get(path, &[("x-kubernetes-cluster", "team-a")])).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let seen: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(

@@ -337,6 +337,19 @@ impl Kubeconfig {
         Ok(out)
     }
 
+    /// The webhook client of the kubeconfig file at `path`: [`Kubeconfig::load`], then
+    /// [`Kubeconfig::client`], with every error naming the file.
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub fn load_client(
+        path: &Path,
+        executor: crate::rt::Executor,
+        timer: Timer,
+    ) -> Result<WebhookClient, KubeconfigError> {
+        let config = Kubeconfig::load(path)?;
+        config.client(executor, timer).map_err(|e| e.in_file(path))
+    }
+
     /// An HTTPS webhook client for this configuration: rustls with the kubeconfig's CA
     /// and client certificate, HTTP/2 or HTTP/1.1 by ALPN, pooled. The server's
     /// certificate is verified against the host of `server`; the token, if any, is sent as

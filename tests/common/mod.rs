@@ -618,16 +618,8 @@ where
 }
 
 /// The host's own handlers: 404 naming the request, so a test can tell they answered.
-pub fn host() -> impl tower::Service<
-    Request<Body>,
-    Response = Response<Body>,
-    Error = Infallible,
-    Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
-> + Clone
-+ Send
-+ Sync
-+ 'static {
-    tower::service_fn(|req: Request<Body>| async move {
+pub fn host() -> tower::util::BoxCloneSyncService<Request<Body>, Response<Body>, Infallible> {
+    tower::util::BoxCloneSyncService::new(tower::service_fn(|req: Request<Body>| async move {
         let mut res = Response::new(Body::full(format!(
             "inner: {} {}",
             req.method(),
@@ -635,7 +627,7 @@ pub fn host() -> impl tower::Service<
         )));
         *res.status_mut() = StatusCode::NOT_FOUND;
         Ok::<_, Infallible>(res)
-    })
+    }))
 }
 
 /// Serves `service` over TLS on 127.0.0.1 with the gateway's certificate; client

@@ -152,6 +152,15 @@ struct Wave {
 }
 
 impl Wave {
+    /// A wave around `base`, `amplitude` either side, repeating every `period` ticks.
+    const fn new(base: i64, amplitude: i64, period: u64) -> Wave {
+        Wave {
+            base,
+            amplitude,
+            period,
+        }
+    }
+
     fn at(self, tick: u64) -> i64 {
         let phase = (tick % self.period) as i64;
         let half = (self.period / 2).max(1) as i64;
@@ -226,11 +235,7 @@ impl Series {
                     &[("app", app), ("pod-template-hash", "7d9c8b6f4")],
                 );
                 for (method, share) in [("GET", 3), ("POST", 1)] {
-                    let wave = Wave {
-                        base: base * share,
-                        amplitude: base * share / 2,
-                        period: 8,
-                    };
+                    let wave = Wave::new(base * share, base * share / 2, 8);
                     custom(
                         "http_requests_per_second",
                         pod.clone(),
@@ -244,11 +249,7 @@ impl Series {
                     pod.clone(),
                     &[],
                     None,
-                    Wave {
-                        base: 52_428_800_000,
-                        amplitude: 4_194_304_000,
-                        period: 12,
-                    },
+                    Wave::new(52_428_800_000, 4_194_304_000, 12),
                 );
             }
             let svc = object("services", "default", "frontend", &[("app", "frontend")]);
@@ -257,11 +258,7 @@ impl Series {
                 svc,
                 &[],
                 Some(60),
-                Wave {
-                    base: 16_000,
-                    amplitude: 8_000,
-                    period: 8,
-                },
+                Wave::new(16_000, 8_000, 8),
             );
             let deploy = object(
                 "deployments.apps",
@@ -274,11 +271,7 @@ impl Series {
                 deploy,
                 &[],
                 Some(60),
-                Wave {
-                    base: 16_000,
-                    amplitude: 8_000,
-                    period: 8,
-                },
+                Wave::new(16_000, 8_000, 8),
             );
             let ns = object(
                 "namespaces",
@@ -291,11 +284,7 @@ impl Series {
                 ns,
                 &[],
                 None,
-                Wave {
-                    base: 42_000,
-                    amplitude: 30_000,
-                    period: 10,
-                },
+                Wave::new(42_000, 30_000, 10),
             );
             for (node, zone, base) in [("node-a", "zone-1", 350), ("node-b", "zone-2", 1_250)] {
                 let n = object(
@@ -307,17 +296,7 @@ impl Series {
                         ("topology.kubernetes.io/zone", zone),
                     ],
                 );
-                custom(
-                    "node_load1",
-                    n,
-                    &[],
-                    None,
-                    Wave {
-                        base,
-                        amplitude: base / 2,
-                        period: 6,
-                    },
-                );
+                custom("node_load1", n, &[], None, Wave::new(base, base / 2, 6));
             }
             let mut external = |metric: &str, l: &[(&str, &str)], window, wave| {
                 let sample = Sample {
@@ -337,31 +316,19 @@ impl Series {
                 "queue_messages_ready",
                 &[("queue", "orders")],
                 None,
-                Wave {
-                    base: 120_000,
-                    amplitude: 80_000,
-                    period: 10,
-                },
+                Wave::new(120_000, 80_000, 10),
             );
             external(
                 "queue_messages_ready",
                 &[("queue", "payments")],
                 None,
-                Wave {
-                    base: 7_000,
-                    amplitude: 5_000,
-                    period: 10,
-                },
+                Wave::new(7_000, 5_000, 10),
             );
             external(
                 "pubsub.googleapis.com|subscription|num_undelivered_messages",
                 &[("resource.labels.subscription_id", "orders-sub")],
                 None,
-                Wave {
-                    base: 30_000,
-                    amplitude: 20_000,
-                    period: 10,
-                },
+                Wave::new(30_000, 20_000, 10),
             );
         }
         series

@@ -891,6 +891,19 @@ pub const TIMING: kube_aggregator_kube::LeaseTiming = kube_aggregator_kube::Leas
     retry_period: std::time::Duration::from_millis(200),
 };
 
+/// Replica `i`'s candidacy for the `kube-system/kube-aggregator` lease, with [`TIMING`].
+pub fn candidacy(server: &ScriptedApiServer, i: usize) -> kube_aggregator_kube::Leadership {
+    kube_aggregator_kube::LeaderElection::new(
+        server.client(),
+        "kube-system",
+        "kube-aggregator",
+        format!("replica-{i}"),
+    )
+    .timing(TIMING)
+    .spawn()
+    .unwrap()
+}
+
 /// Waits until exactly one of `candidates` leads, at most `within`; its index.
 pub async fn until_one_leads(
     candidates: &[&kube_aggregator_kube::Leadership],
