@@ -41,6 +41,8 @@
 //! kube-apiserver would give (a JSON `Status`, or Go's plain-text `http.Error` where
 //! upstream writes one), never a dropped connection, so the services' own error type is
 //! the inner service's, and `Infallible` for a stack over an infallible host.
+// On docs.rs, `doc_cfg` marks each item that a feature gates (`tokio`, `otlp`) with the
+// feature, from the item's own `cfg`.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// `impl Debug` for a type whose fields are not all `Debug`: the type's name and the
@@ -102,7 +104,6 @@ mod resolver;
 pub mod rt;
 pub mod selfreview;
 #[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod server;
 mod sharded;
 pub mod source;

@@ -97,7 +97,6 @@ impl Executor {
     /// The tokio executor (`tokio::spawn`, via hyper-util's `TokioExecutor`). Building it
     /// needs no runtime; spawning panics outside a tokio runtime, as `tokio::spawn` does.
     #[cfg(feature = "tokio")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn tokio() -> Executor {
         Executor::new(hyper_util::rt::TokioExecutor::new())
     }
@@ -166,7 +165,6 @@ impl Timer {
     /// clock (`tokio::time::pause`, `#[tokio::test(start_paused = true)]`) applies to every
     /// deadline, period and TTL in the library. Sleeping needs a tokio runtime.
     #[cfg(feature = "tokio")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn tokio() -> Timer {
         Timer::new(hyper_util::rt::TokioTimer::new())
     }

@@ -74,10 +74,7 @@ where
     if res.status() != StatusCode::OK {
         return Ok(None);
     }
-    let content_type = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
+    let content_type = crate::gocompat::header(res.headers(), header::CONTENT_TYPE)
         .unwrap_or("")
         .to_owned();
     match read_limited(res.into_body(), limit).await {
@@ -302,11 +299,7 @@ where
     probe.headers_mut().insert(header::ACCEPT, accept);
     *probe.extensions_mut() = req.extensions.clone();
     let res = inner.clone().oneshot(probe).await?;
-    let content_type = res
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let content_type = crate::gocompat::header(res.headers(), header::CONTENT_TYPE).unwrap_or("");
     if res.status() != StatusCode::OK || is_aggregated(content_type) {
         return Ok(res);
     }

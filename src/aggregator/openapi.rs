@@ -208,10 +208,7 @@ where
 {
     let (inner, req) = (host.inner, host.req);
     let (manager, cache) = (host.manager, host.cache);
-    let accept = req
-        .headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok());
+    let accept = crate::gocompat::header(&req.headers, header::ACCEPT);
     let Some(format) = negotiate_v2(accept) else {
         return Ok(empty(StatusCode::NOT_ACCEPTABLE));
     };
@@ -313,10 +310,7 @@ where
 
 /// `GET /openapi/v3/<key>` of a converted document, as handler3 serves one.
 pub(super) fn converted(req: &Request<Body>, key: &str, doc: &V3Document) -> Response<Body> {
-    let accept = req
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok());
+    let accept = crate::gocompat::header(req.headers(), header::ACCEPT);
     let accept = accept.filter(|a| !a.is_empty()).unwrap_or("*/*");
     let json_ok = parse_accept(accept).iter().any(|c| {
         (c.kind == "application" || c.kind == "*") && (c.subtype == "json" || c.subtype == "*")

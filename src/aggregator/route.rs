@@ -139,10 +139,7 @@ fn openapi_target(
 /// `Accept`; `Some(Ready(406))` when the `Accept` allows nothing JSON.
 fn aggregated(req: &Request<Body>, scope: &Scope, exact: bool) -> Option<Target> {
     scope.discovery.as_ref()?;
-    let accept = req
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok());
+    let accept = crate::gocompat::header(req.headers(), header::ACCEPT);
     match crate::discovery::negotiate(accept) {
         Negotiated::Aggregated(version) if exact => Some(Target::Aggregated {
             core: false,

@@ -280,6 +280,22 @@ impl RequestMetadata {
             object_ref: ObjectReference::of(info),
         }
     }
+
+    /// An anonymous `get` of `/apis` received at the epoch, with ID `audit_id`: the
+    /// sinks' tests' event.
+    #[cfg(test)]
+    pub(crate) fn get_apis(audit_id: String) -> RequestMetadata {
+        RequestMetadata {
+            audit_id,
+            received: std::time::UNIX_EPOCH,
+            request_uri: "/apis".into(),
+            verb: "get".into(),
+            user: EventUser::default(),
+            source_ips: Vec::new(),
+            user_agent: String::new(),
+            object_ref: None,
+        }
+    }
 }
 
 /// The `sourceIPs` of a request, as apimachinery `SourceIPs` (`pkg/util/net/http.go`)

@@ -137,19 +137,7 @@ mod tests {
     use crate::audit::event::RequestMetadata;
 
     fn event() -> Event {
-        Event::new(
-            Level::Metadata,
-            RequestMetadata {
-                audit_id: "id".into(),
-                received: std::time::UNIX_EPOCH,
-                request_uri: "/apis".into(),
-                verb: "get".into(),
-                user: Default::default(),
-                source_ips: Vec::new(),
-                user_agent: String::new(),
-                object_ref: None,
-            },
-        )
+        Event::new(Level::Metadata, RequestMetadata::get_apis("id".into()))
     }
 
     #[tokio::test]

@@ -2,7 +2,6 @@
 //! retries, drops counted, and requests that wait only in the blocking modes.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::UNIX_EPOCH;
 
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
@@ -73,16 +72,7 @@ fn client(behaviour: Behaviour, received: &Received) -> WebhookClient {
 fn event(n: usize) -> Event {
     let mut e = Event::new(
         Level::Metadata,
-        RequestMetadata {
-            audit_id: format!("id-{n}"),
-            received: UNIX_EPOCH,
-            request_uri: "/apis".into(),
-            verb: "get".into(),
-            user: Default::default(),
-            source_ips: Vec::new(),
-            user_agent: String::new(),
-            object_ref: None,
-        },
+        RequestMetadata::get_apis(format!("id-{n}")),
     );
     e.stage = Stage::ResponseComplete;
     e.response_status = Some(ResponseStatus::code(200));

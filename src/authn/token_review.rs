@@ -99,7 +99,6 @@ impl TokenReviewAuthenticator {
     /// The webhook of the kubeconfig file at `path` (`--authentication-token-webhook-
     /// config-file`) over HTTPS, caching for `ttl`.
     #[cfg(feature = "tokio")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn from_kubeconfig(
         path: &std::path::Path,
         executor: crate::rt::Executor,

@@ -177,7 +177,6 @@ impl SubjectAccessReviewAuthorizer {
     /// (`--authorization-webhook-config-file`): HTTPS with its CA and client credentials.
     /// Errors name the file and what is wrong with it.
     #[cfg(feature = "tokio")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn from_kubeconfig(
         path: &std::path::Path,
         executor: crate::rt::Executor,

@@ -73,8 +73,8 @@
 //! ```
 //!
 //! Floor 5 of the import order (docs/architecture.md): uses `apiservice`, `body`,
-//! `identity`, `registry`, `resolver`, `rt`, `status`, `tenancy`, `transport`; used by
-//! `aggregator`, `builder`, `fuzz_logic`.
+//! `gocompat`, `identity`, `registry`, `resolver`, `rt`, `status`, `tenancy`, `transport`;
+//! used by `aggregator`, `builder`, `fuzz_logic`.
 
 mod cause;
 mod controller;
@@ -85,7 +85,6 @@ pub(crate) use probe::Probe;
 mod tenants;
 
 #[cfg(feature = "dns")]
-#[cfg_attr(docsrs, doc(cfg(feature = "dns")))]
 pub use crate::resolver::{DEFAULT_CLUSTER_DOMAIN, DnsConfigError, DnsServiceResolver};
 pub use crate::resolver::{
     EndpointsFuture, InvalidAddress, ResolveError, ResolveFuture, ServiceEndpoints,

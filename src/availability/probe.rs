@@ -72,10 +72,7 @@ impl Probe<'_> {
                     self.client.cloned(),
                 ));
             }
-            let content_type = res
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
+            let content_type = crate::gocompat::header(res.headers(), header::CONTENT_TYPE)
                 .unwrap_or("")
                 .to_owned();
             let body = Limited::new(res.into_body(), MAX_DOCUMENT)

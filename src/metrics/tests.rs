@@ -10,6 +10,9 @@ use tower::{Layer as _, ServiceExt as _};
 use super::*;
 use crate::body::Body;
 
+/// A namespaced list of pod metrics.
+const PODS: &str = "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods";
+
 fn request(method: &str, uri: &str) -> Request<Body> {
     let mut req = Request::builder()
         .method(method)
@@ -344,13 +347,7 @@ async fn an_answer_that_breaks_off_is_counted_as_aborted() {
         ))))
     });
     let service = MetricsLayer::new(metrics.clone()).layer(handler);
-    let res = service
-        .oneshot(request(
-            "GET",
-            "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods",
-        ))
-        .await
-        .unwrap();
+    let res = service.oneshot(request("GET", PODS)).await.unwrap();
     assert!(res.into_body().collect().await.is_err());
     let text = metrics.render();
     let aborted = r#"apiserver_request_aborts_total{verb="LIST",group="metrics.k8s.io",version="v1beta1",resource="pods",subresource="",scope="namespace"}"#;
@@ -365,13 +362,7 @@ async fn an_answer_that_breaks_off_is_counted_as_aborted() {
         Ok::<_, Infallible>(Response::new(Body::full("{}")))
     });
     let service = MetricsLayer::new(metrics.clone()).layer(fine);
-    let res = service
-        .oneshot(request(
-            "GET",
-            "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods",
-        ))
-        .await
-        .unwrap();
+    let res = service.oneshot(request("GET", PODS)).await.unwrap();
     drop(res.into_body().collect().await.unwrap());
     assert_eq!(sample(&metrics.render(), aborted), 1.0);
 }

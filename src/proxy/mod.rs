@@ -63,7 +63,6 @@ pub(crate) use request::escaped_path_and_query;
 pub use request::{UpstreamRequestError, upstream_request, upstream_uri};
 pub use response::{REDIRECT_REJECTED, upstream_response};
 #[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use upgrade::forward_upgrade;
 
 use std::net::SocketAddr;

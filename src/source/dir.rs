@@ -99,7 +99,6 @@ struct Seen {
 impl ManifestDir {
     /// Follows `dir` on tokio, scanning it every 2 s (a change shows within that).
     #[cfg(feature = "tokio")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn watch(dir: impl Into<PathBuf>) -> ManifestDir {
         ManifestDir::new(dir, Timer::tokio(), Duration::from_secs(2))
     }

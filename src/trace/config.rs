@@ -210,7 +210,6 @@ impl TracingConfiguration {
     /// The endpoint cannot be dialled ([`TracingConfiguration::collector_url`]) or the
     /// exporter cannot be built.
     #[cfg(feature = "otlp")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "otlp")))]
     pub fn tracer_provider(
         &self,
         service_name: &str,

@@ -66,7 +66,6 @@ impl TracingLayer {
     /// A layer that traces requests with `tracer` (an OpenTelemetry SDK tracer, say
     /// `SdkTracerProvider::tracer("k8s.io/kube-aggregator")`).
     #[cfg(feature = "opentelemetry")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "opentelemetry")))]
     pub fn new<T>(tracer: T) -> TracingLayer
     where
         T: opentelemetry::trace::Tracer + Send + Sync + 'static,

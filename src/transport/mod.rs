@@ -78,15 +78,12 @@ pub(crate) use certificate::bundle_subjects;
 pub use certificate::{CertificateParseError, CertificateSummary};
 pub use memory::{InMemoryResolver, InMemoryTransport};
 #[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use pool::PoolConfig;
 #[cfg(feature = "tokio")]
 pub(crate) use pool::{Gathered, OnRead};
 #[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use pool_metrics::PoolMetrics;
 #[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use rustls_transport::{RustlsTransport, TcpConnector};
 #[cfg(feature = "tokio")]
 pub(crate) use tls::provider as provider_for_server;

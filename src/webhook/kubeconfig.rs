@@ -340,7 +340,6 @@ impl Kubeconfig {
     /// The webhook client of the kubeconfig file at `path`: [`Kubeconfig::load`], then
     /// [`Kubeconfig::client`], with every error naming the file.
     #[cfg(feature = "tokio")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn load_client(
         path: &Path,
         executor: crate::rt::Executor,
@@ -363,7 +362,6 @@ impl Kubeconfig {
     /// [`KubeconfigErrorKind::ClientCertificate`] for client credentials that do not load;
     /// [`KubeconfigErrorKind::Transport`] when the CA does not load.
     #[cfg(feature = "tokio")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
     pub fn client(
         &self,
         executor: crate::rt::Executor,
