@@ -68,6 +68,33 @@ where
     type Error = E;
 }
 
+/// A service of `Request<Body>` answering `Response<Body>` or `E`, cloneable, `Send`, its
+/// call `Send + 'static`: what the tests' hosts and backends are. Any such service is one
+/// (a blanket impl), so a function returning one says `-> impl Handles<E>`.
+#[cfg(any(test, fuzzing))]
+pub(crate) trait Handles<E>:
+    tower::Service<
+        http::Request<Body>,
+        Response = http::Response<Body>,
+        Error = E,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + 'static
+{
+}
+
+#[cfg(any(test, fuzzing))]
+impl<S, E> Handles<E> for S
+where
+    S: tower::Service<http::Request<Body>, Response = http::Response<Body>, Error = E>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+}
+
 /// A boxed, `Send` [`Answer`]: the response future of the services whose call is an
 /// `async` block.
 pub type BoxAnswer<E> = Pin<Box<dyn Future<Output = Result<http::Response<Body>, E>> + Send>>;

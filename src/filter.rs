@@ -185,6 +185,40 @@ pub trait BodyService<B>: Service<Request<B>, Response = Response<Body>> {}
 
 impl<S, B> BodyService<B> for S where S: Service<Request<B>, Response = Response<Body>> {}
 
+/// The inner service of a layer that awaits a decision before calling it (authentication,
+/// authorization): cloned for the call, as tower's `poll_ready` contract asks; its call
+/// and its error `Send` across the layer's await; answering with any body of [`Bytes`]
+/// frames, which the layer boxes into [`Body`] once (not at all when it already is one).
+/// Implemented for every such service.
+///
+/// [`Bytes`]: bytes::Bytes
+pub trait AwaitedService<B>:
+    Service<
+        Request<B>,
+        Response = Response<<Self as AwaitedService<B>>::Body>,
+        Future: Send,
+        Error: Send + 'static,
+    > + Clone
+    + Send
+    + 'static
+{
+    /// The body the service answers with.
+    type Body: http_body::Body<Data = bytes::Bytes, Error: Into<crate::body::BoxError>>
+        + Send
+        + 'static;
+}
+
+impl<S, B, RB> AwaitedService<B> for S
+where
+    S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Error: Send + 'static,
+    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    RB::Error: Into<crate::body::BoxError>,
+{
+    type Body = RB;
+}
+
 /// The service of a filter layer: the layer's [`Filter`] (the layer itself, cloned) in
 /// front of the inner service `S`.
 #[derive(Debug, Clone)]

@@ -52,15 +52,7 @@ fn stack(
     policy: &str,
     refuse: bool,
     watch: Option<tokio::sync::mpsc::Receiver<Bytes>>,
-) -> (
-    impl tower::Service<
-        Request<Body>,
-        Response = Response<Body>,
-        Error = Infallible,
-        Future = impl Send,
-    > + Clone,
-    Events,
-) {
+) -> (impl crate::body::Handles<Infallible>, Events) {
     let events: Events = Arc::default();
     let kept = events.clone();
     let audit = AuditLayer::new(

@@ -3,14 +3,11 @@
 //! runs it: authenticate, add `system:authenticated`, delete what carried the credentials,
 //! then call the handler with the user, or answer 401.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
 
 use http::{Request, Response};
-use tower::Service;
 
 use super::bearer::strip_websocket_bearer;
 use super::metrics::AuthenticationMetrics;
@@ -99,19 +96,14 @@ filter_layer! {
     pub type AuthenticationService<S, A> = FilterService<AuthenticationLayer<A>, S>;
 }
 
-/// The inner service answers with any body of [`Bytes`](bytes::Bytes) frames; it is
-/// boxed into [`Body`] once (not at all when it already is one). Its errors pass through.
-impl<S, A, B, RB> Filter<S, B> for AuthenticationLayer<A>
+/// The inner service's errors pass through.
+impl<S, A, B> Filter<S, B> for AuthenticationLayer<A>
 where
-    S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
-    S::Future: Send,
-    S::Error: Send + 'static,
-    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-    RB::Error: Into<crate::body::BoxError>,
+    S: crate::filter::AwaitedService<B>,
     A: Authenticator,
     B: Send + 'static,
 {
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, S::Error>> + Send>>;
+    type Future = crate::body::BoxAnswer<S::Error>;
 
     fn filter(&self, inner: &mut S, req: Request<B>) -> Self::Future {
         let (parts, body) = req.into_parts();

@@ -4,7 +4,7 @@
 
 use std::convert::Infallible;
 
-use tower::{Layer, ServiceExt};
+use tower::{Layer, Service, ServiceExt};
 
 use super::*;
 use crate::authn::{AuthenticateFuture, AuthenticationError, AuthenticationResult};

@@ -3,14 +3,11 @@
 //! runs it.
 
 use crate::span::{Kind, PathSpan};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
 
 use http::{Request, Response};
-use tower::Service;
 
 use super::forbidden::forbidden_response;
 use super::metrics::AuthorizationMetrics;
@@ -70,19 +67,14 @@ filter_layer! {
     pub type AuthorizationService<S, Z> = FilterService<AuthorizationLayer<Z>, S>;
 }
 
-/// The inner service answers with any body of [`Bytes`](bytes::Bytes) frames; it is
-/// boxed into [`Body`] once (not at all when it already is one). Its errors pass through.
-impl<S, Z, B, RB> Filter<S, B> for AuthorizationLayer<Z>
+/// The inner service's errors pass through.
+impl<S, Z, B> Filter<S, B> for AuthorizationLayer<Z>
 where
-    S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
-    S::Future: Send,
-    S::Error: Send + 'static,
-    RB: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-    RB::Error: Into<crate::body::BoxError>,
+    S: crate::filter::AwaitedService<B>,
     Z: Authorizer,
     B: Send + 'static,
 {
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, S::Error>> + Send>>;
+    type Future = crate::body::BoxAnswer<S::Error>;
 
     fn filter(&self, inner: &mut S, mut req: Request<B>) -> Self::Future {
         // The request URI appears only in error answers: format it only for them.
@@ -224,7 +216,7 @@ mod tests {
     use std::convert::Infallible;
 
     use http_body_util::BodyExt;
-    use tower::{Layer, ServiceExt};
+    use tower::{Layer, Service, ServiceExt};
 
     use super::*;
     use crate::authz::{AuthorizationError, AuthorizeFuture};
@@ -248,11 +240,7 @@ mod tests {
         }
     }
 
-    fn echo_user()
-    -> impl Service<Request<Body>, Response = Response<Body>, Error = Infallible, Future = impl Send>
-    + Clone
-    + Send
-    + 'static {
+    fn echo_user() -> impl crate::body::Handles<Infallible> {
         tower::service_fn(|req: Request<Body>| async move {
             let name = req.extensions().get::<UserInfo>().map(|u| u.name.clone());
             Ok(Response::new(Body::full(name.unwrap_or_default())))

@@ -102,30 +102,26 @@ mod tests {
             }
             b.body(()).unwrap()
         };
-        assert!(is_upgrade_request(&req(&[
-            ("connection", "Upgrade"),
-            ("upgrade", "SPDY/3.1")
-        ])));
-        assert!(is_upgrade_request(&req(&[
-            ("connection", "keep-alive, upgrade"),
-            ("upgrade", "websocket")
-        ])));
-        assert!(
-            !is_upgrade_request(&req(&[("connection", "Upgrade")])),
-            "a stray Connection: Upgrade"
-        );
-        assert!(!is_upgrade_request(&req(&[
-            ("connection", "Upgrade"),
-            ("upgrade", " ")
-        ])));
-        assert!(
-            !is_upgrade_request(&req(&[("upgrade", "websocket")])),
-            "Upgrade without Connection"
-        );
-        assert!(!is_upgrade_request(&req(&[
-            ("connection", "close"),
-            ("upgrade", "h2c")
-        ])));
+        // (Connection, Upgrade, an upgrade?): both are needed, Upgrade not blank.
+        let cases = [
+            (Some("Upgrade"), Some("SPDY/3.1"), true),
+            (Some("keep-alive, upgrade"), Some("websocket"), true),
+            (Some("Upgrade"), None, false),
+            (Some("Upgrade"), Some(" "), false),
+            (None, Some("websocket"), false),
+            (Some("close"), Some("h2c"), false),
+        ];
+        for (connection, upgrade, want) in cases {
+            let headers: Vec<_> = [("connection", connection), ("upgrade", upgrade)]
+                .into_iter()
+                .filter_map(|(name, value)| Some((name, value?)))
+                .collect();
+            assert_eq!(
+                is_upgrade_request(&req(&headers)),
+                want,
+                "Connection {connection:?}, Upgrade {upgrade:?}"
+            );
+        }
     }
 
     #[test]

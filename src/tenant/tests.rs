@@ -250,17 +250,7 @@ impl Authorizer for Recording {
 }
 
 /// An in-process backend that answers with its name and what it saw.
-fn echo(
-    name: &'static str,
-) -> impl tower::Service<
-    Request<Body>,
-    Response = Response<Body>,
-    Error = BoxError,
-    Future: Send + 'static,
-> + Clone
-+ Send
-+ Sync
-+ 'static {
+fn echo(name: &'static str) -> impl crate::body::Handles<BoxError> + Sync {
     tower::service_fn(move |req: Request<Body>| async move {
         let h = |n: &str| {
             req.headers()
@@ -291,16 +281,7 @@ struct Stack<S> {
     authorizer: Recording,
 }
 
-async fn stack(
-    forwarding: TenantForwarding,
-) -> Stack<
-    impl tower::Service<
-        Request<Body>,
-        Response = Response<Body>,
-        Error = Infallible,
-        Future: Send + 'static,
-    > + Clone,
-> {
+async fn stack(forwarding: TenantForwarding) -> Stack<impl crate::body::Handles<Infallible>> {
     let transport = InMemoryTransport::new();
     transport.insert("widgets.team-a.svc", echo("a"));
     transport.insert("widgets.team-b.svc", echo("b"));

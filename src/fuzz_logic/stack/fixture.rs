@@ -190,15 +190,7 @@ pub(super) fn stack_apiservice(group: &str, service: Option<(&str, &str)>) -> Ap
 /// answers 200.
 pub(super) fn recording_backend(
     seen: std::sync::Arc<std::sync::Mutex<Vec<SeenRequest>>>,
-) -> impl tower::Service<
-    Request<Body>,
-    Response = http::Response<Body>,
-    Error = BoxError,
-    Future = impl Future<Output = Result<http::Response<Body>, BoxError>> + Send,
-> + Clone
-+ Send
-+ Sync
-+ 'static {
+) -> impl crate::body::Handles<BoxError> + Sync {
     tower::service_fn(move |req: Request<Body>| {
         let seen = seen.clone();
         async move {

@@ -98,16 +98,7 @@ use cases::{Case, cases};
 /// What the handler saw: the user and whether any `Impersonate-*` header was left.
 type Seen = Arc<Mutex<Option<(UserInfo, bool)>>>;
 
-fn handler(
-    seen: Seen,
-) -> impl tower::Service<
-    Request<Body>,
-    Response = Response<Body>,
-    Error = Infallible,
-    Future = impl Send,
-> + Clone
-+ Send
-+ 'static {
+fn handler(seen: Seen) -> impl crate::body::Handles<Infallible> {
     tower::service_fn(move |req: Request<Body>| {
         let seen = seen.clone();
         async move {
