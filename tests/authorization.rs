@@ -11,8 +11,7 @@ pub mod common;
 pub mod policy;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -22,8 +21,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use kube_aggregator::authn::X509Authenticator;
 use kube_aggregator::authz::{
-    PrivilegedGroups, SubjectAccessReview, SubjectAccessReviewAuthorizer,
-    SubjectAccessReviewStatus, Union,
+    PrivilegedGroups, SubjectAccessReviewAuthorizer, SubjectAccessReviewStatus, Union,
 };
 use kube_aggregator::rt::{Executor, Timer};
 use kube_aggregator::webhook::{Backoff, Kubeconfig};
@@ -39,72 +37,16 @@ const WAIT: Duration = Duration::from_secs(10);
 // The SubjectAccessReview webhook
 // ---------------------------------------------------------------------------------------
 
-type Rule = dyn Fn(&Value) -> SubjectAccessReviewStatus + Send + Sync;
-
 /// An HTTPS webhook on 127.0.0.1 that records each review's spec and answers by a rule.
-struct Webhook {
-    kubeconfig: String,
-    reviews: Arc<Mutex<Vec<Value>>>,
-}
+type Webhook = policy::RecordingWebhook;
 
-impl Webhook {
-    async fn start(
-        rule: impl Fn(&Value) -> SubjectAccessReviewStatus + Send + Sync + 'static,
-    ) -> Webhook {
-        let ca = pki::Ca::new("authz-ca");
-        let leaf = ca.server("authz", &["127.0.0.1"]);
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind webhook");
-        let addr = listener.local_addr().expect("webhook address");
-        let reviews = Arc::new(Mutex::new(Vec::new()));
-        let seen = reviews.clone();
-        let rule: Arc<Rule> = Arc::new(rule);
-        tokio::spawn(async move {
-            let record = move |review: &SubjectAccessReview| {
-                assert_eq!(review.kind, "SubjectAccessReview");
-                assert_eq!(review.api_version, "authorization.k8s.io/v1");
-                let spec = serde_json::to_value(&review.spec).expect("spec serializes");
-                seen.lock().unwrap().push(spec.clone());
-                rule(&spec)
-            };
-            policy::serve_with(
-                listener,
-                leaf.cert_pem.as_bytes(),
-                leaf.key_pem.as_bytes(),
-                record,
-                std::future::pending(),
-            )
-            .await
-            .expect("webhook TLS configuration");
-        });
-        Webhook {
-            kubeconfig: policy::webhook_kubeconfig(
-                &format!("https://{addr}/authorize"),
-                ca.cert_pem.as_bytes(),
-            ),
-            reviews,
-        }
-    }
-
-    /// The specs received so far, oldest first; clears the record.
-    fn take(&self) -> Vec<Value> {
-        std::mem::take(&mut *self.reviews.lock().unwrap())
-    }
-
-    fn count(&self) -> usize {
-        self.reviews.lock().unwrap().len()
-    }
-
-    /// Writes the kubeconfig to a file, as `--authorization-webhook-config-file` wants.
-    fn config_file(&self, name: &str) -> PathBuf {
-        let path = std::env::temp_dir().join(format!(
-            "kube-aggregator-authz-{}-{name}.kubeconfig",
-            std::process::id()
-        ));
-        std::fs::write(&path, &self.kubeconfig).expect("write kubeconfig");
-        path
-    }
+/// Starts a [`Webhook`] answering by `rule`, under a CA of its own.
+async fn start_webhook(
+    rule: impl Fn(&Value) -> SubjectAccessReviewStatus + Send + Sync + 'static,
+) -> Webhook {
+    let ca = pki::Ca::new("authz-ca");
+    let leaf = ca.server("authz", &["127.0.0.1"]);
+    Webhook::start(&ca.cert_pem, &leaf.cert_pem, &leaf.key_pem, rule).await
 }
 
 fn status(allowed: bool, denied: bool, reason: &str) -> SubjectAccessReviewStatus {
@@ -256,7 +198,7 @@ fn bob_spec(bob: &Bob, attributes: Value) -> Value {
 async fn reviews_carry_the_upstream_attributes() {
     let pki = Pki::new();
     let mut backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
-    let webhook = Webhook::start(allow_all).await;
+    let webhook = start_webhook(allow_all).await;
     let authorizer = SubjectAccessReviewAuthorizer::from_kubeconfig(
         &webhook.config_file("attributes"),
         Executor::tokio(),
@@ -367,7 +309,7 @@ async fn reviews_carry_the_upstream_attributes() {
 async fn denied_requests_get_the_upstream_forbidden_and_never_reach_the_backend() {
     let pki = Pki::new();
     let mut backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
-    let webhook = Webhook::start(|spec| match spec["resourceAttributes"]["name"].as_str() {
+    let webhook = start_webhook(|spec| match spec["resourceAttributes"]["name"].as_str() {
         // No opinion without a reason, as RBAC answers.
         None => status(false, false, ""),
         Some(_) => status(false, true, "no widgets for you"),
@@ -403,7 +345,7 @@ async fn denied_requests_get_the_upstream_forbidden_and_never_reach_the_backend(
 async fn malformed_paths_get_a_400_status_without_review() {
     let pki = Pki::new();
     let mut backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
-    let webhook = Webhook::start(allow_all).await;
+    let webhook = start_webhook(allow_all).await;
     let authorizer = SubjectAccessReviewAuthorizer::from_kubeconfig(
         &webhook.config_file("malformed"),
         Executor::tokio(),
@@ -452,7 +394,7 @@ async fn webhook_failures_never_let_a_request_through() {
     let silent = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let silent_addr = silent.local_addr().expect("address");
     // Answers, but with an error status or an impossible review.
-    let failing = Webhook::start(|_| status(true, true, "")).await;
+    let failing = start_webhook(|_| status(true, true, "")).await;
 
     let ca = pki::Ca::new("unused-ca");
     let mut configs = vec![
@@ -507,7 +449,7 @@ async fn webhook_failures_never_let_a_request_through() {
 async fn allow_is_cached_and_deny_is_asked_again_after_its_ttl() {
     let pki = Pki::new();
     let backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
-    let webhook = Webhook::start(|spec| {
+    let webhook = start_webhook(|spec| {
         let allowed = spec["resourceAttributes"]["name"] == "w1";
         status(allowed, false, "")
     })
@@ -558,7 +500,7 @@ async fn double_slash_and_escaped_slash_paths_never_reach_a_backend_unauthorized
     let pki = Pki::new();
     let mut backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
     // Anything in the core group and any non-resource URL; nothing in widgets.
-    let webhook = Webhook::start(|spec| {
+    let webhook = start_webhook(|spec| {
         let core =
             spec["resourceAttributes"]["group"].is_null() && spec["resourceAttributes"].is_object();
         let non_resource = spec["nonResourceAttributes"].is_object();
@@ -736,7 +678,7 @@ async fn the_webhooks_call_is_a_span_under_authorization() {
         .build();
     let pki = Pki::new();
     let backend = Backend::start(&pki, H2_AND_HTTP11, ok).await;
-    let webhook = Webhook::start(allow_all).await;
+    let webhook = start_webhook(allow_all).await;
     let authorizer = SubjectAccessReviewAuthorizer::from_kubeconfig(
         &webhook.config_file("traced"),
         Executor::tokio(),

@@ -13,8 +13,8 @@ pub mod common;
 pub mod policy;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -28,24 +28,19 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use kube_aggregator::Body;
 use kube_aggregator::authn::X509Authenticator;
 use kube_aggregator::authz::{
-    PrivilegedGroups, SubjectAccessReview, SubjectAccessReviewAuthorizer,
-    SubjectAccessReviewStatus, Union,
+    PrivilegedGroups, SubjectAccessReviewAuthorizer, SubjectAccessReviewStatus, Union,
 };
 use kube_aggregator::inflight::InFlightLayer;
 use kube_aggregator::rt::{Executor, Timer};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 const WIDGETS: &str = "/apis/widgets.example.io/v1alpha1";
 const GADGETS: &str = "/apis/gadgets.example.io/v1";
 const WAIT: Duration = Duration::from_secs(10);
 
-/// An HTTPS SubjectAccessReview webhook that records every review's spec.
-struct Webhook {
-    config_file: std::path::PathBuf,
-    reviews: Arc<Mutex<Vec<Value>>>,
-}
+/// The SubjectAccessReview webhook with the test policy ([`rule`]).
+type Webhook = policy::RecordingWebhook;
 
 /// The test policy: `admin` may do anything and impersonate anyone but
 /// `system:masters`; `bob` (and group `team`) may read widgets and gadgets; everyone may
@@ -74,51 +69,11 @@ fn rule(spec: &Value) -> SubjectAccessReviewStatus {
     s
 }
 
-impl Webhook {
-    async fn start() -> Webhook {
-        let ca = pki::Ca::new("authz-ca");
-        let leaf = ca.server("authz", &["127.0.0.1"]);
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind webhook");
-        let addr = listener.local_addr().expect("webhook address");
-        let reviews = Arc::new(Mutex::new(Vec::new()));
-        let seen = reviews.clone();
-        tokio::spawn(async move {
-            let record = move |review: &SubjectAccessReview| {
-                let spec = serde_json::to_value(&review.spec).expect("spec serializes");
-                seen.lock().unwrap().push(spec.clone());
-                rule(&spec)
-            };
-            policy::serve_with(
-                listener,
-                leaf.cert_pem.as_bytes(),
-                leaf.key_pem.as_bytes(),
-                record,
-                std::future::pending(),
-            )
-            .await
-            .expect("webhook TLS configuration");
-        });
-        let config_file = std::env::temp_dir().join(format!(
-            "kube-aggregator-filters-{}-{}.kubeconfig",
-            std::process::id(),
-            addr.port()
-        ));
-        let kubeconfig = policy::webhook_kubeconfig(
-            &format!("https://{addr}/authorize"),
-            ca.cert_pem.as_bytes(),
-        );
-        std::fs::write(&config_file, kubeconfig).expect("write kubeconfig");
-        Webhook {
-            config_file,
-            reviews,
-        }
-    }
-
-    fn take(&self) -> Vec<Value> {
-        std::mem::take(&mut *self.reviews.lock().unwrap())
-    }
+/// Starts the [`Webhook`] under a CA of its own.
+async fn start_webhook() -> Webhook {
+    let ca = pki::Ca::new("authz-ca");
+    let leaf = ca.server("authz", &["127.0.0.1"]);
+    Webhook::start(&ca.cert_pem, &leaf.cert_pem, &leaf.key_pem, rule).await
 }
 
 /// `--max-requests-inflight`, `--max-mutating-requests-inflight` and the limit per
@@ -141,7 +96,7 @@ async fn gateway(
     let x509 = X509Authenticator::from_pem(pki.client_ca.cert_pem.as_bytes()).expect("client CA");
     // No decision cache: every request asks the webhook, so the reviews show each check.
     let sar = SubjectAccessReviewAuthorizer::from_kubeconfig(
-        &webhook.config_file,
+        &webhook.config_file("filters"),
         Executor::tokio(),
         Timer::tokio(),
     )
@@ -203,7 +158,7 @@ fn values<'a>(h: &'a HeaderMap, name: &str) -> Vec<&'a str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn impersonation_is_checked_with_the_webhook_and_never_reaches_the_backend() {
     let pki = Pki::new();
-    let webhook = Webhook::start().await;
+    let webhook = start_webhook().await;
     let (backend, mut arrivals) = backend(&pki, H2_AND_HTTP11).await;
     let addr = gateway(
         &pki,
@@ -339,7 +294,7 @@ async fn impersonation_is_checked_with_the_webhook_and_never_reaches_the_backend
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upload_cut_by_its_deadline_resets_the_backend_stream() {
     let pki = Pki::new();
-    let webhook = Webhook::start().await;
+    let webhook = start_webhook().await;
     let admin = pki.client_ca.client("admin", &[]);
     let (backend, _arrivals) = backend(&pki, &[b"h2"]).await;
     let addr = gateway(
@@ -381,7 +336,7 @@ async fn an_upload_cut_by_its_deadline_resets_the_backend_stream() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_backend_gets_the_504_and_its_stream_is_released_while_a_watch_outlives_it() {
     let pki = Pki::new();
-    let webhook = Webhook::start().await;
+    let webhook = start_webhook().await;
     let admin = pki.client_ca.client("admin", &[]);
     for alpn in [H2_AND_HTTP11, HTTP11_ONLY] {
         let (backend, _arrivals) = backend(&pki, alpn).await;
@@ -536,7 +491,7 @@ async fn arrived(backend: &AsyncBackend, n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pile_up_on_one_apiservice_leaves_the_others_answering() {
     let pki = Pki::new();
-    let webhook = Webhook::start().await;
+    let webhook = start_webhook().await;
     let (backend, _arrivals) = backend(&pki, H2_AND_HTTP11).await;
     let (addr, limits) = gateway(
         &pki,
@@ -587,7 +542,7 @@ async fn a_pile_up_on_one_apiservice_leaves_the_others_answering() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_global_limit_answers_429_with_retry_after_and_masters_are_exempt() {
     let pki = Pki::new();
-    let webhook = Webhook::start().await;
+    let webhook = start_webhook().await;
     let (backend, _arrivals) = backend(&pki, H2_AND_HTTP11).await;
     let addr = gateway(
         &pki,
@@ -637,7 +592,7 @@ async fn the_global_limit_answers_429_with_retry_after_and_masters_are_exempt() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stray_connection_upgrade_is_a_plain_request_and_selectors_reach_the_webhook() {
     let pki = Pki::new();
-    let webhook = Webhook::start().await;
+    let webhook = start_webhook().await;
     let (_backend, mut arrivals) = backend(&pki, H2_AND_HTTP11).await;
     let addr = gateway(
         &pki,

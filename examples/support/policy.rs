@@ -212,6 +212,83 @@ fn reply(status: StatusCode, text: String) -> Response<Body> {
     res
 }
 
+/// A webhook for tests on 127.0.0.1 that records the spec of each review it is sent and
+/// answers by `rule`: [`serve_with`] on a port of its own, serving `cert_pem`/`key_pem`
+/// (a certificate for `127.0.0.1` that `ca_pem` signs).
+#[derive(Debug)]
+pub struct RecordingWebhook {
+    /// Its `--authorization-webhook-config-file` content.
+    pub kubeconfig: String,
+    port: u16,
+    reviews: Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+}
+
+impl RecordingWebhook {
+    /// Starts the webhook; it runs until the runtime stops.
+    pub async fn start(
+        ca_pem: &str,
+        cert_pem: &str,
+        key_pem: &str,
+        rule: impl Fn(&serde_json::Value) -> SubjectAccessReviewStatus + Send + Sync + 'static,
+    ) -> RecordingWebhook {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind webhook");
+        let addr = listener.local_addr().expect("webhook address");
+        let reviews = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = reviews.clone();
+        let record = move |review: &SubjectAccessReview| {
+            assert_eq!(review.kind, "SubjectAccessReview");
+            assert_eq!(review.api_version, "authorization.k8s.io/v1");
+            let spec = serde_json::to_value(&review.spec).expect("spec serializes");
+            seen.lock().unwrap().push(spec.clone());
+            rule(&spec)
+        };
+        let (cert_pem, key_pem) = (cert_pem.to_owned(), key_pem.to_owned());
+        tokio::spawn(async move {
+            let pending = std::future::pending();
+            serve_with(
+                listener,
+                cert_pem.as_bytes(),
+                key_pem.as_bytes(),
+                record,
+                pending,
+            )
+            .await
+            .expect("webhook TLS configuration");
+        });
+        let server = format!("https://{addr}/authorize");
+        RecordingWebhook {
+            kubeconfig: webhook_kubeconfig(&server, ca_pem.as_bytes()),
+            port: addr.port(),
+            reviews,
+        }
+    }
+
+    /// The specs received so far, oldest first; clears the record.
+    pub fn take(&self) -> Vec<serde_json::Value> {
+        std::mem::take(&mut *self.reviews.lock().unwrap())
+    }
+
+    /// How many reviews were received since the last [`RecordingWebhook::take`].
+    pub fn count(&self) -> usize {
+        self.reviews.lock().unwrap().len()
+    }
+
+    /// Writes the kubeconfig to a file in the temporary directory named after `name`, this
+    /// process and the webhook's port, as `--authorization-webhook-config-file` wants; its
+    /// path.
+    pub fn config_file(&self, name: &str) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!(
+            "kube-aggregator-authz-{}-{}-{name}.kubeconfig",
+            std::process::id(),
+            self.port
+        ));
+        std::fs::write(&path, &self.kubeconfig).expect("write kubeconfig");
+        path
+    }
+}
+
 /// The `--authorization-webhook-config-file` for a webhook at `server` (an `https://` URL)
 /// whose serving certificate `ca_pem` signs.
 pub fn webhook_kubeconfig(server: &str, ca_pem: &[u8]) -> String {
