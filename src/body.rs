@@ -99,16 +99,25 @@ where
 /// `async` block.
 pub type BoxAnswer<E> = Pin<Box<dyn Future<Output = Result<http::Response<Body>, E>> + Send>>;
 
-/// The associated types of a `tower::Service` that answers `Response<Body>` with a
-/// [`BoxAnswer`] of the given error, and a `poll_ready` that is always ready. Its users
-/// outside the tests are the `tokio` feature's clients.
+/// The associated types of a `tower::Service` that answers `Response<Body>` with the
+/// given error through the given future, and a `poll_ready` that is always ready (each
+/// call does its own waiting).
+macro_rules! answers {
+    ($error:ty, $future:ty) => {
+        type Response = ::http::Response<$crate::body::Body>;
+        type Error = $error;
+        type Future = $future;
+        always_ready!();
+    };
+}
+pub(crate) use answers;
+
+/// [`answers!`] through a [`BoxAnswer`] of the given error. Its users outside the tests
+/// are the `tokio` feature's clients.
 #[cfg_attr(not(feature = "tokio"), allow(unused_macros))]
 macro_rules! answers_boxed {
     ($error:ty) => {
-        type Response = ::http::Response<$crate::body::Body>;
-        type Error = $error;
-        type Future = $crate::body::BoxAnswer<$error>;
-        always_ready!();
+        $crate::body::answers!($error, $crate::body::BoxAnswer<$error>);
     };
 }
 #[cfg_attr(not(feature = "tokio"), allow(unused_imports))]

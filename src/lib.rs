@@ -61,6 +61,18 @@ macro_rules! debug_fields {
     };
 }
 
+/// `impl Clone` cloning each field, without the `T: Clone` bound `derive(Clone)` puts on
+/// the type's parameters: for a type that shares what its parameter is behind an `Arc`.
+macro_rules! clone_fields {
+    ($ty:ident<$($g:ident),+> { $($field:ident),* $(,)? }) => {
+        impl<$($g),+> Clone for $ty<$($g),+> {
+            fn clone(&self) -> Self {
+                $ty { $($field: self.$field.clone()),* }
+            }
+        }
+    };
+}
+
 /// A `tower::Service::poll_ready` that is always ready: the service does its work, and
 /// any waiting, in `call`.
 macro_rules! always_ready {

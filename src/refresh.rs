@@ -11,8 +11,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,7 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
 use crate::rt::Timer;
+use crate::rt::lock;
 
 /// How long the loop sleeps when nothing is due: it is woken by [`Notify::wake`] before.
 const IDLE: Duration = Duration::from_secs(3600);
@@ -121,10 +122,6 @@ pub(crate) async fn run<T: Send + 'static>(
             apply(result);
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -50,8 +50,8 @@
 //!
 //! Floor 0 of the import order (docs/architecture.md): uses nothing of the crate; used by
 //! `aggregator`, `audit`, `authn`, `authz`, `availability`, `builder`, `discovery`,
-//! `openapi`, `proxy`, `refresh`, `registry`, `reload`, `source`, `testing`, `timeout`,
-//! `transport`, `webhook`.
+//! `openapi`, `proxy`, `refresh`, `registry`, `reload`, `source`, `tenancy`, `testing`,
+//! `timeout`, `transport`, `webhook`.
 
 use std::fmt;
 use std::future::Future;
@@ -61,6 +61,14 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
 
 use pin_project_lite::pin_project;
+
+/// Locks `m`, taking over the data of a lock poisoned by a panic elsewhere: the library's
+/// critical sections leave their data whole at every point a panic could come from, so
+/// a panic in one task never takes the locks, and with them the request path, down with
+/// it.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// A boxed `Send` future of `()`, the unit the [`Executor`] spawns.
 pub type BoxTask = Pin<Box<dyn Future<Output = ()> + Send>>;

@@ -10,19 +10,20 @@
 //! (the per-tenant registries, clients and feed, in `aggregator::tenants`). The public
 //! names are re-exported from [`tenant`](crate::tenant).
 //!
-//! Floor 2 of the import order (docs/architecture.md): uses `body`, `status`; used by
+//! Floor 2 of the import order (docs/architecture.md): uses `body`, `rt`, `status`; used by
 //! `aggregator`, `authz`, `availability`, `impersonation`, `inflight`, `proxy`,
 //! `selfreview`, `tenant`.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use http::{HeaderName, Response};
 
 use crate::body::Body;
+use crate::rt::lock;
 use crate::status::Status;
 
 /// The path prefix of a tenant's requests: `/clusters/<name>/...` (kcp's).
@@ -175,8 +176,4 @@ impl Future for Changed {
             Poll::Pending
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -11,12 +11,13 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 #[cfg(test)]
 use std::task::Waker;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use crate::rt::lock;
 use crate::rt::{BoxTask, Executor, Timer};
 use crate::transport::{BackendClient, BackendTarget, Transport, TransportError};
 
@@ -48,10 +49,6 @@ impl NoExecutor {
     pub(crate) fn executor() -> Executor {
         Executor::new(NoExecutor)
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A sleep that is over at once.

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
 use arc_swap::ArcSwap;
@@ -28,6 +28,7 @@ use crate::openapi::{OpenApiConfig, OpenApiManager};
 use crate::registry::{Registry, StatusSink};
 use crate::resolver::ServiceResolver;
 use crate::rt::Timer;
+use crate::rt::lock;
 use crate::source::ApiServiceEvent;
 use crate::tenancy::{Changed, Signal, Tenant, TenantForwarding};
 use crate::transport::Transport;
@@ -441,8 +442,4 @@ impl StatusSink for ForwardStatus {
             sink.status_changed(self.tenant.name(), apiservice);
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -76,16 +76,8 @@ impl<A: Authenticator> AuthenticationLayer<A> {
     }
 }
 
-// Clone without requiring `A: Clone`: the authenticator is shared behind an `Arc`.
-impl<A> Clone for AuthenticationLayer<A> {
-    fn clone(&self) -> Self {
-        AuthenticationLayer {
-            authenticator: self.authenticator.clone(),
-            strip: self.strip.clone(),
-            metrics: self.metrics.clone(),
-        }
-    }
-}
+// The shared parts behind `Arc`s: no `A: Clone` needed.
+clone_fields!(AuthenticationLayer<A> { authenticator, strip, metrics });
 
 filter_layer! {
     /// Service of [`AuthenticationLayer`].

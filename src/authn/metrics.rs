@@ -103,10 +103,7 @@ mod tests {
         m.record(&Ok(Some(UserInfo::new("bob", ["dev"]))), 0.003);
         m.record(&Ok(None), 0.001);
         m.record(&Err(AuthenticationError::Other("down".into())), 0.5);
-        let mut registry = prometheus_client::registry::Registry::default();
-        registry.register_collector(Box::new(m));
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let text = crate::outcome_metrics::render(|r| r.register_collector(Box::new(m)));
         for line in [
             "authenticated_user_requests{username=\"email_id\"} 1",
             "authenticated_user_requests{username=\"kubelet\"} 1",

@@ -52,15 +52,8 @@ impl<Z: Authorizer> AuthorizationLayer<Z> {
     }
 }
 
-// Clone without requiring `Z: Clone`: the authorizer is shared behind an `Arc`.
-impl<Z> Clone for AuthorizationLayer<Z> {
-    fn clone(&self) -> Self {
-        AuthorizationLayer {
-            authorizer: self.authorizer.clone(),
-            metrics: self.metrics.clone(),
-        }
-    }
-}
+// The shared parts behind `Arc`s: no `Z: Clone` needed.
+clone_fields!(AuthorizationLayer<Z> { authorizer, metrics });
 
 filter_layer! {
     /// Service of [`AuthorizationLayer`].

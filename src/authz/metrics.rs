@@ -62,10 +62,7 @@ mod tests {
         m.record(&Ok(Authorization::new(Decision::Deny)), 0.002);
         m.record(&Ok(Authorization::new(Decision::NoOpinion)), 0.002);
         m.record(&Err(AuthorizationError::new("the webhook is down")), 0.002);
-        let mut registry = prometheus_client::registry::Registry::default();
-        registry.register_collector(Box::new(m));
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let text = crate::outcome_metrics::render(|r| r.register_collector(Box::new(m)));
         for line in [
             "# TYPE authorization_attempts counter",
             "authorization_attempts_total{result=\"allowed\"} 2",

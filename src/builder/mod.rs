@@ -162,13 +162,8 @@ pub struct AggregatorStack<E> {
     >,
 }
 
-impl<E> Clone for AggregatorStack<E> {
-    fn clone(&self) -> Self {
-        AggregatorStack {
-            inner: self.inner.clone(),
-        }
-    }
-}
+// The shared parts behind `Arc`s: no `E: Clone` needed.
+clone_fields!(AggregatorStack<E> { inner });
 
 debug_fields!(AggregatorStack<E> {});
 

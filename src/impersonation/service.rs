@@ -67,14 +67,8 @@ impl<Z: Authorizer> ImpersonationLayer<Z> {
     }
 }
 
-// Clone without requiring `Z: Clone`: the authorizer is shared behind an `Arc`.
-impl<Z> Clone for ImpersonationLayer<Z> {
-    fn clone(&self) -> Self {
-        ImpersonationLayer {
-            authorizer: self.authorizer.clone(),
-        }
-    }
-}
+// The shared parts behind `Arc`s: no `Z: Clone` needed.
+clone_fields!(ImpersonationLayer<Z> { authorizer });
 
 filter_layer! {
     /// Service of [`ImpersonationLayer`]. Ready when the inner service is; the checks run in

@@ -73,14 +73,8 @@ impl<Z: Authorizer> SelfReviewLayer<Z> {
     }
 }
 
-// Clone without requiring `Z: Clone`: the authorizer is shared behind an `Arc`.
-impl<Z> Clone for SelfReviewLayer<Z> {
-    fn clone(&self) -> Self {
-        SelfReviewLayer {
-            authorizer: self.authorizer.clone(),
-        }
-    }
-}
+// The shared parts behind `Arc`s: no `Z: Clone` needed.
+clone_fields!(SelfReviewLayer<Z> { authorizer });
 
 filter_layer! {
     /// Service of [`SelfReviewLayer`]: answers the three review paths itself and calls the

@@ -187,11 +187,7 @@ struct InProcess {
 }
 
 impl Service<Request<Body>> for InProcess {
-    type Response = Response<Body>;
-    type Error = BoxError;
-    type Future = Oneshot<BackendClient, Request<Body>>;
-
-    always_ready!();
+    crate::body::answers!(BoxError, Oneshot<BackendClient, Request<Body>>);
 
     fn call(&mut self, mut req: Request<Body>) -> Self::Future {
         // The client's extensions stay on this side of the "wire": a backend that read

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use http::uri::PathAndQuery;
-use http::{HeaderName, HeaderValue, Request, Response, Uri};
+use http::{HeaderName, HeaderValue, Request, Uri};
 use tower::Service;
 use tower::util::{BoxCloneSyncService, Oneshot, ServiceExt};
 
@@ -72,12 +72,8 @@ impl Transport for CachedTransport {
 struct Shared(Arc<BackendClient>);
 
 impl Service<Request<Body>> for Shared {
-    type Response = Response<Body>;
-    type Error = BoxError;
-    type Future = Oneshot<BackendClient, Request<Body>>;
-
     // Always ready: each call takes a fresh clone of the shared client.
-    always_ready!();
+    crate::body::answers!(BoxError, Oneshot<BackendClient, Request<Body>>);
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         (*self.0).clone().oneshot(req)
@@ -135,12 +131,8 @@ struct TenantClient {
 }
 
 impl Service<Request<Body>> for TenantClient {
-    type Response = Response<Body>;
-    type Error = BoxError;
-    type Future = Oneshot<BackendClient, Request<Body>>;
-
     // Always ready: each call takes a fresh clone of the shared client.
-    always_ready!();
+    crate::body::answers!(BoxError, Oneshot<BackendClient, Request<Body>>);
 
     fn call(&mut self, mut req: Request<Body>) -> Self::Future {
         match (self.forwarding, &self.prefix) {
