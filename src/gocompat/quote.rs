@@ -79,26 +79,10 @@ fn is_go_printable(c: char) -> bool {
 mod tests {
     use super::*;
 
+    /// Rows of Go's `strconv` `quotetests` (valid UTF-8 ones; Rust strings hold no other),
+    /// then ours.
     #[test]
     fn quotes_as_strconv_quote() {
-        assert_eq!(quote("plain"), "\"plain\"");
-        assert_eq!(quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
-        assert_eq!(
-            quote("\n\t\r\u{7}\u{8}\u{b}\u{c}"),
-            "\"\\n\\t\\r\\a\\b\\v\\f\""
-        );
-        assert_eq!(quote("\u{1}\u{7f}"), "\"\\x01\\x7f\"");
-        assert_eq!(
-            quote("\u{85}\u{a0}\u{200b}\u{feff}"),
-            "\"\\u0085\\u00a0\\u200b\\ufeff\""
-        );
-        assert_eq!(quote("\u{10ffff}\u{e0001}"), "\"\\U0010ffff\\U000e0001\"");
-        assert_eq!(quote("héllo 世界 🎉"), "\"héllo 世界 🎉\"");
-    }
-
-    /// Rows of Go's `strconv` `quotetests` (valid UTF-8 ones; Rust strings hold no other).
-    #[test]
-    fn go_quotetests() {
         for (input, quoted) in [
             ("\u{7}\u{8}\u{c}\r\n\t\u{b}", r#""\a\b\f\r\n\t\v""#),
             ("\\", r#""\\""#),
@@ -107,15 +91,19 @@ mod tests {
             ("\u{4}", r#""\x04""#),
             ("!\u{a0}!\u{2000}!\u{3000}!", r#""!\u00a0!\u2000!\u3000!""#),
             ("\u{7f}", r#""\x7f""#),
+            // Ours: plain text, quotes and backslashes, each escape form, and the escapes
+            // an older copy of the Forbidden message's quoting missed.
+            ("plain", r#""plain""#),
+            ("a\"b\\c", r#""a\"b\\c""#),
+            (
+                "\u{1}\u{85}\u{a0}\u{200b}\u{feff}",
+                r#""\x01\u0085\u00a0\u200b\ufeff""#,
+            ),
+            ("\u{e0001}", r#""\U000e0001""#),
+            ("héllo 世界 🎉", "\"héllo 世界 🎉\""),
+            ("a\u{7}b", r#""a\ab""#),
         ] {
             assert_eq!(quote(input), quoted, "{input:?}");
         }
-    }
-
-    /// The Forbidden message's quoting is this one: the escapes an older copy missed.
-    #[test]
-    fn control_and_format_characters_are_escaped() {
-        assert_eq!(quote("a\u{7}b"), r#""a\ab""#);
-        assert_eq!(quote("\u{200b}"), r#""\u200b""#);
     }
 }

@@ -186,12 +186,16 @@ mod tests {
 
     #[test]
     fn queries_encode_as_values_encode() {
-        assert_eq!(
-            encode_query("watch=true&labelSelector=a%3Db&fieldSelector=metadata.name=x"),
-            "fieldSelector=metadata.name%3Dx&labelSelector=a%3Db&watch=true"
-        );
-        assert_eq!(encode_query("q=a%20b&q=c+d"), "q=a+b&q=c+d");
-        assert_eq!(encode_query("k=~-._*"), "k=~-._%2A");
+        for (query, encoded) in [
+            (
+                "watch=true&labelSelector=a%3Db&fieldSelector=metadata.name=x",
+                "fieldSelector=metadata.name%3Dx&labelSelector=a%3Db&watch=true",
+            ),
+            ("q=a%20b&q=c+d", "q=a+b&q=c+d"),
+            ("k=~-._*", "k=~-._%2A"),
+        ] {
+            assert_eq!(encode_query(query), encoded, "{query}");
+        }
     }
 
     #[test]

@@ -270,55 +270,52 @@ fn undecodable_paths_are_refused() {
 
 #[test]
 fn name_from_field_selector_follows_list_options_decoding() {
-    let name = |q: &str| ok("GET", &format!("/api/v1/pods?{q}")).name;
-    assert_eq!(name("fieldSelector=metadata.name%3D%3Dfoo"), "foo");
-    assert_eq!(name("fieldSelector=metadata.name%21%3Dfoo"), "");
-    assert_eq!(
-        name("fieldSelector=metadata.name%3Db,metadata.name%3Da"),
-        "a"
-    );
-    assert_eq!(name("fieldSelector=metadata.name%3Da%5C,b"), "a,b");
-    assert_eq!(name("fieldSelector=metadata.name%3Dfoo+bar"), "foo bar");
-    // Not a valid path segment name.
-    assert_eq!(name("fieldSelector=metadata.name%3D.."), "");
-    assert_eq!(name("fieldSelector=metadata.name%3Da/b"), "");
-    assert_eq!(name("fieldSelector=metadata.name%3Da%2525b"), "");
-    // Any other option failing to decode drops the name.
-    assert_eq!(name("fieldSelector=metadata.name%3Dfoo&limit=5"), "foo");
-    assert_eq!(name("fieldSelector=metadata.name%3Dfoo&limit=abc"), "");
-    assert_eq!(name("fieldSelector=metadata.name%3Dfoo&limit="), "");
-    assert_eq!(
-        name("fieldSelector=metadata.name%3Dfoo&timeoutSeconds=1.5"),
-        ""
-    );
-    assert_eq!(
-        name("fieldSelector=metadata.name%3Dfoo&labelSelector=a+in"),
-        ""
-    );
-    assert_eq!(
-        name("fieldSelector=metadata.name%3Dfoo&labelSelector=app+in+(a,b)"),
-        "foo"
-    );
-    // A selector that decodes to invalid UTF-8 never names an object.
-    assert_eq!(name("fieldSelector=metadata.name%3D%FF"), "");
+    // (the query after `fieldSelector=metadata.name`, the name)
+    for (query, want) in [
+        ("%3D%3Dfoo", "foo"),
+        ("%21%3Dfoo", ""),
+        ("%3Db,metadata.name%3Da", "a"),
+        ("%3Da%5C,b", "a,b"),
+        ("%3Dfoo+bar", "foo bar"),
+        // Not a valid path segment name.
+        ("%3D..", ""),
+        ("%3Da/b", ""),
+        ("%3Da%2525b", ""),
+        // Any other option failing to decode drops the name.
+        ("%3Dfoo&limit=5", "foo"),
+        ("%3Dfoo&limit=abc", ""),
+        ("%3Dfoo&limit=", ""),
+        ("%3Dfoo&timeoutSeconds=1.5", ""),
+        ("%3Dfoo&labelSelector=a+in", ""),
+        ("%3Dfoo&labelSelector=app+in+(a,b)", "foo"),
+        // A selector that decodes to invalid UTF-8 never names an object.
+        ("%3D%FF", ""),
+    ] {
+        let uri = format!("/api/v1/pods?fieldSelector=metadata.name{query}");
+        assert_eq!(ok("GET", &uri).name, want, "{uri}");
+    }
     let info = ok("GET", "/api/v1/pods?fieldSelector=metadata.name%3D%FF");
     assert_eq!(info.field_selector, "metadata.name=\u{FFFD}");
 }
 
 #[test]
 fn query_parsing_matches_go() {
-    let verb = |q: &str| ok("GET", &format!("/api/v1/pods?{q}")).verb;
-    // Pairs with `;` or a malformed escape are dropped whole.
-    assert_eq!(verb("watch=false;x&watch=true"), "watch");
-    assert_eq!(verb("watch=%zz&watch=0"), "list");
-    assert_eq!(verb("w%61tch=0"), "list");
-    assert_eq!(verb("&&watch=1"), "watch");
-    assert_eq!(verb("watch=0&watch=1"), "list");
-    // Case folding (decoded options) versus lower-casing (fallback): `ſ` folds to s.
-    assert_eq!(verb("watch=fal%C5%BFe"), "list");
-    assert_eq!(verb("watch=fal%C5%BFe&fieldSelector=bad"), "watch");
-    assert_eq!(verb("watch=False&fieldSelector=bad"), "list");
-    assert_eq!(verb("watch=%FF"), "watch");
+    for (query, verb) in [
+        // Pairs with `;` or a malformed escape are dropped whole.
+        ("watch=false;x&watch=true", "watch"),
+        ("watch=%zz&watch=0", "list"),
+        ("w%61tch=0", "list"),
+        ("&&watch=1", "watch"),
+        ("watch=0&watch=1", "list"),
+        // Case folding (decoded options) versus lower-casing (fallback): `ſ` folds to s.
+        ("watch=fal%C5%BFe", "list"),
+        ("watch=fal%C5%BFe&fieldSelector=bad", "watch"),
+        ("watch=False&fieldSelector=bad", "list"),
+        ("watch=%FF", "watch"),
+    ] {
+        let uri = format!("/api/v1/pods?{query}");
+        assert_eq!(ok("GET", &uri).verb, verb, "{uri}");
+    }
 }
 
 #[test]
