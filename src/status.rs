@@ -102,6 +102,19 @@ pub struct StatusDetails {
     pub retry_after_seconds: u32,
 }
 
+impl StatusDetails {
+    /// Details naming the object `name` (empty for none) of `resource` (written as `kind`,
+    /// as apimachinery's errors do) in `group`.
+    pub fn of(group: &str, resource: &str, name: &str) -> StatusDetails {
+        StatusDetails {
+            name: name.to_owned(),
+            group: group.to_owned(),
+            kind: resource.to_owned(),
+            ..StatusDetails::default()
+        }
+    }
+}
+
 /// `metav1.StatusCause`: one problem behind a failure.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct StatusCause {
@@ -158,19 +171,9 @@ impl Status {
     /// assert_eq!(s.message, r#"apiservices.apiregistration.k8s.io "v1.example.com" not found"#);
     /// ```
     pub fn not_found(group: &str, resource: &str, name: &str) -> Status {
-        let qualified = qualified(group, resource);
-        let mut s = Status::failure(
-            StatusCode::NOT_FOUND,
-            "NotFound",
-            format!("{qualified} \"{name}\" not found"),
-        );
-        s.details = Some(StatusDetails {
-            name: name.to_owned(),
-            group: group.to_owned(),
-            kind: resource.to_owned(),
-            ..StatusDetails::default()
-        });
-        s
+        let message = format!("{} \"{name}\" not found", qualified(group, resource));
+        Status::failure(StatusCode::NOT_FOUND, "NotFound", message)
+            .with_details(StatusDetails::of(group, resource, name))
     }
 
     /// A 405 `MethodNotAllowed` (apimachinery `NewMethodNotSupported`): message
@@ -178,17 +181,9 @@ impl Status {
     /// the group and the resource as `kind`.
     pub fn method_not_supported(group: &str, resource: &str, action: &str) -> Status {
         let qualified = qualified(group, resource);
-        let mut s = Status::failure(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "MethodNotAllowed",
-            format!("{action} is not supported on resources of kind \"{qualified}\""),
-        );
-        s.details = Some(StatusDetails {
-            group: group.to_owned(),
-            kind: resource.to_owned(),
-            ..StatusDetails::default()
-        });
-        s
+        let message = format!("{action} is not supported on resources of kind \"{qualified}\"");
+        Status::failure(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", message)
+            .with_details(StatusDetails::of(group, resource, ""))
     }
 
     /// Sets `details`, replacing any set before.

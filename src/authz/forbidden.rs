@@ -75,12 +75,7 @@ pub fn forbidden_message(attrs: &Attributes, reason: &str) -> String {
 
 /// The 403 response for `attrs`.
 pub(crate) fn forbidden_response(attrs: &Attributes, reason: &str) -> Response<Body> {
-    let details = StatusDetails {
-        name: attrs.name.clone(),
-        group: attrs.api_group.clone(),
-        kind: attrs.resource.clone(),
-        ..StatusDetails::default()
-    };
+    let details = StatusDetails::of(&attrs.api_group, &attrs.resource, &attrs.name);
     Status::failure(
         http::StatusCode::FORBIDDEN,
         "Forbidden",

@@ -136,45 +136,34 @@ pub(crate) fn selector_requirements(
     label: &str,
 ) -> (Vec<SelectorRequirement>, Vec<SelectorRequirement>) {
     use request_info::selector::{LabelOperator, parse_field_selector, parse_label_selector};
-    let fields = if field.is_empty() {
-        Vec::new()
-    } else {
-        parse_field_selector(field)
-            .map(|reqs| {
-                reqs.into_iter()
-                    .map(|r| SelectorRequirement {
-                        key: r.field,
-                        operator: if r.equal { "In" } else { "NotIn" }.to_owned(),
-                        values: vec![r.value],
-                    })
-                    .collect()
+    // A selector that does not parse, or an empty one, gives no requirements.
+    let fields = parse_field_selector(field)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| SelectorRequirement {
+            key: r.field,
+            operator: if r.equal { "In" } else { "NotIn" }.to_owned(),
+            values: vec![r.value],
+        })
+        .collect();
+    let labels = parse_label_selector(label)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|r| {
+            let operator = match r.operator {
+                LabelOperator::Equals | LabelOperator::In => "In",
+                LabelOperator::NotEquals | LabelOperator::NotIn => "NotIn",
+                LabelOperator::Exists => "Exists",
+                LabelOperator::DoesNotExist => "DoesNotExist",
+                LabelOperator::GreaterThan | LabelOperator::LessThan => return None,
+            };
+            Some(SelectorRequirement {
+                key: r.key,
+                operator: operator.to_owned(),
+                values: r.values,
             })
-            .unwrap_or_default()
-    };
-    let labels = if label.is_empty() {
-        Vec::new()
-    } else {
-        parse_label_selector(label)
-            .map(|reqs| {
-                reqs.into_iter()
-                    .filter_map(|r| {
-                        let operator = match r.operator {
-                            LabelOperator::Equals | LabelOperator::In => "In",
-                            LabelOperator::NotEquals | LabelOperator::NotIn => "NotIn",
-                            LabelOperator::Exists => "Exists",
-                            LabelOperator::DoesNotExist => "DoesNotExist",
-                            LabelOperator::GreaterThan | LabelOperator::LessThan => return None,
-                        };
-                        Some(SelectorRequirement {
-                            key: r.key,
-                            operator: operator.to_owned(),
-                            values: r.values,
-                        })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+        })
+        .collect();
     (fields, labels)
 }
 

@@ -40,14 +40,7 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
 /// The protocol a message's headers switch to, as Go's `httputil` `upgradeType` reads
 /// it: the `Upgrade` header when a `Connection` header lists `upgrade`, otherwise empty.
 pub(crate) fn upgrade_type(headers: &HeaderMap) -> String {
-    let listed = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| {
-            v.split(',')
-                .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
-        });
+    let listed = connection_lists_upgrade(headers);
     match headers.get(header::UPGRADE) {
         Some(v) if listed => String::from_utf8_lossy(v.as_bytes()).into_owned(),
         _ => String::new(),
@@ -76,16 +69,19 @@ pub fn is_upgrade_request<B>(req: &http::Request<B>) -> bool {
         .get_all(header::UPGRADE)
         .iter()
         .any(|v| !v.as_bytes().iter().all(u8::is_ascii_whitespace));
-    upgrade
-        && req
-            .headers()
-            .get_all(header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .any(|v| {
-                v.split(',')
-                    .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
-            })
+    upgrade && connection_lists_upgrade(req.headers())
+}
+
+/// Whether a `Connection` header lists the `upgrade` token (any case, any position).
+fn connection_lists_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+        })
 }
 
 #[cfg(test)]
