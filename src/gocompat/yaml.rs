@@ -96,6 +96,17 @@ impl<'de> DeserializeSeed<'de> for Node<'_> {
     }
 }
 
+/// `Visitor` methods that count their scalar as one node.
+macro_rules! scalar_nodes {
+    ($($visit:ident: $ty:ty),* $(,)?) => {
+        $(
+            fn $visit<E: de::Error>(self, _: $ty) -> Result<(), E> {
+                self.0.node()
+            }
+        )*
+    };
+}
+
 impl<'de> Visitor<'de> for Node<'_> {
     type Value = ();
 
@@ -103,37 +114,17 @@ impl<'de> Visitor<'de> for Node<'_> {
         f.write_str("a YAML node")
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
-        self.0.node()
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
-        self.0.node()
-    }
-
-    fn visit_i128<E: de::Error>(self, _: i128) -> Result<(), E> {
-        self.0.node()
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
-        self.0.node()
-    }
-
-    fn visit_u128<E: de::Error>(self, _: u128) -> Result<(), E> {
-        self.0.node()
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
-        self.0.node()
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        self.0.node()
-    }
-
-    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<(), E> {
-        self.0.node()
-    }
+    // Every scalar is one node.
+    scalar_nodes!(
+        visit_bool: bool,
+        visit_i64: i64,
+        visit_i128: i128,
+        visit_u64: u64,
+        visit_u128: u128,
+        visit_f64: f64,
+        visit_str: &str,
+        visit_bytes: &[u8],
+    );
 
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
         self.0.node()

@@ -64,11 +64,13 @@ impl EncodeLabelSet for Shared {
     }
 }
 
-/// [`RequestLabels`] and the response code.
+/// A label set and the response code: [`Shared`] and the code for
+/// `apiserver_request_total`, [`NoDryRun`] and the code for
+/// `apiserver_request_terminations_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
-pub(super) struct WithCode(pub(super) Shared, pub(super) Code);
+pub(super) struct WithCode<L>(pub(super) L, pub(super) Code);
 
-impl EncodeLabelSet for WithCode {
+impl<L: EncodeLabelSet> EncodeLabelSet for WithCode<L> {
     fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
         self.0.encode(encoder)?;
         ("code", self.1).encode(encoder.encode_label())
@@ -119,16 +121,5 @@ impl EncodeLabelSet for Aborted {
             .0
             .0
             .encode_without(encoder, &["dry_run", "component"])
-    }
-}
-
-/// [`NoDryRun`] and the response code (`apiserver_request_terminations_total`).
-#[derive(Clone, Debug, Hash, PartialEq, Eq)]
-pub(super) struct NoDryRunWithCode(pub(super) NoDryRun, pub(super) Code);
-
-impl EncodeLabelSet for NoDryRunWithCode {
-    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
-        self.0.encode(encoder)?;
-        ("code", self.1).encode(encoder.encode_label())
     }
 }

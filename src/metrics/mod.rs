@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use crate::authz::RequestInfo;
 
-use labels::{Aborted, Code, NoDryRun, NoDryRunWithCode, Shared, WithCode};
+use labels::{Aborted, Code, NoDryRun, Shared, WithCode};
 
 mod layer;
 
@@ -127,11 +127,11 @@ type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 /// (`Arc`) by the layers that record.
 #[derive(Debug)]
 pub struct RequestMetrics {
-    requests: Family<WithCode, Counter>,
+    requests: Family<WithCode<Shared>, Counter>,
     durations: Histograms<Shared>,
     sizes: Histograms<NoDryRun>,
     long_running: Family<NoDryRun, Gauge>,
-    terminations: Family<NoDryRunWithCode, Counter>,
+    terminations: Family<WithCode<NoDryRun>, Counter>,
     aborts: Family<Aborted, Counter>,
     /// The three families' samples of each label set seen, so that a request looks its
     /// labels up once, not once per family.
@@ -259,7 +259,7 @@ impl RequestMetrics {
     pub fn terminated(&self, labels: &RequestLabels, code: u16) {
         let labels = Shared::new(labels.clone()).bounded(code);
         self.terminations
-            .get_or_create(&NoDryRunWithCode(NoDryRun::of(&labels), Code(code)))
+            .get_or_create(&WithCode(NoDryRun::of(&labels), Code(code)))
             .inc();
         if code == 429 {
             self.requests
