@@ -22,6 +22,7 @@ use kube_aggregator::server::{self, ServeConfig};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
 
 /// Starts a server answering `200 ok` (after 1.5 s for `/slow`) with `config`.
 async fn serve(pki: &Pki, config: ServeConfig) -> SocketAddr {
@@ -62,6 +63,28 @@ async fn time_to_close(
     }
 }
 
+/// A TLS connection to the server at `addr`, offering `protocol`.
+async fn connect(pki: &Pki, addr: SocketAddr, protocol: Protocol) -> TlsStream<TcpStream> {
+    Client::new(pki, addr, None, protocol).connect().await
+}
+
+/// Asserts that `took` lies in `millis`; `what` names the moment it counts from.
+fn assert_between(took: Duration, millis: std::ops::Range<u64>, what: &str) {
+    let range = Duration::from_millis(millis.start)..Duration::from_millis(millis.end);
+    assert!(range.contains(&took), "closed {took:?} after {what}");
+}
+
+/// Waits for the server to close the connection `driver` runs; how long that took.
+async fn closed_cleanly(driver: tokio::task::JoinHandle<Result<(), hyper::Error>>) -> Duration {
+    let idle_from = Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), driver)
+        .await
+        .expect("the server closes the idle connection")
+        .expect("driver task")
+        .expect("a clean close");
+    idle_from.elapsed()
+}
+
 fn short() -> ServeConfig {
     ServeConfig::default()
         .read_header_timeout(Duration::from_millis(400))
@@ -74,9 +97,7 @@ async fn a_connection_that_sends_nothing_is_closed_at_the_header_timeout() {
     let addr = serve(&pki, short()).await;
 
     // TLS done, then silence.
-    let mut tls = Client::new(&pki, addr, None, Protocol::Http1)
-        .connect()
-        .await;
+    let mut tls = connect(&pki, addr, Protocol::Http1).await;
     let (took, sent) = time_to_close(&mut tls, Duration::from_secs(5)).await;
     assert!(took >= Duration::from_millis(300), "closed after {took:?}");
     assert!(sent.is_empty(), "the server answered {sent:?}");
@@ -87,20 +108,19 @@ async fn a_connection_that_sends_nothing_is_closed_at_the_header_timeout() {
     assert!(took >= Duration::from_millis(300), "closed after {took:?}");
 
     // HTTP/2 without a request.
-    let mut h2 = Client::new(&pki, addr, None, Protocol::Http2)
-        .connect()
-        .await;
+    let mut h2 = connect(&pki, addr, Protocol::Http2).await;
     let (took, _) = time_to_close(&mut h2, Duration::from_secs(5)).await;
     assert!(took >= Duration::from_millis(300), "closed after {took:?}");
 }
 
 /// Starts a request header on `write` and trickles one more byte every 100 ms, for longer
-/// than any timeout here allows, until the server closes; how long that took from the
-/// first byte. Panics when the server answered anything.
-async fn trickle_until_closed(
+/// than any timeout here allows, until the server closes; asserts that it closed at the
+/// header timeout (0.3 to 3 s after the first byte, `what`) and answered nothing.
+async fn assert_trickle_cut_off(
+    what: &str,
     mut read: impl tokio::io::AsyncRead + Unpin,
     mut write: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
-) -> Duration {
+) {
     write
         .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
         .await
@@ -118,22 +138,16 @@ async fn trickle_until_closed(
     let took = start.elapsed();
     trickle.abort();
     assert!(sent.is_empty(), "the server answered {sent:?}");
-    took
+    assert_between(took, 300..3000, what);
 }
 
 #[tokio::test]
 async fn a_header_trickled_one_byte_at_a_time_is_cut_off_at_the_header_timeout() {
     let pki = Pki::new();
     let addr = serve(&pki, short()).await;
-    let tls = Client::new(&pki, addr, None, Protocol::Http1)
-        .connect()
-        .await;
+    let tls = connect(&pki, addr, Protocol::Http1).await;
     let (read, write) = tokio::io::split(tls);
-    let took = trickle_until_closed(read, write).await;
-    assert!(
-        took >= Duration::from_millis(300) && took < Duration::from_secs(3),
-        "closed after {took:?}"
-    );
+    assert_trickle_cut_off("the first byte", read, write).await;
 }
 
 #[tokio::test]
@@ -142,9 +156,7 @@ async fn a_later_request_trickled_after_an_idle_wait_is_cut_off_at_the_header_ti
     // An idle timeout far beyond the bound below, so only the header timeout can close.
     let config = short().idle_timeout(Duration::from_secs(6));
     let addr = serve(&pki, config).await;
-    let tls = Client::new(&pki, addr, None, Protocol::Http1)
-        .connect()
-        .await;
+    let tls = connect(&pki, addr, Protocol::Http1).await;
     let (mut read, mut write) = tokio::io::split(tls);
     write
         .write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -163,20 +175,14 @@ async fn a_later_request_trickled_after_an_idle_wait_is_cut_off_at_the_header_ti
     // Idle for longer than the header timeout (not the idle timeout): the next request's
     // header timeout counts from its first byte, not from when the connection went idle.
     tokio::time::sleep(Duration::from_millis(700)).await;
-    let took = trickle_until_closed(read, write).await;
-    assert!(
-        took >= Duration::from_millis(300) && took < Duration::from_secs(3),
-        "closed {took:?} after the second request's first byte"
-    );
+    assert_trickle_cut_off("the second request's first byte", read, write).await;
 }
 
 #[tokio::test]
 async fn idle_http1_keep_alive_waits_for_the_idle_timeout_not_the_header_timeout() {
     let pki = Pki::new();
     let addr = serve(&pki, short()).await;
-    let tls = Client::new(&pki, addr, None, Protocol::Http1)
-        .connect()
-        .await;
+    let tls = connect(&pki, addr, Protocol::Http1).await;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .expect("handshake");
@@ -196,27 +202,15 @@ async fn idle_http1_keep_alive_waits_for_the_idle_timeout_not_the_header_timeout
     let res = sender.send_request(get()).await.expect("second answer");
     assert_eq!(res.status(), StatusCode::OK);
     res.into_body().collect().await.expect("body");
-    let idle_from = Instant::now();
 
-    tokio::time::timeout(Duration::from_secs(5), driver)
-        .await
-        .expect("the server closes the idle connection")
-        .expect("driver task")
-        .expect("a clean close");
-    let took = idle_from.elapsed();
-    assert!(
-        took >= Duration::from_millis(1000) && took < Duration::from_secs(4),
-        "closed {took:?} after going idle"
-    );
+    assert_between(closed_cleanly(driver).await, 1000..4000, "going idle");
 }
 
 #[tokio::test]
 async fn idle_http2_connections_are_closed_but_streams_in_flight_are_not() {
     let pki = Pki::new();
     let addr = serve(&pki, short()).await;
-    let tls = Client::new(&pki, addr, None, Protocol::Http2)
-        .connect()
-        .await;
+    let tls = connect(&pki, addr, Protocol::Http2).await;
     let (mut sender, conn) =
         hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
             .await
@@ -231,26 +225,15 @@ async fn idle_http2_connections_are_closed_but_streams_in_flight_are_not() {
     let res = sender.send_request(get("/slow")).await.expect("answer");
     assert_eq!(res.status(), StatusCode::OK);
     res.into_body().collect().await.expect("body");
-    let idle_from = Instant::now();
 
-    tokio::time::timeout(Duration::from_secs(5), driver)
-        .await
-        .expect("the server closes the idle connection")
-        .expect("driver task")
-        .expect("a clean close (GOAWAY)");
-    let took = idle_from.elapsed();
-    assert!(
-        took >= Duration::from_millis(1000) && took < Duration::from_secs(4),
-        "closed {took:?} after going idle"
-    );
+    // A clean close is the server's GOAWAY.
+    assert_between(closed_cleanly(driver).await, 1000..4000, "going idle");
 }
 
 /// Sends raw bytes on a new HTTP/1.1 TLS connection; everything the server sent until it
 /// closed.
 async fn raw_exchange(pki: &Pki, addr: SocketAddr, request: &[u8]) -> String {
-    let mut tls = Client::new(pki, addr, None, Protocol::Http1)
-        .connect()
-        .await;
+    let mut tls = connect(pki, addr, Protocol::Http1).await;
     tls.write_all(request).await.expect("write");
     let (_, sent) = time_to_close(&mut tls, Duration::from_secs(5)).await;
     String::from_utf8(sent).expect("UTF-8 answer")
@@ -315,9 +298,7 @@ async fn header_sets_up_to_one_mebibyte_are_accepted_as_go_does() {
     // Well past 1 MiB: 431 on HTTP/1.1. hyper checks its limit between reads, and a read
     // may fill the buffer's spare capacity, so heads up to about twice the limit can
     // still complete; 3 MB never does.
-    let mut tls = Client::new(&pki, addr, None, Protocol::Http1)
-        .connect()
-        .await;
+    let mut tls = connect(&pki, addr, Protocol::Http1).await;
     let mut request = b"GET / HTTP/1.1\r\nHost: localhost\r\n".to_vec();
     for i in 0..330 {
         request.extend_from_slice(format!("x-big-{i}: {}\r\n", "v".repeat(9000)).as_bytes());

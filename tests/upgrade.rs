@@ -70,13 +70,7 @@ async fn backend(
     count.fetch_add(1, Ordering::SeqCst);
     if path.ends_with("/switch") {
         // A switch nobody asked for (the request carries no `Upgrade`).
-        let res = Response::builder()
-            .status(StatusCode::SWITCHING_PROTOCOLS)
-            .header("connection", "Upgrade")
-            .header("upgrade", "websocket")
-            .body(Full::default())
-            .unwrap();
-        return Ok(res);
+        return Ok(switching_to_websocket());
     }
     if path.ends_with("/echo") && user == "alice" {
         let on_upgrade = hyper::upgrade::on(request);
@@ -91,13 +85,7 @@ async fn backend(
                 let _ = io.shutdown().await;
             }
         });
-        let res = Response::builder()
-            .status(StatusCode::SWITCHING_PROTOCOLS)
-            .header("connection", "Upgrade")
-            .header("upgrade", "websocket")
-            .body(Full::default())
-            .unwrap();
-        return Ok(res);
+        return Ok(switching_to_websocket());
     }
     let res = if path.ends_with("/redirect") {
         Response::builder()
@@ -110,6 +98,16 @@ async fn backend(
             .body(Full::new(Bytes::from_static(b"some data")))
     };
     Ok(res.unwrap())
+}
+
+/// A 101 switching to `websocket`.
+fn switching_to_websocket() -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .body(Full::default())
+        .unwrap()
 }
 
 async fn start() -> Fixture {
@@ -274,14 +272,38 @@ async fn read_head(io: &mut (impl AsyncReadExt + Unpin)) -> String {
     String::from_utf8(buf).unwrap()
 }
 
-#[tokio::test]
-async fn upgrade_is_spliced_with_the_callers_identity() {
+/// A started fixture and a connection to its gateway.
+async fn connected() -> (
+    Fixture,
+    tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+) {
     let f = start().await;
-    let mut io = connect(&f).await;
-    io.write_all(upgrade_request("echo").as_bytes())
+    let io = connect(&f).await;
+    (f, io)
+}
+
+/// Sends the upgrade request for `path` on `io`; the response head.
+async fn ask_upgrade(io: &mut (impl AsyncWriteExt + AsyncReadExt + Unpin), path: &str) -> String {
+    io.write_all(upgrade_request(path).as_bytes())
         .await
         .unwrap();
-    let head = read_head(&mut io).await;
+    read_head(io).await
+}
+
+/// The next `len` bytes of `io`, within [`T`].
+async fn read_body(io: &mut (impl AsyncReadExt + Unpin), len: usize) -> Vec<u8> {
+    let mut body = vec![0u8; len];
+    tokio::time::timeout(T, io.read_exact(&mut body))
+        .await
+        .expect("body in time")
+        .unwrap();
+    body
+}
+
+#[tokio::test]
+async fn upgrade_is_spliced_with_the_callers_identity() {
+    let (_f, mut io) = connected().await;
+    let head = ask_upgrade(&mut io, "echo").await;
     assert!(head.starts_with("HTTP/1.1 101"), "{head}");
     io.write_all(b"world").await.unwrap();
     let mut echoed = Vec::new();
@@ -295,12 +317,8 @@ async fn upgrade_is_spliced_with_the_callers_identity() {
 
 #[tokio::test]
 async fn refused_upgrade_is_relayed_and_the_connection_closed() {
-    let f = start().await;
-    let mut io = connect(&f).await;
-    io.write_all(upgrade_request("refuse").as_bytes())
-        .await
-        .unwrap();
-    let head = read_head(&mut io).await;
+    let (f, mut io) = connected().await;
+    let head = ask_upgrade(&mut io, "refuse").await;
     assert!(head.starts_with("HTTP/1.1 400"), "{head}");
     assert!(
         head.to_ascii_lowercase().contains("connection: close"),
@@ -328,32 +346,25 @@ async fn refused_upgrade_is_relayed_and_the_connection_closed() {
     // stray request been forwarded before the close, the backend would have counted it
     // first.
     let mut next = connect(&f).await;
-    next.write_all(upgrade_request("refuse").as_bytes())
-        .await
-        .unwrap();
-    assert!(read_head(&mut next).await.starts_with("HTTP/1.1 400"));
+    assert!(
+        ask_upgrade(&mut next, "refuse")
+            .await
+            .starts_with("HTTP/1.1 400")
+    );
     assert_eq!(f.backend_requests.load(Ordering::SeqCst), before + 1);
 }
 
 #[tokio::test]
 async fn non_101_success_is_never_relayed() {
-    let f = start().await;
-    let mut io = connect(&f).await;
-    io.write_all(upgrade_request("redirect").as_bytes())
-        .await
-        .unwrap();
-    let head = read_head(&mut io).await;
+    let (_f, mut io) = connected().await;
+    let head = ask_upgrade(&mut io, "redirect").await;
     assert!(head.starts_with("HTTP/1.1 503"), "{head}");
     assert!(
         !head.to_ascii_lowercase().contains("example.com/there"),
         "{head}"
     );
-    let mut body = vec![0u8; "invalid upgrade response: status code 302\n".len()];
-    tokio::time::timeout(T, io.read_exact(&mut body))
-        .await
-        .expect("body in time")
-        .unwrap();
-    assert_eq!(body, b"invalid upgrade response: status code 302\n");
+    let expected = b"invalid upgrade response: status code 302\n";
+    assert_eq!(read_body(&mut io, expected.len()).await, expected);
 }
 
 /// RFC 9110 §15.2.2: a server may not switch protocols unasked. A backend's 101 to a
@@ -361,8 +372,7 @@ async fn non_101_success_is_never_relayed() {
 /// on as a bare 101; the client's connection stays usable for the next request.
 #[tokio::test]
 async fn a_101_to_a_request_without_upgrade_is_503() {
-    let f = start().await;
-    let mut io = connect(&f).await;
+    let (f, mut io) = connected().await;
     let plain = "GET /apis/stream.example.com/v1/switch HTTP/1.1\r\nHost: gateway\r\n\r\n";
     let expected = "backend tried to switch protocol \"websocket\" when \"\" was requested\n";
     for _ in 0..2 {
@@ -375,11 +385,7 @@ async fn a_101_to_a_request_without_upgrade_is_503() {
             lower.contains(&format!("content-length: {}", expected.len())),
             "{head}"
         );
-        let mut body = vec![0u8; expected.len()];
-        tokio::time::timeout(T, io.read_exact(&mut body))
-            .await
-            .expect("body in time")
-            .unwrap();
+        let body = read_body(&mut io, expected.len()).await;
         assert_eq!(String::from_utf8_lossy(&body), expected);
     }
     assert_eq!(f.backend_requests.load(Ordering::SeqCst), 2);

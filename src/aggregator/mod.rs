@@ -94,8 +94,6 @@ mod route;
 pub(crate) mod tenants;
 
 use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -306,8 +304,7 @@ impl<S> AggregatorService<S> {
 }
 
 /// The response future of [`AggregatorService`]; `E` is the inner service's error.
-pub type ResponseFuture<E = Infallible> =
-    Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
+pub type ResponseFuture<E = Infallible> = crate::body::BoxAnswer<E>;
 
 /// The inner service answers with any body of [`Bytes`] frames (an axum `Router`, a
 /// `tower::service_fn` returning `String`s, ...); it is boxed into [`Body`] once, and not

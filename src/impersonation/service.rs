@@ -2,8 +2,6 @@
 //! passes untouched; one with them is checked item by item, then served as the
 //! impersonated user or refused.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use http::{Request, Response, StatusCode};
@@ -78,7 +76,7 @@ filter_layer! {
 }
 
 /// The impersonation checks, then the inner call as the impersonated user.
-pub type Checking<E> = Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
+pub type Checking<E> = crate::body::BoxAnswer<E>;
 
 impl<S, Z, B> Filter<S, B> for ImpersonationLayer<Z>
 where

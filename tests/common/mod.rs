@@ -201,6 +201,11 @@ impl Seen {
 
 type Handler = Arc<dyn Fn(&Seen) -> Response<Body> + Send + Sync>;
 
+/// What an extension server answers a caller's request with.
+pub trait Answer: Fn(&Seen) -> Response<Body> + Send + Sync + 'static {}
+
+impl<F: Fn(&Seen) -> Response<Body> + Send + Sync + 'static> Answer for F {}
+
 /// ALPN offers of the backend.
 pub const H2_AND_HTTP11: &[&[u8]] = &[b"h2", b"http/1.1"];
 /// The ALPN offer of a backend without HTTP/2.
@@ -263,31 +268,19 @@ pub struct Backend {
 
 impl Backend {
     /// Starts a backend offering `alpn` that answers callers with `handler`.
-    pub async fn start(
-        pki: &Pki,
-        alpn: &[&[u8]],
-        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
-    ) -> Backend {
+    pub async fn start(pki: &Pki, alpn: &[&[u8]], handler: impl Answer) -> Backend {
         Backend::start_with(pki, alpn, handler, false, Answers::Background).await
     }
 
     /// As [`Backend::start`], reporting the aggregator's discovery and OpenAPI fetches too
     /// (and passing them to `handler`); only its availability probes are answered here.
-    pub async fn start_seeing_fetches(
-        pki: &Pki,
-        alpn: &[&[u8]],
-        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
-    ) -> Backend {
+    pub async fn start_seeing_fetches(pki: &Pki, alpn: &[&[u8]], handler: impl Answer) -> Backend {
         Backend::start_with(pki, alpn, handler, false, Answers::Probes).await
     }
 
     /// As [`Backend::start`], reading each request body to its end before answering (the
     /// handler's answer when the body arrived whole, a 400 when it did not).
-    pub async fn start_reading_bodies(
-        pki: &Pki,
-        alpn: &[&[u8]],
-        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
-    ) -> Backend {
+    pub async fn start_reading_bodies(pki: &Pki, alpn: &[&[u8]], handler: impl Answer) -> Backend {
         Backend::start_with(pki, alpn, handler, true, Answers::Background).await
     }
 
@@ -297,7 +290,7 @@ impl Backend {
         pki: &Pki,
         server_name: &str,
         answers: Answers,
-        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
+        handler: impl Answer,
     ) -> Backend {
         let config = backend_tls_for(pki, H2_AND_HTTP11, server_name);
         Backend::start_on(config, handler, false, answers).await
@@ -306,7 +299,7 @@ impl Backend {
     async fn start_with(
         pki: &Pki,
         alpn: &[&[u8]],
-        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
+        handler: impl Answer,
         read_bodies: bool,
         answers: Answers,
     ) -> Backend {
@@ -315,7 +308,7 @@ impl Backend {
 
     async fn start_on(
         config: Arc<ServerConfig>,
-        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
+        handler: impl Answer,
         read_bodies: bool,
         answers: Answers,
     ) -> Backend {
@@ -632,15 +625,7 @@ pub fn host() -> tower::util::BoxCloneSyncService<Request<Body>, Response<Body>,
 
 /// Serves `service` over TLS on 127.0.0.1 with the gateway's certificate; client
 /// certificates from the client CA are asked for.
-pub async fn serve_gateway<S>(pki: &Pki, service: S) -> SocketAddr
-where
-    S: tower::Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
-{
+pub async fn serve_gateway(pki: &Pki, service: impl server::Handler) -> SocketAddr {
     let (listener, addr) = listen().await;
     tokio::spawn(server::serve_tls(
         listener,
@@ -787,7 +772,7 @@ impl Fixture {
     pub async fn start(
         alpn: &[&[u8]],
         authenticator: impl Authenticator + Clone,
-        handler: impl Fn(&Seen) -> Response<Body> + Send + Sync + 'static,
+        handler: impl Answer,
     ) -> Fixture {
         let pki = Pki::new();
         let backend = Backend::start(&pki, alpn, handler).await;
@@ -848,6 +833,23 @@ pub struct Reply {
     pub body: String,
 }
 
+impl Reply {
+    /// `res` with its body read whole (within [`WAIT`]).
+    pub async fn read(res: Response<Incoming>) -> Reply {
+        let (parts, body) = res.into_parts();
+        let body = within("response body", body.collect())
+            .await
+            .expect("the response body arrives whole")
+            .to_bytes();
+        Reply {
+            status: parts.status,
+            version: parts.version,
+            headers: parts.headers,
+            body: String::from_utf8(body.to_vec()).expect("UTF-8 body"),
+        }
+    }
+}
+
 impl Client {
     /// A client of the gateway at `addr` trusting `pki`'s gateway CA, presenting `cert`
     /// when given.
@@ -895,23 +897,40 @@ impl Client {
     /// Sends `GET path_and_query` with `headers` and returns the response head; the body
     /// streams.
     pub async fn open(&self, path_and_query: &str, headers: &[(&str, &str)]) -> Response<Incoming> {
-        let host = format!("localhost:{}", self.addr.port());
-        let mut req = Request::get(match self.protocol {
-            Protocol::Http1 => path_and_query.to_owned(),
-            Protocol::Http2 => format!("https://{host}{path_and_query}"),
-        });
-        if self.protocol == Protocol::Http1 {
-            req = req.header(header::HOST, &host);
-        }
+        let mut req = self.request(Method::GET, path_and_query);
         for (name, value) in headers {
             req = req.header(*name, *value);
         }
         let req = req.body(Empty::<Bytes>::new()).expect("valid request");
+        self.exchange(req).await.expect("the gateway answers")
+    }
 
+    /// A request of `method` for `path_and_query` in this client's protocol: an absolute
+    /// URI on HTTP/2, a `Host` header on HTTP/1.1.
+    fn request(&self, method: Method, path_and_query: &str) -> http::request::Builder {
+        let host = format!("localhost:{}", self.addr.port());
+        match self.protocol {
+            Protocol::Http1 => Request::builder()
+                .method(method)
+                .uri(path_and_query)
+                .header(header::HOST, &host),
+            Protocol::Http2 => Request::builder()
+                .method(method)
+                .uri(format!("https://{host}{path_and_query}")),
+        }
+    }
+
+    /// Sends `req` on a new connection (checking that the gateway negotiated this client's
+    /// protocol) and returns the response head as it arrives (within [`WAIT`]).
+    async fn exchange<B>(&self, req: Request<B>) -> hyper::Result<Response<Incoming>>
+    where
+        B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let tls = self.connect().await;
         let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
         let io = TokioIo::new(tls);
-        let res = match self.protocol {
+        match self.protocol {
             Protocol::Http1 => {
                 assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
                 let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
@@ -921,11 +940,8 @@ impl Client {
                 within("response head", sender.send_request(req)).await
             }
             Protocol::Http2 => {
-                assert_eq!(
-                    alpn.as_deref(),
-                    Some(&b"h2"[..]),
-                    "the gateway negotiates h2"
-                );
+                let negotiated = Some(&b"h2"[..]);
+                assert_eq!(alpn.as_deref(), negotiated, "the gateway negotiates h2");
                 let (mut sender, conn) =
                     hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
                         .await
@@ -933,8 +949,7 @@ impl Client {
                 tokio::spawn(conn);
                 within("response head", sender.send_request(req)).await
             }
-        };
-        res.expect("the gateway answers")
+        }
     }
 
     /// Sends `GET path` over a new HTTP/2 connection and returns the response status, the
@@ -967,17 +982,7 @@ impl Client {
     /// `GET path_and_query` with `headers`, read whole.
     pub async fn get_with(&self, path_and_query: &str, headers: &[(&str, &str)]) -> Reply {
         let res = self.open(path_and_query, headers).await;
-        let (parts, body) = res.into_parts();
-        let body = within("response body", body.collect())
-            .await
-            .expect("the response body arrives whole")
-            .to_bytes();
-        Reply {
-            status: parts.status,
-            version: parts.version,
-            headers: parts.headers,
-            body: String::from_utf8(body.to_vec()).expect("UTF-8 body"),
-        }
+        Reply::read(res).await
     }
 
     /// Sends `method path_and_query` with `body` (as JSON, possibly still streaming) on a
@@ -1008,36 +1013,12 @@ impl Client {
         B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let host = format!("localhost:{}", self.addr.port());
-        let mut req = Request::builder().method(method).uri(match self.protocol {
-            Protocol::Http1 => path_and_query.to_owned(),
-            Protocol::Http2 => format!("https://{host}{path_and_query}"),
-        });
-        if self.protocol == Protocol::Http1 {
-            req = req.header(header::HOST, &host);
-        }
-        let req = req
+        let req = self
+            .request(method, path_and_query)
             .header(header::CONTENT_TYPE, content_type)
             .body(body)
             .expect("valid request");
-        let io = TokioIo::new(self.connect().await);
-        match self.protocol {
-            Protocol::Http1 => {
-                let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
-                    .await
-                    .expect("HTTP/1.1 handshake");
-                tokio::spawn(conn);
-                within("response head", sender.send_request(req)).await
-            }
-            Protocol::Http2 => {
-                let (mut sender, conn) =
-                    hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
-                        .await
-                        .expect("HTTP/2 handshake");
-                tokio::spawn(conn);
-                within("response head", sender.send_request(req)).await
-            }
-        }
+        self.exchange(req).await
     }
 
     /// `GET path_and_query`, read whole.
@@ -1051,17 +1032,7 @@ impl Client {
             .send_body(method, path_and_query, http_body_util::Full::new(body))
             .await
             .expect("the gateway answers");
-        let (parts, body) = res.into_parts();
-        let body = within("response body", body.collect())
-            .await
-            .expect("the response body arrives whole")
-            .to_bytes();
-        Reply {
-            status: parts.status,
-            version: parts.version,
-            headers: parts.headers,
-            body: String::from_utf8(body.to_vec()).expect("UTF-8 body"),
-        }
+        Reply::read(res).await
     }
 }
 
