@@ -578,6 +578,11 @@ fn condition(registry: &Registry, name: &str) -> Option<ApiServiceCondition> {
         .and_then(|r| r.apiservice.available_condition().cloned())
 }
 
+/// A condition's status, reason and message, to compare at once.
+fn said(c: &ApiServiceCondition) -> (&str, &str, &str) {
+    (&c.status, &c.reason, &c.message)
+}
+
 /// Polls `check` every 10 ms until it returns `Ok`, failing after `limit` with the last
 /// `Err` (a description of the state seen).
 async fn eventually<T>(
@@ -597,15 +602,11 @@ async fn eventually<T>(
     }
 }
 
-async fn wait_condition(
-    registry: &Registry,
-    what: &str,
-    limit: Duration,
-    pred: impl Fn(&ApiServiceCondition) -> bool,
-) -> ApiServiceCondition {
-    eventually(what, limit, || match condition(registry, NAME) {
-        Some(c) if pred(&c) => Ok(c),
-        other => Err(format!("{other:?}")),
+/// `name`'s condition once it is set and not `True`.
+async fn unavailable(registry: &Registry, name: &str) -> ApiServiceCondition {
+    eventually(name, SOON, || {
+        let c = condition(registry, name).filter(|c| c.status != "True");
+        c.ok_or_else(|| "no condition".to_owned())
     })
     .await
 }
@@ -689,6 +690,31 @@ impl Fixture {
         }
     }
 
+    /// Registers [`remote_apiservice`].
+    fn apply_remote(&self) {
+        let apiservice = remote_apiservice(&self.pki);
+        let applied = self.registry.apply(ApiServiceEvent::Applied(apiservice));
+        applied.expect("valid APIService");
+    }
+
+    /// [`NAME`]'s condition once `pred` holds (within [`SOON`]); `what` names it.
+    async fn wait(
+        &self,
+        what: &str,
+        pred: impl Fn(&ApiServiceCondition) -> bool,
+    ) -> ApiServiceCondition {
+        eventually(what, SOON, || match condition(&self.registry, NAME) {
+            Some(c) if pred(&c) => Ok(c),
+            other => Err(format!("{other:?}")),
+        })
+        .await
+    }
+
+    /// The condition once it is `Available=True`.
+    async fn available(&self) -> ApiServiceCondition {
+        self.wait("Available=True", |c| c.status == "True").await
+    }
+
     fn url(&self) -> String {
         format!("https://{}{PROBE_PATH}", self.backend.addr)
     }
@@ -702,8 +728,11 @@ impl Fixture {
     }
 }
 
-fn with_timeout<F: Future>(f: F) -> tokio::time::Timeout<F> {
-    tokio::time::timeout(Duration::from_secs(20), f)
+/// Runs a test's body, failing it after 20 s.
+async fn with_timeout(body: impl Future<Output = ()>) {
+    tokio::time::timeout(Duration::from_secs(20), body)
+        .await
+        .expect("test finished within 20 s");
 }
 
 // ---- Tests ------------------------------------------------------------------------------------
@@ -714,11 +743,9 @@ fn with_timeout<F: Future>(f: F) -> tokio::time::Timeout<F> {
 async fn unavailable_backend_flips_the_condition_gates_requests_and_recovers() {
     with_timeout(async {
         let mut f = Fixture::start().await;
-        f.registry
-            .apply(ApiServiceEvent::Applied(remote_apiservice(&f.pki)))
-            .expect("valid APIService");
+        f.apply_remote();
 
-        let up = wait_condition(&f.registry, "Available=True", SOON, |c| c.status == "True").await;
+        let up = f.available().await;
         assert_eq!(up.reason, "Passed");
         assert_eq!(up.message, "all checks passed");
         assert!(up.last_transition_time.is_some(), "{up:?}");
@@ -733,7 +760,7 @@ async fn unavailable_backend_flips_the_condition_gates_requests_and_recovers() {
 
         // The extension server goes away: connection refused from now on.
         f.backend.stop().await;
-        let down = wait_condition(&f.registry, "Available=False", SOON, |c| c.status == "False").await;
+        let down = f.wait("Available=False", |c| c.status == "False").await;
         assert_eq!(down.reason, "FailedDiscoveryCheck");
         let prefix = format!("failing or missing response from {}", f.url());
         assert!(down.message.starts_with(&prefix), "{:?} does not start with {prefix:?}", down.message);
@@ -785,7 +812,7 @@ async fn unavailable_backend_flips_the_condition_gates_requests_and_recovers() {
         decoy.close().await;
         f.gateway.route_to(f.backend.addr);
 
-        let hung = wait_condition(&f.registry, "the probe timing out on the black hole", SOON, |c| {
+        let hung = f.wait("the probe timing out on the black hole", |c| {
             c.message.contains("context deadline exceeded")
         })
         .await;
@@ -800,7 +827,7 @@ async fn unavailable_backend_flips_the_condition_gates_requests_and_recovers() {
         // The real server comes back on the same port.
         hole.close().await;
         f.backend.restart();
-        let back = wait_condition(&f.registry, "Available=True again", SOON, |c| c.status == "True").await;
+        let back = f.wait("Available=True again", |c| c.status == "True").await;
         assert_eq!((back.reason.as_str(), back.message.as_str()), ("Passed", "all checks passed"));
         let back_at = back.last_transition_time.clone().expect("lastTransitionTime");
         assert!(back_at > flipped_at, "the flip back moves lastTransitionTime: {back_at} vs {flipped_at}");
@@ -822,8 +849,7 @@ async fn unavailable_backend_flips_the_condition_gates_requests_and_recovers() {
         })
         .await;
     })
-    .await
-    .expect("test finished within 20 s");
+    .await;
 }
 
 /// The probe is `GET /apis/<g>/<v>` as system:kube-aggregator with the proxy client
@@ -833,13 +859,11 @@ async fn probe_identity_and_non_2xx_answers() {
     with_timeout(async {
         let f = Fixture::start().await;
         f.backend.set_probe_status(403);
-        f.registry
-            .apply(ApiServiceEvent::Applied(remote_apiservice(&f.pki)))
-            .expect("valid APIService");
+        f.apply_remote();
         let url = f.url();
 
         let forbidden =
-            wait_condition(&f.registry, "403 reported", SOON, |c| c.status == "False").await;
+            f.wait("403 reported", |c| c.status == "False").await;
         assert_eq!(forbidden.reason, "FailedDiscoveryCheck");
         assert_eq!(
             forbidden.message,
@@ -872,7 +896,7 @@ async fn probe_identity_and_non_2xx_answers() {
         // Later failures change the message, never the transition time.
         wall_clock_past(&flipped_at).await;
         f.backend.set_probe_status(302);
-        let redirect = wait_condition(&f.registry, "302 reported", SOON, |c| {
+        let redirect = f.wait("302 reported", |c| {
             c.message.ends_with(": 302")
         })
         .await;
@@ -890,7 +914,7 @@ async fn probe_identity_and_non_2xx_answers() {
         );
 
         f.backend.set_probe_status(304);
-        let not_modified = wait_condition(&f.registry, "304 reported", SOON, |c| {
+        let not_modified = f.wait("304 reported", |c| {
             c.message.ends_with(": 304")
         })
         .await;
@@ -917,7 +941,7 @@ async fn probe_identity_and_non_2xx_answers() {
         );
 
         f.backend.set_probe_status(200);
-        let up = wait_condition(&f.registry, "Available=True", SOON, |c| c.status == "True").await;
+        let up = f.available().await;
         assert_eq!(
             (up.reason.as_str(), up.message.as_str()),
             ("Passed", "all checks passed")
@@ -931,8 +955,7 @@ async fn probe_identity_and_non_2xx_answers() {
             "{heard:?}"
         );
     })
-    .await
-    .expect("test finished within 20 s");
+    .await;
 }
 
 /// Resolver failures come before any probe, with upstream reasons and messages.
@@ -965,39 +988,12 @@ async fn resolver_failures_name_the_service() {
             ]))
             .expect("valid APIServices");
 
-        let condition_of = |name: &str| condition(&registry, name).filter(|c| c.status != "True");
-        let missing = eventually("ServiceNotFound", SOON, || {
-            condition_of("v1.widgets.example.io").ok_or_else(|| "no condition".to_owned())
-        })
-        .await;
-        assert_eq!(
-            (
-                missing.status.as_str(),
-                missing.reason.as_str(),
-                missing.message.as_str()
-            ),
-            (
-                "False",
-                "ServiceNotFound",
-                r#"service/absent in "extensions" is not present"#
-            )
-        );
-        let wrong_port = eventually("ServicePortError", SOON, || {
-            condition_of("v2.widgets.example.io").ok_or_else(|| "no condition".to_owned())
-        })
-        .await;
-        assert_eq!(
-            (
-                wrong_port.status.as_str(),
-                wrong_port.reason.as_str(),
-                wrong_port.message.as_str()
-            ),
-            (
-                "False",
-                "ServicePortError",
-                r#"service/listed in "extensions" is not listening on port 8443"#
-            )
-        );
+        let missing = unavailable(&registry, "v1.widgets.example.io").await;
+        let absent = r#"service/absent in "extensions" is not present"#;
+        assert_eq!(said(&missing), ("False", "ServiceNotFound", absent));
+        let wrong_port = unavailable(&registry, "v2.widgets.example.io").await;
+        let closed = r#"service/listed in "extensions" is not listening on port 8443"#;
+        assert_eq!(said(&wrong_port), ("False", "ServicePortError", closed));
 
         // Never available, so no available->unavailable transition is counted.
         let text = eventually("both gauges at 1", SOON, || {
@@ -1015,8 +1011,7 @@ async fn resolver_failures_name_the_service() {
             "{text}"
         );
     })
-    .await
-    .expect("test finished within 20 s");
+    .await;
 }
 
 /// The gauge follows every check, the counter counts only available->unavailable
@@ -1025,10 +1020,8 @@ async fn resolver_failures_name_the_service() {
 async fn metrics_follow_transitions_and_deletion() {
     with_timeout(async {
         let f = Fixture::start().await;
-        f.registry
-            .apply(ApiServiceEvent::Applied(remote_apiservice(&f.pki)))
-            .expect("valid APIService");
-        wait_condition(&f.registry, "Available=True", SOON, |c| c.status == "True").await;
+        f.apply_remote();
+        f.available().await;
         let gauge = |v: u8| format!("aggregator_unavailable_apiservice{{name=\"{NAME}\"}} {v}\n");
         let counter = format!(
             "aggregator_unavailable_apiservice_total{{name=\"{NAME}\",reason=\"FailedDiscoveryCheck\"}} 1\n"
@@ -1037,7 +1030,7 @@ async fn metrics_follow_transitions_and_deletion() {
         assert!(!text.contains("aggregator_unavailable_apiservice_total{"), "{text}");
 
         f.backend.set_probe_status(500);
-        wait_condition(&f.registry, "Available=False", SOON, |c| c.status == "False").await;
+        f.wait("Available=False", |c| c.status == "False").await;
         f.metrics_eventually("gauge 1 and one transition", |m| m.contains(&gauge(1)) && m.contains(&counter))
             .await;
 
@@ -1068,8 +1061,7 @@ async fn metrics_follow_transitions_and_deletion() {
         })
         .await;
     })
-    .await
-    .expect("test finished within 20 s");
+    .await;
 }
 
 /// A check still running when its APIService is deleted does not bring the deleted
@@ -1078,10 +1070,8 @@ async fn metrics_follow_transitions_and_deletion() {
 async fn a_check_that_ends_after_deletion_leaves_no_gauge() {
     with_timeout(async {
         let f = Fixture::start().await;
-        f.registry
-            .apply(ApiServiceEvent::Applied(remote_apiservice(&f.pki)))
-            .expect("valid APIService");
-        wait_condition(&f.registry, "Available=True", SOON, |c| c.status == "True").await;
+        f.apply_remote();
+        f.available().await;
         let gauge = format!("aggregator_unavailable_apiservice{{name=\"{NAME}\"}}");
         f.metrics_eventually("the gauge", |m| m.contains(&gauge))
             .await;
@@ -1108,8 +1098,7 @@ async fn a_check_that_ends_after_deletion_leaves_no_gauge() {
         let text = f.metrics.render();
         assert!(!text.contains(&gauge), "the gauge came back: {text}");
     })
-    .await
-    .expect("test finished within 20 s");
+    .await;
 }
 
 /// A local APIService is Available=True, reason Local, as soon as it is applied; the
@@ -1140,20 +1129,9 @@ async fn local_apiservice_is_available_on_apply() {
             .apply(ApiServiceEvent::Applied(local))
             .expect("valid local APIService");
         let c = condition(&registry, name).expect("Available condition set by apply");
-        assert_eq!(
-            (
-                c.type_.as_str(),
-                c.status.as_str(),
-                c.reason.as_str(),
-                c.message.as_str()
-            ),
-            (
-                "Available",
-                "True",
-                "Local",
-                "Local APIServices are always available"
-            )
-        );
+        assert_eq!(c.type_, "Available");
+        let always = "Local APIServices are always available";
+        assert_eq!(said(&c), ("True", "Local", always));
         assert!(c.last_transition_time.is_some(), "{c:?}");
 
         let metrics = spawn_controller(&registry, StaticServiceResolver::new(), config());
@@ -1180,8 +1158,7 @@ async fn local_apiservice_is_available_on_apply() {
         })
         .await;
     })
-    .await
-    .expect("test finished within 20 s");
+    .await;
 }
 
 /// No flapping: a server whose discovery answers in time, then overruns the budget on
@@ -1206,10 +1183,8 @@ async fn a_slow_discovery_never_flaps_and_a_dead_server_still_flips() {
         // 1.5 times the budget, then 0.75 times: wide margins against a busy machine.
         let slow = budget.as_millis() as u64 * 3 / 2;
         f.backend.state.flapping_ms.store(slow, Ordering::SeqCst);
-        f.registry
-            .apply(ApiServiceEvent::Applied(remote_apiservice(&f.pki)))
-            .expect("valid APIService");
-        wait_condition(&f.registry, "Available=True", SOON, |c| c.status == "True").await;
+        f.apply_remote();
+        f.available().await;
         let attempts = config.probe_attempts as u64;
         let mut degraded = None;
         let mut requests = 0;
@@ -1245,7 +1220,7 @@ async fn a_slow_discovery_never_flaps_and_a_dead_server_still_flips() {
         f.backend.stop().await;
         let stopped = Instant::now();
         let down =
-            wait_condition(&f.registry, "Available=False", SOON, |c| c.status == "False").await;
+            f.wait("Available=False", |c| c.status == "False").await;
         // A check in flight when it went sees the connection end; the next ones are
         // refused: both are hard failures.
         assert_eq!(down.reason, "FailedDiscoveryCheck", "{down:?}");
@@ -1257,6 +1232,5 @@ async fn a_slow_discovery_never_flaps_and_a_dead_server_still_flips() {
             config.resync_period
         );
     })
-    .await
-    .expect("within 20 s");
+    .await;
 }

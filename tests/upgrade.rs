@@ -282,12 +282,19 @@ async fn connected() -> (
     (f, io)
 }
 
-/// Sends the upgrade request for `path` on `io`; the response head.
-async fn ask_upgrade(io: &mut (impl AsyncWriteExt + AsyncReadExt + Unpin), path: &str) -> String {
+/// Sends the upgrade request for `path` on `io`; the response head, asserted to start
+/// with `status`.
+async fn ask_upgrade(
+    io: &mut (impl AsyncWriteExt + AsyncReadExt + Unpin),
+    path: &str,
+    status: u16,
+) -> String {
     io.write_all(upgrade_request(path).as_bytes())
         .await
         .unwrap();
-    read_head(io).await
+    let head = read_head(io).await;
+    assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");
+    head
 }
 
 /// The next `len` bytes of `io`, within [`T`].
@@ -303,8 +310,7 @@ async fn read_body(io: &mut (impl AsyncReadExt + Unpin), len: usize) -> Vec<u8> 
 #[tokio::test]
 async fn upgrade_is_spliced_with_the_callers_identity() {
     let (_f, mut io) = connected().await;
-    let head = ask_upgrade(&mut io, "echo").await;
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    ask_upgrade(&mut io, "echo", 101).await;
     io.write_all(b"world").await.unwrap();
     let mut echoed = Vec::new();
     tokio::time::timeout(T, io.read_to_end(&mut echoed))
@@ -318,8 +324,7 @@ async fn upgrade_is_spliced_with_the_callers_identity() {
 #[tokio::test]
 async fn refused_upgrade_is_relayed_and_the_connection_closed() {
     let (f, mut io) = connected().await;
-    let head = ask_upgrade(&mut io, "refuse").await;
-    assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+    let head = ask_upgrade(&mut io, "refuse", 400).await;
     assert!(
         head.to_ascii_lowercase().contains("connection: close"),
         "{head}"
@@ -346,19 +351,14 @@ async fn refused_upgrade_is_relayed_and_the_connection_closed() {
     // stray request been forwarded before the close, the backend would have counted it
     // first.
     let mut next = connect(&f).await;
-    assert!(
-        ask_upgrade(&mut next, "refuse")
-            .await
-            .starts_with("HTTP/1.1 400")
-    );
+    ask_upgrade(&mut next, "refuse", 400).await;
     assert_eq!(f.backend_requests.load(Ordering::SeqCst), before + 1);
 }
 
 #[tokio::test]
 async fn non_101_success_is_never_relayed() {
     let (_f, mut io) = connected().await;
-    let head = ask_upgrade(&mut io, "redirect").await;
-    assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+    let head = ask_upgrade(&mut io, "redirect", 503).await;
     assert!(
         !head.to_ascii_lowercase().contains("example.com/there"),
         "{head}"

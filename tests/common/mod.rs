@@ -820,6 +820,23 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// A request body a client sends.
+pub trait RequestBody:
+    http_body::Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+    + Send
+    + Unpin
+    + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: http_body::Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + Unpin
+        + 'static
+{
+}
+
 /// A complete response.
 #[derive(Debug)]
 pub struct Reply {
@@ -922,11 +939,7 @@ impl Client {
 
     /// Sends `req` on a new connection (checking that the gateway negotiated this client's
     /// protocol) and returns the response head as it arrives (within [`WAIT`]).
-    async fn exchange<B>(&self, req: Request<B>) -> hyper::Result<Response<Incoming>>
-    where
-        B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
+    async fn exchange(&self, req: Request<impl RequestBody>) -> hyper::Result<Response<Incoming>> {
         let tls = self.connect().await;
         let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
         let io = TokioIo::new(tls);
@@ -987,32 +1000,24 @@ impl Client {
 
     /// Sends `method path_and_query` with `body` (as JSON, possibly still streaming) on a
     /// new connection and returns the response head as it arrives (within [`WAIT`]).
-    pub async fn send_body<B>(
+    pub async fn send_body<B: RequestBody>(
         &self,
         method: Method,
         path_and_query: &str,
         body: B,
-    ) -> hyper::Result<Response<Incoming>>
-    where
-        B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
+    ) -> hyper::Result<Response<Incoming>> {
         self.send_typed(method, path_and_query, "application/json", body)
             .await
     }
 
     /// [`Client::send_body`] with `content_type` for the body.
-    pub async fn send_typed<B>(
+    pub async fn send_typed<B: RequestBody>(
         &self,
         method: Method,
         path_and_query: &str,
         content_type: &str,
         body: B,
-    ) -> hyper::Result<Response<Incoming>>
-    where
-        B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
+    ) -> hyper::Result<Response<Incoming>> {
         let req = self
             .request(method, path_and_query)
             .header(header::CONTENT_TYPE, content_type)
