@@ -201,25 +201,21 @@ async fn impersonation_is_checked_with_the_webhook_and_never_reaches_the_backend
         );
         // Every check, in upstream's order, for the requester; then the request, for bob.
         let reviews = webhook.take();
-        let checks: Vec<(String, String, String, String)> = reviews
+        let checks: Vec<[&str; 4]> = reviews
             .iter()
             .map(|r| {
                 let a = &r["resourceAttributes"];
-                let s = |k: &str| a[k].as_str().unwrap_or("").to_owned();
-                (s("verb"), s("resource"), s("subresource"), s("name"))
+                ["verb", "resource", "subresource", "name"].map(|k| a[k].as_str().unwrap_or(""))
             })
             .collect();
-        let row = |v: &str, r: &str, s: &str, n: &str| {
-            (v.to_owned(), r.to_owned(), s.to_owned(), n.to_owned())
-        };
         assert_eq!(
             checks,
             [
-                row("impersonate", "users", "", "bob"),
-                row("impersonate", "groups", "", "team"),
-                row("impersonate", "userextras", "scopes", "s1"),
-                row("impersonate", "uids", "", "u-1"),
-                row("list", "widgets", "", ""),
+                ["impersonate", "users", "", "bob"],
+                ["impersonate", "groups", "", "team"],
+                ["impersonate", "userextras", "scopes", "s1"],
+                ["impersonate", "uids", "", "u-1"],
+                ["list", "widgets", "", ""],
             ]
         );
         assert_eq!(reviews[0]["user"], "admin");

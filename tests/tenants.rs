@@ -13,6 +13,7 @@ use kube_aggregator::apiservice::{ApiService, ServiceReference};
 use kube_aggregator::authn::X509Authenticator;
 use kube_aggregator::authz::{Attributes, Authorization, AuthorizeFuture, Authorizer, Decision};
 use kube_aggregator::availability::StaticServiceResolver;
+use kube_aggregator::registry::RoutingTable;
 use kube_aggregator::tenant::{TenantEvent, TenantForwarding, TenantSpec, Tenants};
 use serde_json::Value;
 use tower::Layer;
@@ -79,22 +80,13 @@ fn assert_no_caller(backend: &mut Backend) {
 
 async fn wait_available(tenants: &Tenants, tenant: &str, names: &[&str]) {
     let registry = tenants.registry(tenant).expect("mounted");
-    tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let seen = registry.snapshot().generation();
-            let table = registry.snapshot();
-            if names
-                .iter()
-                .all(|n| table.get(n).is_some_and(|r| r.is_available()))
-            {
-                return;
-            }
-            drop(table);
-            registry.changed(seen).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{tenant}: {names:?} did not become Available"));
+    let all = |table: &RoutingTable| {
+        let available = |n: &&str| table.get(n).is_some_and(|r| r.is_available());
+        names.iter().all(available)
+    };
+    tokio::time::timeout(Duration::from_secs(10), registry.wait_until(all))
+        .await
+        .unwrap_or_else(|_| panic!("{tenant}: {names:?} did not become Available"));
 }
 
 fn group_names(list: &str) -> Vec<String> {
@@ -387,17 +379,11 @@ async fn tenants_see_only_their_own_apiservices_over_tls() {
     ))
     .unwrap();
     tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let seen = own.snapshot().generation();
-            if own
-                .snapshot()
-                .get(common::APISERVICE)
-                .is_some_and(|r| r.is_available())
-            {
-                break;
-            }
-            own.changed(seen).await;
-        }
+        own.wait_until(|table| {
+            let route = table.get(common::APISERVICE);
+            route.is_some_and(|r| r.is_available())
+        })
+        .await
     })
     .await
     .expect("the stack's own widgets become Available");

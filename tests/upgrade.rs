@@ -188,21 +188,11 @@ async fn start() -> Fixture {
     let stack = aggregator.layer(inner);
     // The availability check passes before any test request.
     let registry = aggregator.registry();
-    tokio::time::timeout(T, async {
-        loop {
-            let seen = registry.snapshot().generation();
-            if registry
-                .snapshot()
-                .get("v1.stream.example.com")
-                .is_some_and(|r| r.is_available())
-            {
-                break;
-            }
-            registry.changed(seen).await;
-        }
-    })
-    .await
-    .expect("v1.stream.example.com Available");
+    let name = "v1.stream.example.com";
+    let available = registry.wait_until(|table| table.get(name).is_some_and(|r| r.is_available()));
+    tokio::time::timeout(T, available)
+        .await
+        .expect("v1.stream.example.com Available");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let gateway = listener.local_addr().unwrap();
     tokio::spawn(server::serve_tls(

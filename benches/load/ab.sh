@@ -34,17 +34,9 @@ set -euo pipefail
 NAME=ab
 # shellcheck source=benches/load/lib.sh
 source "$(dirname "$0")/lib.sh"
-A=${A:-}
-B=${B:-}
-A_ARGS=${A_ARGS:-}
-B_ARGS=${B_ARGS:-}
-MODE=${MODE:-h1}
-ROUNDS=${ROUNDS:-6}
-DURATION=${DURATION:-5}
-WARMUP=${WARMUP:-3}
-LOADGEN_CPU=${LOADGEN_CPU:-0}
-SERVER_CPU=${SERVER_CPU:-1}
-BACKEND_CPU=${BACKEND_CPU:-$LOADGEN_CPU}
+defaults A '' B '' A_ARGS '' B_ARGS '' MODE h1 ROUNDS 6 DURATION 5 WARMUP 3
+defaults LOADGEN_CPU 0 SERVER_CPU 1
+defaults BACKEND_CPU "$LOADGEN_CPU"
 require_integers ROUNDS DURATION WARMUP LOADGEN_CPU SERVER_CPU BACKEND_CPU
 check_haproxy_headers
 for x in "$A" "$B"; do

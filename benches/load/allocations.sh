@@ -17,9 +17,7 @@ NAME=allocations
 # shellcheck source=benches/load/lib.sh
 source "$(dirname "$0")/lib.sh"
 need valgrind
-REQUESTS=${REQUESTS:-2000}
-KEEP=${KEEP:-0}
-SERVER_CPU=${SERVER_CPU:-1}
+defaults REQUESTS 2000 KEEP 0 SERVER_CPU 1
 require_integers REQUESTS SERVER_CPU
 need taskset util-linux
 need curl

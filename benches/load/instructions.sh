@@ -28,13 +28,7 @@ set -euo pipefail
 NAME=instructions
 # shellcheck source=benches/load/lib.sh
 source "$(dirname "$0")/lib.sh"
-REQUESTS=${REQUESTS:-3000}
-TOP=${TOP:-25}
-KEEP=${KEEP:-0}
-SERVER_CPU=${SERVER_CPU:-1}
-GATEWAY=${GATEWAY:-}
-ARGS=${ARGS:-}
-CACHE_SIM=${CACHE_SIM:-0}
+defaults REQUESTS 3000 TOP 25 KEEP 0 SERVER_CPU 1 GATEWAY '' ARGS '' CACHE_SIM 0
 require_integers REQUESTS TOP SERVER_CPU CACHE_SIM
 check_haproxy_headers
 [[ -z $GATEWAY || -x $GATEWAY ]] || die "GATEWAY ($GATEWAY) is not an executable file"

@@ -12,6 +12,14 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 export PATH="$PATH:$HOME/.cargo/bin:/usr/sbin:/sbin"
 DIE_STATUS=${DIE_STATUS:-1}
 
+# defaults NAME VALUE...: each NAME the environment leaves unset or empty becomes VALUE.
+defaults() {
+  while (($# >= 2)); do
+    printf -v "$1" '%s' "${!1:-$2}"
+    shift 2
+  done
+}
+
 log() { printf '== %s\n' "$*" >&2; }
 die() {
   printf '%s: %s\n' "${NAME:-load}" "$*" >&2

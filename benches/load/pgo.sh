@@ -32,8 +32,7 @@ set -euo pipefail
 NAME=pgo
 # shellcheck source=benches/load/lib.sh
 source "$(dirname "$0")/lib.sh"
-REQUESTS=${REQUESTS:-6000}
-SERVER_CPU=${SERVER_CPU:-1}
+defaults REQUESTS 6000 SERVER_CPU 1
 require_integers REQUESTS SERVER_CPU
 ((REQUESTS >= 6)) || die "REQUESTS must be at least 6"
 ncpu=$(nproc --all)

@@ -24,14 +24,7 @@ DIE_STATUS=2
 # shellcheck source=benches/load/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-DURATION=${DURATION:-600}
-RATE=${RATE:-3000}
-KILL_EVERY=${KILL_EVERY:-30}
-DOWN=${DOWN:-3}
-ROTATE_EVERY=${ROTATE_EVERY:-120}
-RECOVERY=${RECOVERY:-2}
-KEEP=${KEEP:-0}
-OUT=${OUT:-}
+defaults DURATION 600 RATE 3000 KILL_EVERY 30 DOWN 3 ROTATE_EVERY 120 RECOVERY 2 KEEP 0 OUT ''
 
 require_integers DURATION RATE KILL_EVERY DOWN ROTATE_EVERY RECOVERY
 ((DURATION >= 60)) || die "DURATION must be at least 60 s (RSS is compared from minute 2 on a long run, from 1/5 of it on a short one)"

@@ -91,19 +91,7 @@ pub fn allowing_sar(timer: Timer) -> SubjectAccessReviewAuthorizer {
 /// Waits until the worker's availability check has marked APIService `name` Available
 /// (the benches measure the proxied path, not the gate's 503).
 pub async fn available(registry: &Registry, name: &str) {
-    let wait = async {
-        loop {
-            let seen = registry.snapshot().generation();
-            if registry
-                .snapshot()
-                .get(name)
-                .is_some_and(|r| r.is_available())
-            {
-                return;
-            }
-            registry.changed(seen).await;
-        }
-    };
+    let wait = registry.wait_until(|table| table.get(name).is_some_and(|r| r.is_available()));
     if tokio::time::timeout(Duration::from_secs(30), wait)
         .await
         .is_err()

@@ -62,10 +62,8 @@
 //! tokio::spawn(controller.run());
 //!
 //! // The first check runs at once; wait for the condition it writes.
-//! let mut seen = registry.snapshot().generation();
-//! while !registry.snapshot().get("v1beta1.metrics.k8s.io").unwrap().is_available() {
-//!     seen = registry.changed(seen).await;
-//! }
+//! let name = "v1beta1.metrics.k8s.io";
+//! registry.wait_until(|table| table.get(name).is_some_and(|r| r.is_available())).await;
 //! let table = registry.snapshot();
 //! let condition = table.get("v1beta1.metrics.k8s.io").unwrap().apiservice.available_condition().unwrap();
 //! assert_eq!((condition.reason.as_str(), condition.message.as_str()), ("Passed", "all checks passed"));

@@ -413,6 +413,28 @@ impl Registry {
         }
     }
 
+    /// Completes once `ready` holds for the published table: the current one first, then
+    /// each one published after it. For instance, until an APIService is `Available`:
+    ///
+    /// ```
+    /// # use kube_aggregator::registry::Registry;
+    /// # async fn f(registry: Registry) {
+    /// let name = "v1beta1.metrics.k8s.io";
+    /// registry
+    ///     .wait_until(|table| table.get(name).is_some_and(|r| r.is_available()))
+    ///     .await;
+    /// # }
+    /// ```
+    pub async fn wait_until(&self, ready: impl Fn(&RoutingTable) -> bool) {
+        loop {
+            let table = self.snapshot_owned();
+            if ready(&table) {
+                return;
+            }
+            self.changed(table.generation()).await;
+        }
+    }
+
     /// Applies every event of `source` until it ends, logging rejected APIServices with
     /// their reasons (the last good version of each stays). The
     /// [`Aggregator`](crate::Aggregator)'s worker runs this for the source it was given;

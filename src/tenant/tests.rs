@@ -294,7 +294,7 @@ async fn stack(forwarding: TenantForwarding) -> Stack<impl crate::body::Handles<
         .build()
         .unwrap();
     tokio::spawn(worker);
-    let tenants = aggregator.tenants().unwrap().clone();
+    let tenants = aggregator.tenants().expect("tenancy is on");
     tenants
         .apply(TenantEvent::Resynced(vec![
             TenantSpec::new(
@@ -310,21 +310,13 @@ async fn stack(forwarding: TenantForwarding) -> Stack<impl crate::body::Handles<
     // Both checked by the one availability controller.
     for name in ["team-a", "team-b"] {
         let registry = tenants.registry(name).unwrap();
-        tokio::time::timeout(std::time::Duration::from_secs(5), async {
-            loop {
-                let seen = registry.snapshot().generation();
-                if registry
-                    .snapshot()
-                    .get("v1.widgets.example.io")
-                    .is_some_and(|r| r.is_available())
-                {
-                    break;
-                }
-                registry.changed(seen).await;
-            }
-        })
-        .await
-        .expect("each tenant's APIService becomes Available");
+        let available = registry.wait_until(|table| {
+            let route = table.get("v1.widgets.example.io");
+            route.is_some_and(|r| r.is_available())
+        });
+        tokio::time::timeout(std::time::Duration::from_secs(5), available)
+            .await
+            .expect("each tenant's APIService becomes Available");
     }
     let host = tower::service_fn(|req: Request<Body>| async move {
         let tenant = req
@@ -337,7 +329,7 @@ async fn stack(forwarding: TenantForwarding) -> Stack<impl crate::body::Handles<
     });
     Stack {
         service: aggregator.layer(host),
-        tenants,
+        tenants: tenants.clone(),
         authorizer,
     }
 }

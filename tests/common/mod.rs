@@ -584,22 +584,13 @@ where
     tokio::spawn(worker);
     let addr = serve_gateway(pki, aggregator.layer(host)).await;
     let registry = aggregator.registry();
-    within("the first availability checks", async {
-        loop {
-            let seen = registry.snapshot().generation();
-            let checked = names.iter().all(|name| {
-                registry
-                    .snapshot()
-                    .get(name)
-                    .is_some_and(|r| r.apiservice.available_condition().is_some())
-            });
-            if checked {
-                break;
-            }
-            registry.changed(seen).await;
-        }
-    })
-    .await;
+    let checked = registry.wait_until(|table| {
+        names.iter().all(|name| {
+            let route = table.get(name);
+            route.is_some_and(|r| r.apiservice.available_condition().is_some())
+        })
+    });
+    within("the first availability checks", checked).await;
     // The discovery manager's first fetches too, so that no fetch of its own races the
     // test's requests for a backend connection.
     within(

@@ -36,6 +36,11 @@ fn decide(a: &Attributes) -> Result<Authorization, AuthorizationError> {
     let g0 = |s: &str| g.first().is_some_and(|x| x == s);
     let g1 = |s: &str| g.get(1).is_some_and(|x| x == s);
     let imp = a.verb == "impersonate";
+    let auth = a.api_group == "authentication.k8s.io";
+    // Impersonating the extra key `subresource` of group authentication.k8s.io.
+    let extra = |subresource: &str| {
+        imp && a.resource == "userextras" && a.subresource == subresource && auth
+    };
     match a.user.name.as_str() {
         "system:admin" => return allow,
         "tester" => return Err(AuthorizationError::new("works on my machine")),
@@ -54,29 +59,16 @@ fn decide(a: &Attributes) -> Result<Authorization, AuthorizationError> {
         g1("group-impersonater") && imp && a.resource == "groups",
         g1("extra-setter-scopes") && imp && a.resource == "userextras" && a.subresource == "scopes",
         g1("escaped-scopes") || g1("almost-escaped-scopes"),
-        g1("extra-setter-particular-scopes")
-            && imp
-            && a.resource == "userextras"
-            && a.subresource == "scopes"
-            && a.name == "scope-a"
-            && a.api_group == "authentication.k8s.io",
-        g1("extra-setter-project")
-            && imp
-            && a.resource == "userextras"
-            && a.subresource == "project"
-            && a.api_group == "authentication.k8s.io",
+        g1("extra-setter-particular-scopes") && extra("scopes") && a.name == "scope-a",
+        g1("extra-setter-project") && extra("project"),
         g0("everything-impersonater") && imp && a.resource == "users" && a.api_group.is_empty(),
         g0("everything-impersonater")
             && imp
             && a.resource == "uids"
             && a.name == "some-uid"
-            && a.api_group == "authentication.k8s.io",
+            && auth,
         g0("everything-impersonater") && imp && a.resource == "groups" && a.api_group.is_empty(),
-        g0("everything-impersonater")
-            && imp
-            && a.resource == "userextras"
-            && a.subresource == "scopes"
-            && a.api_group == "authentication.k8s.io",
+        g0("everything-impersonater") && extra("scopes"),
     ];
     if rules.iter().any(|r| *r) {
         return allow;
@@ -246,29 +238,19 @@ async fn checks_run_in_upstreams_order_and_stop_at_the_first_denial() {
         StatusCode::FORBIDDEN,
         "extra `project` is not allowed"
     );
-    let order: Vec<(String, String, String, String)> = asked
+    let expected = [
+        ["users", "", "tester", ""],
+        ["groups", "", "g1", ""],
+        ["groups", "", "g2", ""],
+        ["userextras", "scopes", "scope-a", "v1"],
+        ["userextras", "project", "p", "v1"],
+    ];
+    let order: Vec<[&str; 4]> = asked
         .iter()
-        .map(|a| {
-            (
-                a.resource.clone(),
-                a.subresource.clone(),
-                a.name.clone(),
-                a.api_version.clone(),
-            )
-        })
+        .map(|a| [&a.resource, &a.subresource, &a.name, &a.api_version].map(String::as_str))
         .collect();
-    let row = |r: &str, s: &str, n: &str, v: &str| {
-        (r.to_owned(), s.to_owned(), n.to_owned(), v.to_owned())
-    };
     assert_eq!(
-        order,
-        [
-            row("users", "", "tester", ""),
-            row("groups", "", "g1", ""),
-            row("groups", "", "g2", ""),
-            row("userextras", "scopes", "scope-a", "v1"),
-            row("userextras", "project", "p", "v1"),
-        ],
+        order, expected,
         "the UID is never asked once an extra was denied"
     );
     for a in &asked {

@@ -101,17 +101,56 @@ fn obj(v: &Value) -> Option<&Map<String, Value>> {
     v.as_object()
 }
 
+/// A gnostic `Named*` message: one entry of a JSON object, its key and its value.
+trait Named {
+    /// The value's message.
+    type Value;
+    fn new(name: String, value: Self::Value) -> Self;
+}
+
+macro_rules! named {
+    ($($named:ident($value:ident)),* $(,)?) => {$(
+        impl Named for $named {
+            type Value = $value;
+            fn new(name: String, value: $value) -> Self {
+                $named { name, value: Some(value) }
+            }
+        }
+    )*};
+}
+
+named!(
+    NamedAny(Any),
+    NamedSchema(Schema),
+    NamedPathItem(PathItem),
+    NamedParameter(Parameter),
+    NamedResponse(Response),
+    NamedHeader(Header),
+    NamedResponseValue(ResponseValue),
+    NamedStringArray(StringArray),
+);
+
+/// The `Named*` messages of `entries` (a JSON object's, in order), each value read by
+/// `value`.
+fn entries<'a, N: Named>(
+    entries: impl IntoIterator<Item = (&'a String, &'a Value)>,
+    value: impl Fn(&Value) -> N::Value,
+) -> Vec<N> {
+    entries
+        .into_iter()
+        .map(|(k, x)| N::new(k.clone(), value(x)))
+        .collect()
+}
+
+/// The entries of `m` that are not vendor extensions.
+fn not_extensions(m: &Map<String, Value>) -> impl Iterator<Item = (&String, &Value)> {
+    m.iter().filter(|(k, _)| !k.starts_with("x-"))
+}
+
 /// The vendor extensions (`x-*` keys) of an object, in order.
 fn extensions(v: &Value) -> Vec<NamedAny> {
-    obj(v)
-        .into_iter()
-        .flatten()
-        .filter(|(k, _)| k.starts_with("x-"))
-        .map(|(k, v)| NamedAny {
-            name: k.clone(),
-            value: Some(any(v)),
-        })
-        .collect()
+    let all = obj(v).into_iter().flatten();
+    entries(all.filter(|(k, _)| k.starts_with("x-")), any)
 }
 
 fn external_docs(v: &Value) -> Option<ExternalDocs> {
@@ -176,12 +215,7 @@ fn schema(v: &Value) -> Schema {
 }
 
 fn named_schemas(m: &Map<String, Value>) -> Vec<NamedSchema> {
-    m.iter()
-        .map(|(k, v)| NamedSchema {
-            name: k.clone(),
-            value: Some(schema(v)),
-        })
-        .collect()
+    entries(m, schema)
 }
 
 /// The gnostic `Document` of a Swagger 2.0 JSON document. Fields of the wrong JSON type
@@ -214,14 +248,7 @@ pub fn document(v: &Value) -> Document {
         produces: strings(v, "produces"),
         paths: v.get("paths").and_then(obj).map(|p| Paths {
             vendor_extension: extensions(&Value::Object(p.clone())),
-            path: p
-                .iter()
-                .filter(|(k, _)| !k.starts_with("x-"))
-                .map(|(k, x)| NamedPathItem {
-                    name: k.clone(),
-                    value: Some(path_item(x)),
-                })
-                .collect(),
+            path: entries(not_extensions(p), path_item),
         }),
         definitions: v.get("definitions").and_then(obj).map(|d| Definitions {
             additional_properties: named_schemas(d),
@@ -230,25 +257,13 @@ pub fn document(v: &Value) -> Document {
             .get("parameters")
             .and_then(obj)
             .map(|p| ParameterDefinitions {
-                additional_properties: p
-                    .iter()
-                    .map(|(k, x)| NamedParameter {
-                        name: k.clone(),
-                        value: Some(parameter(x)),
-                    })
-                    .collect(),
+                additional_properties: entries(p, parameter),
             }),
         responses: v
             .get("responses")
             .and_then(obj)
             .map(|r| ResponseDefinitions {
-                additional_properties: r
-                    .iter()
-                    .map(|(k, x)| NamedResponse {
-                        name: k.clone(),
-                        value: Some(response(x)),
-                    })
-                    .collect(),
+                additional_properties: entries(r, response),
             }),
         security: security(v),
         security_definitions: v.get("securityDefinitions").and_then(obj).map(|d| {

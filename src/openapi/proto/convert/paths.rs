@@ -3,7 +3,10 @@
 
 use serde_json::Value;
 
-use super::{any, any_at, anys, b, extensions, external_docs, f, i, obj, s, schema, strings};
+use super::{
+    any, any_at, anys, b, entries, extensions, external_docs, f, i, not_extensions, obj, s, schema,
+    strings,
+};
 use crate::openapi::proto::*;
 
 pub(super) fn primitives(v: &Value) -> PrimitivesItems {
@@ -114,30 +117,18 @@ pub(super) fn response(v: &Value) -> Response {
             }),
         }),
         headers: v.get("headers").and_then(obj).map(|h| Headers {
-            additional_properties: h
-                .iter()
-                .map(|(k, x)| NamedHeader {
-                    name: k.clone(),
-                    value: Some(Header {
-                        r#type: s(x, "type"),
-                        format: s(x, "format"),
-                        items: x.get("items").map(primitives),
-                        collection_format: s(x, "collectionFormat"),
-                        default: any_at(x, "default"),
-                        description: s(x, "description"),
-                        vendor_extension: extensions(x),
-                    }),
-                })
-                .collect(),
+            additional_properties: entries(h, |x| Header {
+                r#type: s(x, "type"),
+                format: s(x, "format"),
+                items: x.get("items").map(primitives),
+                collection_format: s(x, "collectionFormat"),
+                default: any_at(x, "default"),
+                description: s(x, "description"),
+                vendor_extension: extensions(x),
+            }),
         }),
         examples: v.get("examples").and_then(obj).map(|e| Examples {
-            additional_properties: e
-                .iter()
-                .map(|(k, x)| NamedAny {
-                    name: k.clone(),
-                    value: Some(any(x)),
-                })
-                .collect(),
+            additional_properties: entries(e, any),
         }),
         vendor_extension: extensions(v),
     }
@@ -154,22 +145,15 @@ pub(super) fn operation(v: &Value) -> Operation {
         consumes: strings(v, "consumes"),
         parameters: parameters_items(v),
         responses: v.get("responses").and_then(obj).map(|r| Responses {
-            response_code: r
-                .iter()
-                .filter(|(k, _)| !k.starts_with("x-"))
-                .map(|(k, x)| NamedResponseValue {
-                    name: k.clone(),
-                    value: Some(ResponseValue {
-                        oneof: Some(match x.get("$ref").and_then(Value::as_str) {
-                            Some(r) => response_value::Oneof::JsonReference(JsonReference {
-                                xref: r.to_owned(),
-                                description: s(x, "description"),
-                            }),
-                            None => response_value::Oneof::Response(response(x)),
-                        }),
+            response_code: entries(not_extensions(r), |x| ResponseValue {
+                oneof: Some(match x.get("$ref").and_then(Value::as_str) {
+                    Some(r) => response_value::Oneof::JsonReference(JsonReference {
+                        xref: r.to_owned(),
+                        description: s(x, "description"),
                     }),
-                })
-                .collect(),
+                    None => response_value::Oneof::Response(response(x)),
+                }),
+            }),
             vendor_extension: extensions(&Value::Object(r.clone())),
         }),
         schemes: strings(v, "schemes"),
@@ -186,20 +170,14 @@ pub(super) fn security(v: &Value) -> Vec<SecurityRequirement> {
             a.iter()
                 .filter_map(obj)
                 .map(|req| SecurityRequirement {
-                    additional_properties: req
-                        .iter()
-                        .map(|(k, scopes)| NamedStringArray {
-                            name: k.clone(),
-                            value: Some(StringArray {
-                                value: scopes
-                                    .as_array()
-                                    .into_iter()
-                                    .flatten()
-                                    .filter_map(|x| x.as_str().map(str::to_owned))
-                                    .collect(),
-                            }),
-                        })
-                        .collect(),
+                    additional_properties: entries(req, |scopes| StringArray {
+                        value: scopes
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|x| x.as_str().map(str::to_owned))
+                            .collect(),
+                    }),
                 })
                 .collect()
         })
