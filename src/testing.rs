@@ -10,6 +10,7 @@
 //! by `fuzz_logic`.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 #[cfg(test)]
@@ -52,7 +53,8 @@ impl NoExecutor {
 }
 
 /// A sleep that is over at once.
-struct Over;
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Over;
 
 impl Future for Over {
     type Output = ();
@@ -64,7 +66,8 @@ impl Future for Over {
 impl hyper::rt::Sleep for Over {}
 
 /// A sleep that never ends.
-struct Never;
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Never;
 
 impl Future for Never {
     type Output = ();
@@ -75,46 +78,21 @@ impl Future for Never {
 
 impl hyper::rt::Sleep for Never {}
 
-/// A clock moved by hand whose sleeps are over at once: retries cost nothing while TTLs
-/// follow [`ManualClock::advance`].
+/// A clock moved by hand whose every sleep is an `S` ([`Over`] or [`Never`]).
 #[derive(Clone)]
-pub(crate) struct ManualClock(Arc<Mutex<Instant>>);
+pub(crate) struct HandClock<S>(Arc<Mutex<Instant>>, PhantomData<S>);
 
-impl ManualClock {
-    pub(crate) fn new() -> ManualClock {
-        ManualClock(Arc::new(Mutex::new(Instant::now())))
-    }
-
-    #[cfg(test)]
-    pub(crate) fn advance(&self, by: Duration) {
-        *lock(&self.0) += by;
-    }
-
-    pub(crate) fn timer(&self) -> Timer {
-        Timer::new(self.clone())
-    }
-}
-
-impl hyper::rt::Timer for ManualClock {
-    fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Over)
-    }
-    fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Over)
-    }
-    fn now(&self) -> Instant {
-        *lock(&self.0)
-    }
-}
+/// A clock moved by hand whose sleeps are over at once: retries cost nothing while TTLs
+/// follow [`HandClock::advance`].
+pub(crate) type ManualClock = HandClock<Over>;
 
 /// A clock moved by hand whose sleeps never end: a polled task waits instead of
 /// spinning, and deadlines never pass (the fuzz targets' frozen clock).
-#[derive(Clone)]
-pub(crate) struct StoppedClock(Arc<Mutex<Instant>>);
+pub(crate) type StoppedClock = HandClock<Never>;
 
-impl StoppedClock {
-    pub(crate) fn new() -> StoppedClock {
-        StoppedClock(Arc::new(Mutex::new(Instant::now())))
+impl<S: hyper::rt::Sleep + Default + Clone + Unpin + 'static> HandClock<S> {
+    pub(crate) fn new() -> HandClock<S> {
+        HandClock(Arc::new(Mutex::new(Instant::now())), PhantomData)
     }
 
     #[cfg(test)]
@@ -127,12 +105,12 @@ impl StoppedClock {
     }
 }
 
-impl hyper::rt::Timer for StoppedClock {
+impl<S: hyper::rt::Sleep + Default + Clone + Unpin + 'static> hyper::rt::Timer for HandClock<S> {
     fn sleep(&self, _: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Never)
+        Box::pin(S::default())
     }
     fn sleep_until(&self, _: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(Never)
+        Box::pin(S::default())
     }
     fn now(&self) -> Instant {
         *lock(&self.0)

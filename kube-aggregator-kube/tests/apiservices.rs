@@ -47,22 +47,12 @@ async fn until_within(
     within: Duration,
     expected: &[(&str, &str)],
 ) -> Duration {
-    let start = Instant::now();
     let expected: Vec<(String, String)> = expected
         .iter()
         .map(|(n, s)| ((*n).to_owned(), (*s).to_owned()))
         .collect();
-    loop {
-        let now = routes(registry);
-        if now == expected {
-            return start.elapsed();
-        }
-        assert!(
-            start.elapsed() < within,
-            "after {within:?} the routing table is {now:?}, not {expected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let table = "the routing table";
+    support::until_equal(table, within, &expected, || routes(registry)).await
 }
 
 fn start_registry(server: &ScriptedApiServer) -> Registry {

@@ -62,23 +62,13 @@ async fn until_stored(
     within: Duration,
     expected: (&str, &str, &str),
 ) -> Duration {
-    let start = Instant::now();
     let expected = Some((
         expected.0.to_owned(),
         expected.1.to_owned(),
         expected.2.to_owned(),
     ));
-    loop {
-        let now = stored(server);
-        if now == expected {
-            return start.elapsed();
-        }
-        assert!(
-            start.elapsed() < within,
-            "after {within:?} the stored condition is {now:?}, not {expected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let condition = "the stored condition";
+    support::until_equal(condition, within, &expected, || stored(server)).await
 }
 
 /// The status updates the server has served.

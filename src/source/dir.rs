@@ -394,13 +394,8 @@ mod tests {
 apiVersion: apiregistration.k8s.io/v1
 kind: APIService
 metadata: {name: v1beta1.metrics.k8s.io}
-spec:
-  service: {namespace: kube-system, name: metrics-server}
-  group: metrics.k8s.io
-  version: v1beta1
-  insecureSkipTLSVerify: true
-  groupPriorityMinimum: 100
-  versionPriority: 100
+spec: {service: {namespace: kube-system, name: metrics-server}, group: metrics.k8s.io,
+  version: v1beta1, insecureSkipTLSVerify: true, groupPriorityMinimum: 100, versionPriority: 100}
 ---
 kind: List
 apiVersion: v1

@@ -646,22 +646,25 @@ fn not_found(target: &Target) -> Response<Body> {
     )
 }
 
+/// `metadata.<field>` of `object` as a string; empty when it is not one.
+fn metadata(object: &Value, field: &str) -> String {
+    let value = object["metadata"][field].as_str();
+    value.unwrap_or_default().to_owned()
+}
+
+/// The 422 `Invalid` of `kind` `name` for `problem` (`<field>: <what is wrong>`).
+fn invalid(kind: &str, name: &str, problem: &str) -> Response<Body> {
+    let message = format!("{kind} \"{name}\" is invalid: {problem}");
+    status(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", &message)
+}
+
 /// `POST` of `object` to the collection at `target`.
 fn create(store: &mut Store, target: &Target, mut object: Value) -> Response<Body> {
     let kind = target.kind;
-    let name = object["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let name = metadata(&object, "name");
     if name.is_empty() {
-        return status(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Invalid",
-            &format!(
-                "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
-                kind.kind
-            ),
-        );
+        let required = "metadata.name: Required value: name or generateName is required";
+        return invalid(kind.kind, "", required);
     }
     if let Some(namespace) = &target.namespace {
         object["metadata"]["namespace"] = json!(namespace);
@@ -703,25 +706,12 @@ fn update(store: &mut Store, target: &Target, mut object: Value) -> Response<Bod
     } else {
         stored
     };
-    let sent = object["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let sent = metadata(&object, "resourceVersion");
     if sent.is_empty() {
-        return status(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Invalid",
-            &format!(
-                "{} \"{name}\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
-                kind.kind
-            ),
-        );
+        let unset = "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update";
+        return invalid(kind.kind, &name, unset);
     }
-    if sent
-        != stored["metadata"]["resourceVersion"]
-            .as_str()
-            .unwrap_or_default()
-    {
+    if sent != metadata(&stored, "resourceVersion") {
         return status(
             StatusCode::CONFLICT,
             "Conflict",
@@ -902,6 +892,28 @@ pub fn candidacy(server: &ScriptedApiServer, i: usize) -> kube_aggregator_kube::
     .timing(TIMING)
     .spawn()
     .unwrap()
+}
+
+/// Polls `now` every 10 ms until it gives `expected`, at most `within`; how long that
+/// took. The failure names `what` it watched, and its last value.
+pub async fn until_equal<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    within: std::time::Duration,
+    expected: &T,
+    now: impl Fn() -> T,
+) -> std::time::Duration {
+    let start = std::time::Instant::now();
+    loop {
+        let now = now();
+        if now == *expected {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < within,
+            "after {within:?} {what} is {now:?}, not {expected:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
 
 /// Waits until exactly one of `candidates` leads, at most `within`; its index.
