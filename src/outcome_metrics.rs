@@ -26,6 +26,19 @@ pub(crate) fn render(register: impl FnOnce(&mut Registry)) -> String {
     out
 }
 
+/// Renders `collector` alone and asserts that the text has each of `lines`; the text.
+#[cfg(test)]
+pub(crate) fn assert_renders(
+    collector: impl prometheus_client::collector::Collector,
+    lines: &[&str],
+) -> String {
+    let text = render(|r| r.register_collector(Box::new(collector)));
+    for line in lines {
+        assert!(text.contains(line), "{line} in\n{text}");
+    }
+    text
+}
+
 /// Counts and a duration histogram per result (`success`, `allowed`, ...), with
 /// upstream's buckets: 1 ms doubling 15 times.
 #[derive(Debug, Default)]

@@ -566,13 +566,7 @@ async fn hanging_webhook(calls: Arc<std::sync::atomic::AtomicUsize>) -> String {
     let leaf = ca.server("authz", &["127.0.0.1"]);
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address");
-    let tls = kube_aggregator::server::server_config(
-        leaf.cert_pem.as_bytes(),
-        leaf.key_pem.as_bytes(),
-        b"",
-        true,
-    )
-    .expect("webhook TLS");
+    let tls = common::server_tls(&leaf, "");
     let service = tower::service_fn(move |_: Request<hyper::body::Incoming>| {
         calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         std::future::pending::<

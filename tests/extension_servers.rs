@@ -22,6 +22,7 @@ use kubectl_cli::{Kubectl, item_strings, scratch_dir, start_demo};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls_pki_types::pem::PemObject;
 use serde_json::Value;
+use support::crud::Seen;
 use tokio::io::AsyncReadExt;
 
 /// A client of the gateway presenting the demo admin's certificate, one connection per
@@ -276,6 +277,11 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
     std::fs::write(&manifest, INSTANCE).unwrap();
     let file = manifest.to_str().unwrap();
     let catalog = || demo.crud.log();
+    // The last request the catalog saw that `pred` accepts.
+    let last_seen = |pred: &dyn Fn(&Seen) -> bool| {
+        let seen = catalog().into_iter().rev().find(|s| pred(s));
+        seen.expect("a request of that kind")
+    };
 
     // apply creates (GET 404, then POST with fieldValidation=Strict: the OpenAPI v3 PATCH
     // declares the parameter, so kubectl leaves validation to the server).
@@ -283,11 +289,7 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
         kc.ok(&["apply", "-f", file]).await.trim(),
         "serviceinstance.servicecatalog.example.io/db created"
     );
-    let post = catalog()
-        .into_iter()
-        .rev()
-        .find(|s| s.method == Method::POST)
-        .unwrap();
+    let post = last_seen(&|s| s.method == Method::POST);
     assert!(post.target.contains("fieldValidation=Strict"), "{post:?}");
 
     // A field the schema lacks: 400 from the server, naming it.
@@ -314,11 +316,8 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
         "{out}"
     );
     assert!(out.lines().nth(1).unwrap().starts_with("db "), "{out}");
-    let get = catalog()
-        .into_iter()
-        .rev()
-        .find(|s| s.method == Method::GET && s.target.contains("serviceinstances?limit=500"))
-        .unwrap();
+    let get =
+        last_seen(&|s| s.method == Method::GET && s.target.contains("serviceinstances?limit=500"));
     assert!(
         get.accept.contains("as=Table;v=v1;g=meta.k8s.io"),
         "{get:?}"
@@ -349,11 +348,7 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
         patched.trim(),
         "serviceinstance.servicecatalog.example.io/db patched"
     );
-    let patch = catalog()
-        .into_iter()
-        .rev()
-        .find(|s| s.method == Method::PATCH)
-        .unwrap();
+    let patch = last_seen(&|s| s.method == Method::PATCH);
     assert_eq!(patch.content_type, "application/strategic-merge-patch+json");
     let seen = read_until(&mut out, "large").await;
     assert!(seen.contains("postgres"), "{seen}");

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use http::{Request, Response, StatusCode};
+use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper_util::rt::TokioIo;
@@ -52,9 +52,8 @@ async fn backend(
     let user = request
         .headers()
         .get("x-remote-user")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
+        .map(HeaderValue::to_str);
+    let user = user.and_then(Result::ok).unwrap_or("").to_owned();
     if user == "system:kube-aggregator" || user == "system:aggregator" {
         let res = if path == "/apis/stream.example.com/v1" {
             Response::new(Full::new(Bytes::from_static(

@@ -100,15 +100,7 @@ async fn gateway_and_pools(
             }
         }
     });
-    let tls = common::gateway_tls(pki);
-    let (listener, addr) = common::listen().await;
-    tokio::spawn(server::serve_tls(
-        listener,
-        tls,
-        service,
-        std::future::pending(),
-    ));
-    (addr, pools)
+    (common::serve_gateway(pki, service).await, pools)
 }
 
 /// The value of each pool gauge `name` for the test's Service.

@@ -11,10 +11,17 @@ pub struct Node {
     pub cpu_millis: u64,
     /// Allocatable memory in KiB.
     pub memory_kib: u64,
-    /// Current CPU usage in nanocores.
-    pub usage_cpu_nanos: u64,
-    /// Current memory working set in KiB.
-    pub usage_memory_kib: u64,
+    /// Current usage.
+    pub usage: Usage,
+}
+
+/// What a node or a container uses now.
+#[derive(Debug, Clone, Copy)]
+pub struct Usage {
+    /// CPU in nanocores.
+    pub cpu_nanos: u64,
+    /// Memory working set in KiB.
+    pub memory_kib: u64,
 }
 
 /// A container of a sample pod, with its current usage.
@@ -24,10 +31,8 @@ pub struct Container {
     pub name: &'static str,
     /// Its image.
     pub image: &'static str,
-    /// CPU usage in nanocores.
-    pub usage_cpu_nanos: u64,
-    /// Memory working set in KiB.
-    pub usage_memory_kib: u64,
+    /// Current usage.
+    pub usage: Usage,
 }
 
 /// A pod of the sample cluster.
@@ -49,15 +54,19 @@ pub const NODES: &[Node] = &[
         name: "node-a",
         cpu_millis: 4000,
         memory_kib: 16_384_000,
-        usage_cpu_nanos: 612_345_678,
-        usage_memory_kib: 5_242_880,
+        usage: Usage {
+            cpu_nanos: 612_345_678,
+            memory_kib: 5_242_880,
+        },
     },
     Node {
         name: "node-b",
         cpu_millis: 8000,
         memory_kib: 32_768_000,
-        usage_cpu_nanos: 1_834_000_000,
-        usage_memory_kib: 12_582_912,
+        usage: Usage {
+            cpu_nanos: 1_834_000_000,
+            memory_kib: 12_582_912,
+        },
     },
 ];
 
@@ -70,8 +79,10 @@ pub const PODS: &[Pod] = &[
         containers: &[Container {
             name: "coredns",
             image: "registry.k8s.io/coredns/coredns:v1.11.3",
-            usage_cpu_nanos: 3_512_000,
-            usage_memory_kib: 17_204,
+            usage: Usage {
+                cpu_nanos: 3_512_000,
+                memory_kib: 17_204,
+            },
         }],
     },
     Pod {
@@ -81,8 +92,10 @@ pub const PODS: &[Pod] = &[
         containers: &[Container {
             name: "metrics-server",
             image: "registry.k8s.io/metrics-server/metrics-server:v0.7.2",
-            usage_cpu_nanos: 5_120_000,
-            usage_memory_kib: 24_576,
+            usage: Usage {
+                cpu_nanos: 5_120_000,
+                memory_kib: 24_576,
+            },
         }],
     },
     Pod {
@@ -93,14 +106,18 @@ pub const PODS: &[Pod] = &[
             Container {
                 name: "nginx",
                 image: "nginx:1.27",
-                usage_cpu_nanos: 1_250_000,
-                usage_memory_kib: 8_192,
+                usage: Usage {
+                    cpu_nanos: 1_250_000,
+                    memory_kib: 8_192,
+                },
             },
             Container {
                 name: "log-shipper",
                 image: "fluent/fluent-bit:3.1",
-                usage_cpu_nanos: 2_004_000,
-                usage_memory_kib: 12_800,
+                usage: Usage {
+                    cpu_nanos: 2_004_000,
+                    memory_kib: 12_800,
+                },
             },
         ],
     },
@@ -111,8 +128,10 @@ pub const PODS: &[Pod] = &[
         containers: &[Container {
             name: "api",
             image: "ghcr.io/example/api:2.4.1",
-            usage_cpu_nanos: 48_900_000,
-            usage_memory_kib: 131_072,
+            usage: Usage {
+                cpu_nanos: 48_900_000,
+                memory_kib: 131_072,
+            },
         }],
     },
 ];

@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tower::Layer;
 
-use super::cluster::{self, NODES, PODS};
+use super::cluster::{self, NODES, PODS, Usage};
 use super::extension_server::{self, PROBES, ServingConfig, rfc3339};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -291,7 +291,11 @@ fn resource_list() -> Value {
 
 /// CPU in nanocores (`612345678n`), memory working set in KiB (`5242880Ki`). Real
 /// metrics-server canonicalises the quantities (`1834m`, `5Gi`); clients parse both.
-fn usage(cpu_nanos: u64, memory_kib: u64) -> Value {
+fn usage(usage: Usage) -> Value {
+    let Usage {
+        cpu_nanos,
+        memory_kib,
+    } = usage;
     json!({"cpu": format!("{cpu_nanos}n"), "memory": format!("{memory_kib}Ki")})
 }
 
@@ -312,7 +316,7 @@ fn node_metrics(node: &cluster::Node, now: SystemTime) -> Value {
         "kubernetes.io/os": "linux",
     });
     let mut item = metrics(node.name, None, labels, now);
-    item["usage"] = usage(node.usage_cpu_nanos, node.usage_memory_kib);
+    item["usage"] = usage(node.usage);
     item
 }
 
@@ -324,7 +328,7 @@ fn pod_metrics(pod: &cluster::Pod, now: SystemTime) -> Value {
     };
     let mut item = metrics(pod.name, Some(pod.namespace), labels, now);
     let container = |c: &cluster::Container| {
-        let usage = usage(c.usage_cpu_nanos, c.usage_memory_kib);
+        let usage = usage(c.usage);
         json!({"name": c.name, "usage": usage})
     };
     item["containers"] = pod.containers.iter().map(container).collect();

@@ -1,8 +1,10 @@
 //! [`KubeServiceResolver`]: where a Service lives, from watches of Services and
 //! EndpointSlices.
 
+use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use http::uri::Authority;
@@ -394,26 +396,30 @@ fn slice_entry(slice: &EndpointSlice) -> Option<Entry<SliceEntry>> {
     })
 }
 
-impl ServiceResolver for KubeServiceResolver {
-    fn resolve(&self, service: &ServiceReference) -> ResolveFuture {
+impl KubeServiceResolver {
+    /// `now(service)` once both caches have synced: at once when they have, else after.
+    fn when_synced<T: Send + 'static>(
+        &self,
+        service: &ServiceReference,
+        now: fn(&KubeServiceResolver, &ServiceReference) -> T,
+    ) -> Pin<Box<dyn Future<Output = T> + Send>> {
         if self.services.is_ready() && self.slices.is_ready() {
-            return Box::pin(std::future::ready(self.resolve_now(service)));
+            return Box::pin(std::future::ready(now(self, service)));
         }
         let (this, service) = (self.clone(), service.clone());
         Box::pin(async move {
             this.ready().await;
-            this.resolve_now(&service)
+            now(&this, &service)
         })
+    }
+}
+
+impl ServiceResolver for KubeServiceResolver {
+    fn resolve(&self, service: &ServiceReference) -> ResolveFuture {
+        self.when_synced(service, KubeServiceResolver::resolve_now)
     }
 
     fn resolve_endpoints(&self, service: &ServiceReference) -> EndpointsFuture {
-        if self.services.is_ready() && self.slices.is_ready() {
-            return Box::pin(std::future::ready(self.resolve_endpoints_now(service)));
-        }
-        let (this, service) = (self.clone(), service.clone());
-        Box::pin(async move {
-            this.ready().await;
-            this.resolve_endpoints_now(&service)
-        })
+        self.when_synced(service, KubeServiceResolver::resolve_endpoints_now)
     }
 }

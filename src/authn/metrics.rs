@@ -103,8 +103,7 @@ mod tests {
         m.record(&Ok(Some(UserInfo::new("bob", ["dev"]))), 0.003);
         m.record(&Ok(None), 0.001);
         m.record(&Err(AuthenticationError::Other("down".into())), 0.5);
-        let text = crate::outcome_metrics::render(|r| r.register_collector(Box::new(m)));
-        for line in [
+        let lines = [
             "authenticated_user_requests{username=\"email_id\"} 1",
             "authenticated_user_requests{username=\"kubelet\"} 1",
             "authenticated_user_requests{username=\"other\"} 1",
@@ -114,9 +113,8 @@ mod tests {
             "authentication_duration_seconds_count{result=\"success\"} 3",
             "authentication_duration_seconds_bucket{le=\"0.001\",result=\"success\"} 1",
             "authentication_duration_seconds_bucket{le=\"16.384\",result=\"error\"} 1",
-        ] {
-            assert!(text.contains(line), "{line} in\n{text}");
-        }
+        ];
+        let text = crate::outcome_metrics::assert_renders(m, &lines);
         assert!(!text.contains("bob"), "{text}");
     }
 }

@@ -99,13 +99,12 @@ mod tests {
         }
     }
 
-    async fn body_of(res: Response<Body>) -> String {
+    /// The body of the 403 refusing `a`, with no reason.
+    fn body_of(a: &Attributes) -> String {
         use http_body_util::BodyExt;
-        String::from_utf8(res.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
-    }
-
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        futures_util::FutureExt::now_or_never(f).expect("ready")
+        let body = forbidden_response(a, "").into_body().collect();
+        let body = futures_util::FutureExt::now_or_never(body).expect("a full body");
+        String::from_utf8(body.unwrap().to_bytes().to_vec()).unwrap()
     }
 
     #[test]
@@ -114,24 +113,21 @@ mod tests {
         a.verb = "GET".into();
         a.path = "/whatever".into();
         assert_eq!(
-            block_on(body_of(forbidden_response(&a, ""))),
+            body_of(&a),
             "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"forbidden: User \\\"NAME\\\" cannot GET path \\\"/whatever\\\"\",\"reason\":\"Forbidden\",\"details\":{},\"code\":403}\n"
         );
         a.path = "/<script>".into();
-        assert!(
-            block_on(body_of(forbidden_response(&a, "")))
-                .contains("cannot GET path \\\"/\\u0026lt;script\\u0026gt;\\\"\"")
-        );
+        assert!(body_of(&a).contains("cannot GET path \\\"/\\u0026lt;script\\u0026gt;\\\"\""));
 
         let mut r = attrs(true);
         r.resource = "pod".into();
         assert_eq!(
-            block_on(body_of(forbidden_response(&r, ""))),
+            body_of(&r),
             "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"pod is forbidden: User \\\"NAME\\\" cannot get resource \\\"pod\\\" in API group \\\"\\\" at the cluster scope\",\"reason\":\"Forbidden\",\"details\":{\"kind\":\"pod\"},\"code\":403}\n"
         );
         r.name = "mypod".into();
         assert_eq!(
-            block_on(body_of(forbidden_response(&r, ""))),
+            body_of(&r),
             "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"pod \\\"mypod\\\" is forbidden: User \\\"NAME\\\" cannot get resource \\\"pod\\\" in API group \\\"\\\" at the cluster scope\",\"reason\":\"Forbidden\",\"details\":{\"name\":\"mypod\",\"kind\":\"pod\"},\"code\":403}\n"
         );
         let mut s = attrs(true);
@@ -140,7 +136,7 @@ mod tests {
         s.resource = "pod".into();
         s.subresource = "quota".into();
         assert_eq!(
-            block_on(body_of(forbidden_response(&s, ""))),
+            body_of(&s),
             "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"pod.v2 is forbidden: User \\\"NAME\\\" cannot get resource \\\"pod/quota\\\" in API group \\\"v2\\\" in the namespace \\\"test\\\"\",\"reason\":\"Forbidden\",\"details\":{\"group\":\"v2\",\"kind\":\"pod\"},\"code\":403}\n"
         );
     }

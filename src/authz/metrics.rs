@@ -62,16 +62,14 @@ mod tests {
         m.record(&Ok(Authorization::new(Decision::Deny)), 0.002);
         m.record(&Ok(Authorization::new(Decision::NoOpinion)), 0.002);
         m.record(&Err(AuthorizationError::new("the webhook is down")), 0.002);
-        let text = crate::outcome_metrics::render(|r| r.register_collector(Box::new(m)));
-        for line in [
+        let lines = [
             "# TYPE authorization_attempts counter",
             "authorization_attempts_total{result=\"allowed\"} 2",
             "authorization_attempts_total{result=\"denied\"} 1",
             "authorization_attempts_total{result=\"no-opinion\"} 1",
             "authorization_attempts_total{result=\"error\"} 1",
             "authorization_duration_seconds_bucket{le=\"0.002\",result=\"allowed\"} 2",
-        ] {
-            assert!(text.contains(line), "{line} in\n{text}");
-        }
+        ];
+        crate::outcome_metrics::assert_renders(m, &lines);
     }
 }

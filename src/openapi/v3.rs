@@ -127,6 +127,25 @@ fn extensions_into(from: &Map<String, Value>, to: &mut Map<String, Value>) {
     }
 }
 
+/// Copies the `keys` that `from` has into `to`.
+fn copy_keys(from: &Map<String, Value>, to: &mut Map<String, Value>, keys: &[&str]) {
+    for key in keys {
+        if let Some(v) = from.get(*key) {
+            to.insert((*key).into(), v.clone());
+        }
+    }
+}
+
+/// `from`'s `$ref` (into v2's `#/<section>/`) into `to`, pointing into v3's
+/// `#/components/<section>/`.
+fn moved_ref(from: &Map<String, Value>, to: &mut Map<String, Value>, section: &str) {
+    if let Some(r) = from.get("$ref").and_then(Value::as_str) {
+        let v2 = format!("#/{section}/");
+        let v3 = format!("#/components/{section}/");
+        to.insert("$ref".into(), Value::String(r.replacen(&v2, &v3, 1)));
+    }
+}
+
 /// `v[key]` as a list of strings (`consumes`, `produces`); empty when absent.
 fn strings(v: &Value, key: &str) -> Vec<String> {
     v.get(key)
@@ -144,27 +163,15 @@ fn convert_parameter(p: &Value) -> Value {
         return p.clone();
     };
     let mut out = Map::new();
-    if let Some(r) = m.get("$ref").and_then(Value::as_str) {
-        out.insert(
-            "$ref".into(),
-            Value::String(r.replacen("#/parameters/", "#/components/parameters/", 1)),
-        );
-    }
-    for key in ["name", "in", "description", "required", "allowEmptyValue"] {
-        if let Some(v) = m.get(key) {
-            out.insert(key.into(), v.clone());
-        }
-    }
+    moved_ref(m, &mut out, "parameters");
+    let keys = ["name", "in", "description", "required", "allowEmptyValue"];
+    copy_keys(m, &mut out, &keys);
     extensions_into(m, &mut out);
     let schema = match m.get("schema") {
         Some(s) => convert_schema(s),
         None => {
             let mut s = Map::new();
-            for key in ["type", "format", "uniqueItems"] {
-                if let Some(v) = m.get(key) {
-                    s.insert(key.into(), v.clone());
-                }
-            }
+            copy_keys(m, &mut s, &["type", "format", "uniqueItems"]);
             Value::Object(s)
         }
     };
@@ -181,15 +188,8 @@ fn convert_response(r: &Value, produces: &[String]) -> Value {
         return r.clone();
     };
     let mut out = Map::new();
-    if let Some(x) = m.get("$ref").and_then(Value::as_str) {
-        out.insert(
-            "$ref".into(),
-            Value::String(x.replacen("#/responses/", "#/components/responses/", 1)),
-        );
-    }
-    if let Some(d) = m.get("description") {
-        out.insert("description".into(), d.clone());
-    }
+    moved_ref(m, &mut out, "responses");
+    copy_keys(m, &mut out, &["description"]);
     if let Some(schema) = m.get("schema") {
         let schema = convert_schema(schema);
         let content: Map<String, Value> = produces
@@ -210,18 +210,15 @@ fn convert_operation(op: &Value) -> Value {
         return op.clone();
     };
     let mut out = Map::new();
-    for key in [
+    let keys = [
         "tags",
         "summary",
         "description",
         "externalDocs",
         "operationId",
         "deprecated",
-    ] {
-        if let Some(v) = m.get(key) {
-            out.insert(key.into(), v.clone());
-        }
-    }
+    ];
+    copy_keys(m, &mut out, &keys);
     let consumes = strings(op, "consumes");
     let produces = strings(op, "produces");
     let mut parameters = Vec::new();

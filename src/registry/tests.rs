@@ -68,20 +68,14 @@ fn incremental_groups_follow_upstream_ordering() {
 #[test]
 fn resync_rebuilds_changed_groups_in_one_generation() {
     let registry = Registry::new(NoTransport);
-    registry
-        .apply(ApiServiceEvent::Resynced(vec![
-            local("a", "v1", 10),
-            local("b", "v1", 20),
-        ]))
-        .unwrap();
-    let first = registry.snapshot_owned();
-    registry
-        .apply(ApiServiceEvent::Resynced(vec![
-            local("a", "v1", 10),
-            local("c", "v1", 30),
-        ]))
-        .unwrap();
-    let second = registry.snapshot_owned();
+    let resynced = |groups: [(&str, i32); 2]| {
+        let apiservices = groups.map(|(group, priority)| local(group, "v1", priority));
+        let resync = registry.apply(ApiServiceEvent::Resynced(apiservices.to_vec()));
+        resync.expect("valid APIServices");
+        registry.snapshot_owned()
+    };
+    let first = resynced([("a", 10), ("b", 20)]);
+    let second = resynced([("a", 10), ("c", 30)]);
     assert_eq!(second.generation(), first.generation() + 1);
     assert!(
         Arc::ptr_eq(
