@@ -138,12 +138,7 @@ async fn custom_and_external_metrics_through_the_gateway() {
     assert_eq!(queues, ["orders", "payments"]);
 
     // Unknown metrics: 404 Status with custom-metrics-apiserver's wording.
-    let (ok, _, err) = kc.run(&["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/services/frontend/no_such_metric"]).await;
-    assert!(!ok);
-    assert!(
-        err.contains("the server could not find the metric no_such_metric for services"),
-        "{err}"
-    );
+    kc.fails_with(&["get", "--raw", "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/services/frontend/no_such_metric"], "the server could not find the metric no_such_metric for services").await;
 
     // The values move: a new sample is what the next read sees.
     assert_eq!(
@@ -301,11 +296,7 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
         ),
     )
     .unwrap();
-    let (ok, _, err) = kc
-        .run(&["apply", "-f", dir.join("bad.yaml").to_str().unwrap()])
-        .await;
-    assert!(!ok);
-    assert!(err.contains("ServiceInstance in version \"v1beta1\" cannot be handled as a ServiceInstance: strict decoding error: unknown field \"spec.bogus\""), "{err}");
+    kc.fails_with(&["apply", "-f", dir.join("bad.yaml").to_str().unwrap()], "ServiceInstance in version \"v1beta1\" cannot be handled as a ServiceInstance: strict decoding error: unknown field \"spec.bogus\"").await;
 
     // get: the Table with the kind's own columns.
     let out = kc.ok(&["get", "serviceinstances", "-o", "wide"]).await;
@@ -389,11 +380,7 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
     stale["metadata"]["resourceVersion"] = "1".into();
     stale["spec"]["clusterServicePlanExternalName"] = "medium".into();
     std::fs::write(dir.join("stale.json"), stale.to_string()).unwrap();
-    let (ok, _, err) = kc
-        .run(&["replace", "-f", dir.join("stale.json").to_str().unwrap()])
-        .await;
-    assert!(!ok);
-    assert!(err.contains("Operation cannot be fulfilled on serviceinstances.servicecatalog.example.io \"db\": the object has been modified; please apply your changes to the latest version and try again"), "{err}");
+    kc.fails_with(&["replace", "-f", dir.join("stale.json").to_str().unwrap()], "Operation cannot be fulfilled on serviceinstances.servicecatalog.example.io \"db\": the object has been modified; please apply your changes to the latest version and try again").await;
 
     // apply again updates through a patch carrying the last-applied annotation.
     std::fs::write(&manifest, INSTANCE.replace("small", "medium")).unwrap();
@@ -446,12 +433,11 @@ async fn kubectl_crud_watch_and_explain_on_the_service_catalog() {
         kc.ok(&["delete", "inst", "db"]).await.trim(),
         "serviceinstance.servicecatalog.example.io \"db\" deleted"
     );
-    let (ok, _, err) = kc.run(&["get", "inst", "db"]).await;
-    assert!(!ok);
-    assert!(
-        err.contains("serviceinstances.servicecatalog.example.io \"db\" not found"),
-        "{err}"
-    );
+    kc.fails_with(
+        &["get", "inst", "db"],
+        "serviceinstances.servicecatalog.example.io \"db\" not found",
+    )
+    .await;
 
     // The catalog persists across a restart; a watch from before it gets 410 Expired.
     let before = demo.crud.store().current();

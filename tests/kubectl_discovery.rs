@@ -265,6 +265,14 @@ fn admin_discovery_requests() -> usize {
         .count()
 }
 
+/// Runs `kubectl explain <args>` and asserts that its output has each of `lines`.
+async fn explains(kubeconfig: &Path, cache: &Path, args: &[&str], lines: &[&str]) {
+    let explained = kubectl(kubeconfig, cache, &[&["explain"], args].concat()).await;
+    for line in lines {
+        assert!(explained.contains(line), "{line:?} in {explained}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_discovery_and_openapi_with_a_black_holed_apiservice() {
     let dir = scratch_dir("discovery");
@@ -395,68 +403,51 @@ async fn kubectl_discovery_and_openapi_with_a_black_holed_apiservice() {
         "{root}"
     );
     assert!(root["paths"].get("apis/blackhole.example.io/v1").is_none());
-    let explained = kubectl(
+    explains(
         &kc,
         &cache,
-        &["explain", "nodes", "--api-version=metrics.k8s.io/v1beta1"],
-    )
-    .await;
-    assert!(explained.contains("KIND:       NodeMetrics"), "{explained}");
-    assert!(
-        explained.contains("usage\t<map[string]string> -required-"),
-        "{explained}"
-    );
-    let explained = kubectl(&kc, &cache, &["explain", "podmetrics.containers"]).await;
-    assert!(
-        explained.contains("FIELD: containers <[]ContainerMetrics>"),
-        "{explained}"
-    );
-    assert!(
-        explained.contains("  name\t<string> -required-"),
-        "{explained}"
-    );
-    let explained = kubectl(
-        &kc,
-        &cache,
+        &["nodes", "--api-version=metrics.k8s.io/v1beta1"],
         &[
-            "explain",
-            "--output=plaintext-openapiv2",
-            "podmetrics.containers",
+            "KIND:       NodeMetrics",
+            "usage\t<map[string]string> -required-",
         ],
     )
     .await;
-    assert!(
-        explained.contains("RESOURCE: containers <[]Object>"),
-        "{explained}"
-    );
-    assert!(
-        explained.contains("   usage\t<map[string]string> -required-"),
-        "{explained}"
-    );
+    let containers = [
+        "FIELD: containers <[]ContainerMetrics>",
+        "  name\t<string> -required-",
+    ];
+    explains(&kc, &cache, &["podmetrics.containers"], &containers).await;
+    explains(
+        &kc,
+        &cache,
+        &["--output=plaintext-openapiv2", "podmetrics.containers"],
+        &[
+            "RESOURCE: containers <[]Object>",
+            "   usage\t<map[string]string> -required-",
+        ],
+    )
+    .await;
 
     // The core API's own OpenAPI (the host's), merged with the APIServices': each form of
     // explain a user types.
     assert!(root["paths"].get("api/v1").is_some(), "{root}");
-    let explained = kubectl(&kc, &cache, &["explain", "nodes"]).await;
-    assert!(
-        explained.contains("KIND:       Node\nVERSION:    v1"),
-        "{explained}"
-    );
-    assert!(explained.contains("status\t<NodeStatus>"), "{explained}");
-    let explained = kubectl(&kc, &cache, &["explain", "pods.spec.containers"]).await;
-    assert!(
-        explained.contains("FIELD: containers <[]Container>"),
-        "{explained}"
-    );
-    assert!(
-        explained.contains("  name\t<string> -required-"),
-        "{explained}"
-    );
-    let explained = kubectl(&kc, &cache, &["explain", "nodemetrics"]).await;
-    assert!(explained.contains("KIND:       NodeMetrics"), "{explained}");
+    let node = ["KIND:       Node\nVERSION:    v1", "status\t<NodeStatus>"];
+    explains(&kc, &cache, &["nodes"], &node).await;
+    let containers = [
+        "FIELD: containers <[]Container>",
+        "  name\t<string> -required-",
+    ];
+    explains(&kc, &cache, &["pods.spec.containers"], &containers).await;
+    explains(&kc, &cache, &["nodemetrics"], &["KIND:       NodeMetrics"]).await;
     // A group-qualified name no core resource shares.
-    let explained = kubectl(&kc, &cache, &["explain", "widgets.widgets.example.io"]).await;
-    assert!(explained.contains("KIND:       Widget"), "{explained}");
+    explains(
+        &kc,
+        &cache,
+        &["widgets.widgets.example.io"],
+        &["KIND:       Widget"],
+    )
+    .await;
     // kubectl takes the first resource named `nodes` whose group-resource prefixes the
     // argument, and the core group comes first: `nodes.metrics.k8s.io` is the core Node
     // with the field path `metrics.k8s.io`, as against kube-apiserver (kubectl

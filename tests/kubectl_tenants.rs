@@ -103,14 +103,11 @@ async fn kubectl_sees_each_tenant_apart() {
     // A tenant's APIs work as the cluster's: top through team-a, the catalog through team-b.
     let top = kc.ok(&["--context=team-a", "top", "nodes"]).await;
     assert!(top.contains("node-a"), "{top}");
-    let (ok, _, err) = kc
-        .run(&["--context=team-a", "get", "serviceinstances"])
-        .await;
-    assert!(!ok);
-    assert!(
-        err.contains("the server doesn't have a resource type \"serviceinstances\""),
-        "{err}"
-    );
+    kc.fails_with(
+        &["--context=team-a", "get", "serviceinstances"],
+        "the server doesn't have a resource type \"serviceinstances\"",
+    )
+    .await;
 
     // The review carries the tenant: demo-viewer may read everything in team-b only.
     let listed = kc
@@ -123,14 +120,11 @@ async fn kubectl_sees_each_tenant_apart() {
         ])
         .await;
     assert!(listed.is_empty(), "{listed}");
-    let (ok, _, err) = kc
-        .run(&["--user=demo-viewer", "get", "serviceinstances", "-A"])
-        .await;
-    assert!(!ok);
-    assert!(
-        err.contains("User \"demo-viewer\" cannot list resource \"serviceinstances\""),
-        "{err}"
-    );
+    kc.fails_with(
+        &["--user=demo-viewer", "get", "serviceinstances", "-A"],
+        "User \"demo-viewer\" cannot list resource \"serviceinstances\"",
+    )
+    .await;
     let can = kc
         .ok(&[
             "--context=team-b",
@@ -164,20 +158,19 @@ async fn kubectl_sees_each_tenant_apart() {
     }
     // team-b has no metrics: the host answers, the adapter is not asked.
     let before = demo.adapter.log().len();
-    let (ok, _, err) = kc
-        .run(&["get", "--raw", &format!("/clusters/team-b{metric}")])
-        .await;
-    assert!(!ok);
-    assert!(err.contains("NotFound"), "{err}");
+    kc.fails_with(
+        &["get", "--raw", &format!("/clusters/team-b{metric}")],
+        "NotFound",
+    )
+    .await;
     assert_eq!(demo.adapter.log().len(), before);
 
     // A tenant that is not there; one added and removed while the gateway runs.
-    let (ok, _, err) = kc.run(&["get", "--raw", "/clusters/team-c/apis"]).await;
-    assert!(!ok);
-    assert!(
-        err.contains("Error from server (NotFound): clusters \"team-c\" not found"),
-        "{err}"
-    );
+    kc.fails_with(
+        &["get", "--raw", "/clusters/team-c/apis"],
+        "Error from server (NotFound): clusters \"team-c\" not found",
+    )
+    .await;
     let tenants = kc.kubeconfig.with_file_name("tenants");
     let team_c = tenants.join("team-c");
     std::fs::create_dir_all(&team_c).unwrap();

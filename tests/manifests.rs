@@ -361,6 +361,11 @@ fn local(version: &str, group: &str) -> ApiService {
     }))
 }
 
+/// The registry's APIServices once `name` is among them (within 5 s).
+async fn once_applied(registry: &Registry, name: &str) -> Vec<ApiService> {
+    eventually(registry, name, |t| t.get(name).is_some()).await
+}
+
 async fn eventually(
     registry: &Registry,
     what: &str,
@@ -431,10 +436,7 @@ async fn manifest_dir_follows_edits_and_keeps_the_last_good_content_of_a_broken_
     let mut grown = json_list.clone();
     grown.push(remote("v3", "gadgets.example.io", 2000, 20));
     dir.write("b.json", &list_json(&grown));
-    let after = eventually(&registry, "v3.gadgets.example.io applied", |t| {
-        t.get("v3.gadgets.example.io").is_some()
-    })
-    .await;
+    let after = once_applied(&registry, "v3.gadgets.example.io").await;
     assert_eq!(
         names(&after),
         [
@@ -517,10 +519,7 @@ async fn manifest_dir_with_an_invalid_apiservice_applies_the_rest() {
         "zz-later.json",
         &list_json(&[remote("v1", "later.example.io", 1000, 15)]),
     );
-    let applied = eventually(&registry, "the later file's APIService", |t| {
-        t.get("v1.later.example.io").is_some()
-    })
-    .await;
+    let applied = once_applied(&registry, "v1.later.example.io").await;
     assert_eq!(
         names(&applied),
         [

@@ -110,8 +110,10 @@ fn convert(der: &CertificateDer<'static>) -> Result<Option<UserInfo>, Authentica
     user_from_certificate(&cert, der)
 }
 
-fn client_cn_subject(uid_value: &str) -> Vec<(DnType, DnValue)> {
-    vec![
+/// A client certificate from `issuer` whose subject has two CNs (`client_cn2`, then
+/// `client_cn`), an organization, a unit and the UID `uid_value`.
+fn client_with_uid(issuer: &Ca, uid_value: &str) -> CertificateDer<'static> {
+    let subject = [
         (
             DnType::CountryName,
             DnValue::PrintableString("US".try_into().unwrap()),
@@ -124,7 +126,8 @@ fn client_cn_subject(uid_value: &str) -> Vec<(DnType, DnValue)> {
         cn("client_cn2"),
         cn("client_cn"),
         uid(uid_value),
-    ]
+    ];
+    leaf(issuer, &subject, ExtendedKeyUsagePurpose::ClientAuth)
 }
 
 #[test]
@@ -160,11 +163,7 @@ fn self_signed_and_server_certificates_fail_verification() {
 #[test]
 fn common_name_uid_groups_and_credential_id() {
     let root = ca("ROOT CA", None);
-    let der = leaf(
-        &root,
-        &client_cn_subject("client_id"),
-        ExtendedKeyUsagePurpose::ClientAuth,
-    );
+    let der = client_with_uid(&root, "client_id");
     let u = authn(&root)
         .authenticate_chain(std::slice::from_ref(&der))
         .unwrap()
@@ -264,20 +263,12 @@ fn certificate_identifiers_in_the_verification_error() {
 #[test]
 fn empty_and_non_string_uid_are_errors() {
     let root = ca("ROOT CA", None);
-    let der = leaf(
-        &root,
-        &client_cn_subject(""),
-        ExtendedKeyUsagePurpose::ClientAuth,
-    );
+    let der = client_with_uid(&root, "");
     let err = authn(&root).authenticate_chain(&[der]).unwrap_err();
     assert_eq!(err.to_string(), "UID cannot be an empty string");
     // A UTF8String whose content is itself a DER UTF8String; retagging the outer value as
     // a SEQUENCE leaves a well-formed attribute whose value is not a string.
-    let der = leaf(
-        &root,
-        &client_cn_subject("\u{c}\u{1}a"),
-        ExtendedKeyUsagePurpose::ClientAuth,
-    );
+    let der = client_with_uid(&root, "\u{c}\u{1}a");
     let mut bytes = der.to_vec();
     let needle = [0x0c, 0x03, 0x0c, 0x01, b'a'];
     let at = bytes.windows(5).position(|w| w == needle).unwrap();

@@ -95,11 +95,12 @@ mod tests {
     #[test]
     fn replacing_renews_value_expiry_and_recency() {
         let t0 = Instant::now();
+        let minute = Duration::from_secs(60);
         let mut c = ExpiringLru::new(2);
         c.insert(*b"a", 1, Duration::from_secs(1), t0);
-        c.insert(*b"b", 2, Duration::from_secs(60), t0);
-        c.insert(*b"a", 10, Duration::from_secs(60), t0);
-        c.insert(*b"c", 3, Duration::from_secs(60), t0);
+        c.insert(*b"b", 2, minute, t0);
+        c.insert(*b"a", 10, minute, t0);
+        c.insert(*b"c", 3, minute, t0);
         let t = t0 + Duration::from_secs(2);
         assert_eq!((c.get(b"a", t), c.get(b"b", t)), (Some(10), None));
         assert_eq!(c.len(), 2);

@@ -1,11 +1,62 @@
-//! [`Changed`]: waits for the registry's next table, as the availability controller and
-//! the managers' feed do.
+//! Waiting on the registry: [`Registry::changed`] for its next table, as the availability
+//! controller and the managers' feed do, and [`Registry::wait_until`] for a table that
+//! satisfies a predicate, as a host waiting for an APIService to be `Available` does.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::{Registry, lock};
+use super::{Registry, RoutingTable};
+use crate::rt::lock;
+
+impl Registry {
+    /// Completes once the published generation is greater than `seen`, with the new
+    /// generation. Pass [`RoutingTable::generation`] of the snapshot last read; a change
+    /// published before the first poll is seen at once, so none is missed.
+    ///
+    /// ```
+    /// use kube_aggregator::registry::Registry;
+    /// use kube_aggregator::source::ApiServiceEvent;
+    /// use kube_aggregator::transport::InMemoryTransport;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let registry = Registry::new(InMemoryTransport::new());
+    /// let seen = registry.snapshot().generation();
+    /// let waiter = tokio::spawn(registry.changed(seen));
+    /// registry.apply(ApiServiceEvent::Deleted("v1.nothing".into())).unwrap();
+    /// assert_eq!(waiter.await.unwrap(), seen + 1);
+    /// # }
+    /// ```
+    pub fn changed(&self, seen: u64) -> Changed {
+        Changed {
+            registry: self.clone(),
+            seen,
+        }
+    }
+
+    /// Completes once `ready` holds for the published table: the current one first, then
+    /// each one published after it. For instance, until an APIService is `Available`:
+    ///
+    /// ```
+    /// # use kube_aggregator::registry::Registry;
+    /// # async fn f(registry: Registry) {
+    /// let name = "v1beta1.metrics.k8s.io";
+    /// registry
+    ///     .wait_until(|table| table.get(name).is_some_and(|r| r.is_available()))
+    ///     .await;
+    /// # }
+    /// ```
+    pub async fn wait_until(&self, ready: impl Fn(&RoutingTable) -> bool) {
+        loop {
+            let table = self.snapshot_owned();
+            if ready(&table) {
+                return;
+            }
+            self.changed(table.generation()).await;
+        }
+    }
+}
 
 /// Future of [`Registry::changed`]: the generation that is greater than the one given.
 ///

@@ -69,7 +69,7 @@ use arc_swap::{ArcSwap, Guard};
 use crate::apiservice::{ApiService, CONDITION_AVAILABLE, ConditionStatus, ValidationError};
 use crate::discovery::TargetSink;
 use crate::resolver::ServiceResolver;
-use crate::rt::Timer;
+use crate::rt::{Timer, lock};
 use crate::source::{ApiServiceEvent, ApiServiceSource};
 use crate::transport::Transport;
 
@@ -388,53 +388,6 @@ impl Registry {
         std::mem::take(&mut *lock(&self.shared.unreachable))
     }
 
-    /// Completes once the published generation is greater than `seen`, with the new
-    /// generation. Pass [`RoutingTable::generation`] of the snapshot last read; a change
-    /// published before the first poll is seen at once, so none is missed.
-    ///
-    /// ```
-    /// use kube_aggregator::registry::Registry;
-    /// use kube_aggregator::source::ApiServiceEvent;
-    /// use kube_aggregator::transport::InMemoryTransport;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let registry = Registry::new(InMemoryTransport::new());
-    /// let seen = registry.snapshot().generation();
-    /// let waiter = tokio::spawn(registry.changed(seen));
-    /// registry.apply(ApiServiceEvent::Deleted("v1.nothing".into())).unwrap();
-    /// assert_eq!(waiter.await.unwrap(), seen + 1);
-    /// # }
-    /// ```
-    pub fn changed(&self, seen: u64) -> Changed {
-        Changed {
-            registry: self.clone(),
-            seen,
-        }
-    }
-
-    /// Completes once `ready` holds for the published table: the current one first, then
-    /// each one published after it. For instance, until an APIService is `Available`:
-    ///
-    /// ```
-    /// # use kube_aggregator::registry::Registry;
-    /// # async fn f(registry: Registry) {
-    /// let name = "v1beta1.metrics.k8s.io";
-    /// registry
-    ///     .wait_until(|table| table.get(name).is_some_and(|r| r.is_available()))
-    ///     .await;
-    /// # }
-    /// ```
-    pub async fn wait_until(&self, ready: impl Fn(&RoutingTable) -> bool) {
-        loop {
-            let table = self.snapshot_owned();
-            if ready(&table) {
-                return;
-            }
-            self.changed(table.generation()).await;
-        }
-    }
-
     /// Applies every event of `source` until it ends, logging rejected APIServices with
     /// their reasons (the last good version of each stays). The
     /// [`Aggregator`](crate::Aggregator)'s worker runs this for the source it was given;
@@ -453,12 +406,6 @@ impl Registry {
             }
         }
     }
-}
-
-/// Locks a mutex, recovering the data if a writer panicked (the data is replaced whole,
-/// never left half-written), so one panicking sink cannot stop every later update.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

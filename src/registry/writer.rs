@@ -6,10 +6,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use super::table::group_routes;
-use super::{Backend, Registry, RemoteBackend, Route, RoutingTable, lock};
+use super::{Backend, Registry, RemoteBackend, Route, RoutingTable};
 use crate::apiservice::{
     ApiService, CONDITION_AVAILABLE, ConditionStatus, ValidationError, validate,
 };
+use crate::rt::lock;
 use crate::sharded::ShardedMap;
 use crate::transport::BackendTarget;
 

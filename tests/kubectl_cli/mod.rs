@@ -68,6 +68,13 @@ impl Kubectl {
     pub async fn ok(&self, args: &[&str]) -> String {
         kubectl(&self.kubeconfig, &self.cache, args).await
     }
+
+    /// Runs `kubectl args...`, which must fail with `message` in its stderr.
+    pub async fn fails_with(&self, args: &[&str], message: &str) {
+        let (ok, stdout, stderr) = self.run(args).await;
+        assert!(!ok, "kubectl {args:?} succeeded: {stdout}");
+        assert!(stderr.contains(message), "{message:?} not in {stderr}");
+    }
 }
 
 /// An empty directory of this test process under the system's temp directory, named

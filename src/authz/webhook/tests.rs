@@ -53,6 +53,12 @@ fn status(s: Value) -> (u16, Value) {
     (200, review)
 }
 
+/// `authz`'s decision on `a`, which must not be an error.
+async fn decision(authz: &SubjectAccessReviewAuthorizer, a: &Attributes) -> Decision {
+    let answer = authz.authorize(a).await;
+    answer.expect("a decision").decision
+}
+
 fn authorizer(transport: WebhookTransport) -> (SubjectAccessReviewAuthorizer, ManualClock) {
     let clock = ManualClock::new();
     let timer = clock.timer();
@@ -214,14 +220,8 @@ async fn the_tenant_is_an_extra_of_the_review_and_part_of_the_cache_key() {
     let mut in_b = in_a.clone();
     in_b.tenant = "team-b".into();
     for _ in 0..2 {
-        assert_eq!(
-            authz.authorize(&in_a).await.unwrap().decision,
-            Decision::Allow
-        );
-        assert_eq!(
-            authz.authorize(&in_b).await.unwrap().decision,
-            Decision::NoOpinion
-        );
+        assert_eq!(decision(&authz, &in_a).await, Decision::Allow);
+        assert_eq!(decision(&authz, &in_b).await, Decision::NoOpinion);
     }
     assert_eq!(stub.calls.load(Ordering::SeqCst), 2);
     assert_ne!(cache_key(&in_a), cache_key(&outside));
@@ -293,14 +293,8 @@ async fn answers_are_cached_for_their_ttl_per_identity() {
 
     let alice = resource_attrs("alice");
     let bob = resource_attrs("bob");
-    assert_eq!(
-        authz.authorize(&alice).await.unwrap().decision,
-        Decision::Allow
-    );
-    assert_eq!(
-        authz.authorize(&bob).await.unwrap().decision,
-        Decision::NoOpinion
-    );
+    assert_eq!(decision(&authz, &alice).await, Decision::Allow);
+    assert_eq!(decision(&authz, &bob).await, Decision::NoOpinion);
     assert_eq!(calls(), 2, "a different user is a different key");
 
     clock.advance(Duration::from_secs(29));
@@ -310,10 +304,7 @@ async fn answers_are_cached_for_their_ttl_per_identity() {
 
     clock.advance(Duration::from_secs(1));
     authz.authorize(&alice).await.unwrap();
-    assert_eq!(
-        authz.authorize(&bob).await.unwrap().decision,
-        Decision::NoOpinion
-    );
+    assert_eq!(decision(&authz, &bob).await, Decision::NoOpinion);
     assert_eq!(calls(), 3, "only the unauthorized answer expired");
 
     let mut other_group = resource_attrs("alice");
