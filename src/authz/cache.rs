@@ -11,16 +11,24 @@ use lru::LruCache;
 
 /// Entries keyed by bytes, each with its own expiry; at most `capacity` of them, the
 /// least recently used evicted first (an `lru::LruCache` of values and expiries).
+///
+/// Keys are hashed with aHash under a key drawn at random per cache: the keys carry what
+/// callers choose (user names, paths), so the hash must be keyed against collision
+/// floods, and std's SipHash cost about 0.8k instructions per lookup of a typical
+/// decision key (benches/load/README.md) where aHash costs a fraction of that.
 #[derive(Debug)]
 pub(crate) struct ExpiringLru<V> {
-    entries: LruCache<Box<[u8]>, (V, Instant)>,
+    entries: LruCache<Box<[u8]>, (V, Instant), ahash::RandomState>,
 }
 
 impl<V: Clone> ExpiringLru<V> {
     /// An empty cache holding at most `capacity` entries (at least one).
     pub(crate) fn new(capacity: usize) -> Self {
         ExpiringLru {
-            entries: LruCache::new(NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN)),
+            entries: LruCache::with_hasher(
+                NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN),
+                ahash::RandomState::new(),
+            ),
         }
     }
 
