@@ -179,7 +179,7 @@ fn schema(v: &Value) -> Schema {
         },
     });
     let properties = v.get("properties").and_then(obj).map(|p| Properties {
-        additional_properties: named_schemas(p),
+        additional_properties: entries(p, schema),
     });
     let types = strings(v, "type");
     with_validations!(Schema, v, {
@@ -212,10 +212,6 @@ fn schema(v: &Value) -> Schema {
         example: any_at(v, "example"),
         vendor_extension: extensions(v),
     })
-}
-
-fn named_schemas(m: &Map<String, Value>) -> Vec<NamedSchema> {
-    entries(m, schema)
 }
 
 /// The gnostic `Document` of a Swagger 2.0 JSON document. Fields of the wrong JSON type
@@ -251,7 +247,7 @@ pub fn document(v: &Value) -> Document {
             path: entries(not_extensions(p), path_item),
         }),
         definitions: v.get("definitions").and_then(obj).map(|d| Definitions {
-            additional_properties: named_schemas(d),
+            additional_properties: entries(d, schema),
         }),
         parameters: v
             .get("parameters")
