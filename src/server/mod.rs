@@ -113,8 +113,10 @@ impl ServeConfig {
     }
 
     /// How many header fields an HTTP/1.1 request may have; more gets 431. Go counts only
-    /// bytes; hyper also needs a count, and reserves room for this many fields per request.
-    /// Default 1,024.
+    /// bytes; hyper also needs a count, and reserves room for this many fields per request:
+    /// above 100 (hyper's own default) that room is a heap allocation per request, and with
+    /// hyper as published each slot is also written (the workspace's hyper patch,
+    /// `vendor/README.md`, takes that loop out). Default 1,024.
     pub fn max_headers(mut self, count: usize) -> Self {
         self.max_headers = count;
         self
