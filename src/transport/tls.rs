@@ -196,7 +196,9 @@ impl ResolvesClientCert for ClientCertificate {
 }
 
 /// The crypto provider of every TLS config the crate builds, client and server: rustls'
-/// `ring` provider (built fastest here, and the only one enabled).
+/// `ring` provider, the only one enabled. rustls' own default, `aws-lc-rs`, was no
+/// cheaper per proxied request even on a CPU with AVX-512 (`benches/load/README.md`,
+/// "rustls's providers"), and needs a C build.
 pub(crate) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
