@@ -26,7 +26,7 @@ const HOP_BY_HOP: [HeaderName; 9] = [
 pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
     // Most messages carry none: one look at the few names present costs less than a
     // hashed removal per hop-by-hop name (this runs on every request and response).
-    if !headers.keys().any(|name| HOP_BY_HOP.contains(name)) {
+    if !headers.keys().any(is_hop_by_hop) {
         return;
     }
     for name in connection_listed(headers) {
@@ -35,6 +35,20 @@ pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
     for name in &HOP_BY_HOP {
         headers.remove(name);
     }
+}
+
+/// Whether `name` is one of [`HOP_BY_HOP`]. Compared one constant at a time, so the
+/// standard names are a tag compare each; `HOP_BY_HOP.contains` would build the array (and
+/// drop it again) for every name looked at.
+fn is_hop_by_hop(name: &HeaderName) -> bool {
+    name == header::CONNECTION
+        || name == header::PROXY_AUTHENTICATE
+        || name == header::PROXY_AUTHORIZATION
+        || name == header::TE
+        || name == header::TRAILER
+        || name == header::TRANSFER_ENCODING
+        || name == header::UPGRADE
+        || matches!(name.as_str(), "proxy-connection" | "keep-alive")
 }
 
 /// The protocol a message's headers switch to, as Go's `httputil` `upgradeType` reads
@@ -88,6 +102,31 @@ fn connection_lists_upgrade(headers: &HeaderMap) -> bool {
 mod tests {
     use super::*;
     use http::HeaderValue;
+
+    #[test]
+    fn the_hop_by_hop_test_names_exactly_the_listed_headers() {
+        for name in &HOP_BY_HOP {
+            assert!(is_hop_by_hop(name), "{name}");
+        }
+        for other in [
+            "keep-alive-x",
+            "proxy-connections",
+            "x-remote-user",
+            "host",
+            "accept",
+        ] {
+            assert!(!is_hop_by_hop(&HeaderName::from_static(other)), "{other}");
+        }
+        // Each one alone is found and removed.
+        for name in &HOP_BY_HOP {
+            let mut headers = HeaderMap::new();
+            headers.insert(name.clone(), HeaderValue::from_static("x"));
+            headers.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+            remove_hop_by_hop(&mut headers);
+            assert!(!headers.contains_key(name), "{name}");
+            assert!(headers.contains_key(header::ACCEPT));
+        }
+    }
 
     #[test]
     fn an_upgrade_needs_both_connection_and_upgrade() {

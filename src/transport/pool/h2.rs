@@ -301,6 +301,16 @@ const CONNECTION_SPECIFIC: [HeaderName; 5] = [
     HeaderName::from_static("proxy-connection"),
 ];
 
+/// Whether `name` is one of [`CONNECTION_SPECIFIC`], compared one constant at a time:
+/// `CONNECTION_SPECIFIC.contains` would build the array (and drop it) for every name
+/// looked at.
+fn is_connection_specific(name: &HeaderName) -> bool {
+    name == header::CONNECTION
+        || name == header::TRANSFER_ENCODING
+        || name == header::UPGRADE
+        || matches!(name.as_str(), "keep-alive" | "proxy-connection")
+}
+
 /// Readies a request's headers for HTTP/2, as hyper's client does: connection-specific
 /// headers out, and the headers `Connection` names (the proxy's rewrite has already
 /// removed them; other callers may not have), and `Content-Length` from a body of exact size when the method defines a
@@ -309,7 +319,7 @@ fn prepare_headers(headers: &mut HeaderMap, method: &Method, body: &Body) {
     // One pass over the few names present; most requests carry none of these.
     if headers
         .keys()
-        .any(|name| name == header::TE || CONNECTION_SPECIFIC.contains(name))
+        .any(|name| name == header::TE || is_connection_specific(name))
     {
         let listed = crate::transport::connection_listed(headers);
         for name in listed.iter().chain(&CONNECTION_SPECIFIC) {
@@ -371,6 +381,25 @@ mod tests {
             .iter()
             .map(|(n, v)| (HeaderName::from_static(n), HeaderValue::from_static(v)))
             .collect()
+    }
+
+    #[test]
+    fn the_connection_specific_test_names_exactly_the_listed_headers() {
+        for name in &CONNECTION_SPECIFIC {
+            assert!(is_connection_specific(name), "{name}");
+        }
+        for other in [
+            "te",
+            "keep-alive-x",
+            "proxy-connections",
+            "x-remote-user",
+            "host",
+        ] {
+            assert!(
+                !is_connection_specific(&HeaderName::from_static(other)),
+                "{other}"
+            );
+        }
     }
 
     #[test]
