@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Load run on loopback: the metrics backend called directly, through the kube-aggregator
-# gateway example (release build), and through HAProxy and nginx configured as the
+# gateway example (release build), and through HAProxy, nginx and Go's
+# httputil.ReverseProxy (goproxy/, the base of the Go aggregator's proxy) configured as the
 # equivalent mTLS reverse proxy, each driven by oha. See benches/load/README.md for what is
 # measured.
 #
-#   bash benches/load/run.sh              # one round, about 2.5 minutes
-#   RUNS=3 bash benches/load/run.sh       # medians of three rounds, about 5.5 minutes once built
+#   bash benches/load/run.sh              # one round, about 3 minutes
+#   RUNS=3 bash benches/load/run.sh       # medians of three rounds, about 7.5 minutes once built
 #
 # Knobs (environment): RUNS (1), DURATION seconds per measured run (10), WARMUP seconds per
 # path and protocol (3), RATE of the open-loop run in req/s (5000), LOADGEN_CPU (0) and
@@ -49,6 +50,7 @@ ncpu=$(nproc --all)
 
 need nginx
 need haproxy
+need go golang-go
 need taskset util-linux
 need python3
 need curl
@@ -56,6 +58,7 @@ need_oha
 nginx -V 2>&1 | grep -q -- '--with-http_v2_module' || die "nginx was built without HTTP/2"
 NGINX_VERSION=$(nginx -v 2>&1 | sed 's/.*nginx\///')
 HAPROXY_VERSION=$(haproxy -v | sed -n 's/^HAProxy version \([^ ]*\).*/\1/p')
+GO_VERSION=$(go version | awk '{ print $3 }')
 
 if [[ $SYSCALLS == 1 ]]; then
   need perf linux-perf
@@ -75,7 +78,9 @@ build_examples "$BUILD_PROFILE" "${EXAMPLES[@]}"
 # ---- processes and cleanup -------------------------------------------------------------
 
 make_work load
-free_ports BACKEND_PORT GATEWAY_PORT NGINX_PORT HAPROXY_PORT POLICY_PORT BASELINE_PORT
+free_ports BACKEND_PORT GATEWAY_PORT NGINX_PORT HAPROXY_PORT POLICY_PORT BASELINE_PORT GO_PORT
+log "building goproxy ($GO_VERSION)"
+(cd "$ROOT/benches/load/goproxy" && go build -o "$WORK/goproxy" .) >&2
 
 D=$WORK/pki
 "$BIN/load_pki" write "$D" --backend-port "$BACKEND_PORT" --policy-port "$POLICY_PORT"
@@ -177,6 +182,16 @@ taskset -c "$SERVER_CPU" haproxy -db -f "$WORK/haproxy.cfg" 2>"$WORK/haproxy.log
 HAPROXY_PID=$!
 PIDS+=("$HAPROXY_PID")
 
+# Go's httputil.ReverseProxy as the same front proxy (goproxy/main.go), on one core
+# like the others.
+GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$WORK/goproxy" -listen "127.0.0.1:$GO_PORT" \
+  -backend "https://127.0.0.1:$BACKEND_PORT" -cert "$D/gateway.crt" -key "$D/gateway.key" \
+  -client-ca "$D/ca.crt" -proxy-cert "$D/front-proxy-client.crt" \
+  -proxy-key "$D/front-proxy-client.key" -backend-ca "$D/service-ca.crt" \
+  -backend-name metrics-server.kube-system.svc 2>"$WORK/goproxy.log" &
+GO_PID=$!
+PIDS+=("$GO_PID")
+
 REQ_PATH=/apis/metrics.k8s.io/v1beta1/nodes
 USER_TLS=(--cert "$D/admin.crt" --key "$D/admin.key" --cacert "$D/ca.crt")
 DIRECT_TLS=(--cert "$D/front-proxy-client.crt" --key "$D/front-proxy-client.key" --cacert "$D/service-ca.crt")
@@ -189,6 +204,7 @@ target_url() {
     baseline) echo "https://127.0.0.1:$BASELINE_PORT$REQ_PATH" ;;
     nginx) echo "https://127.0.0.1:$NGINX_PORT$REQ_PATH" ;;
     haproxy) echo "https://127.0.0.1:$HAPROXY_PORT$REQ_PATH" ;;
+    go) echo "https://127.0.0.1:$GO_PORT$REQ_PATH" ;;
   esac
 }
 client_args() {
@@ -216,10 +232,10 @@ wait_ready() {
   done
   die "$path did not answer 200 within 60 s (last status '$code'); logs in $WORK"
 }
-PATHS=(direct gateway haproxy nginx)
-[[ -z $BASELINE ]] || PATHS=(direct gateway baseline haproxy nginx)
+PATHS=(direct gateway haproxy nginx go)
+[[ -z $BASELINE ]] || PATHS=(direct gateway baseline haproxy nginx go)
 for p in "${PATHS[@]}"; do wait_ready "$p"; done
-log "all paths answer 200 (backend :$BACKEND_PORT, gateway :$GATEWAY_PORT, haproxy :$HAPROXY_PORT, nginx :$NGINX_PORT)"
+log "all paths answer 200 (backend :$BACKEND_PORT, gateway :$GATEWAY_PORT, haproxy :$HAPROXY_PORT, nginx :$NGINX_PORT, go :$GO_PORT)"
 
 # ---- measuring -------------------------------------------------------------------------
 
@@ -235,6 +251,7 @@ servers() {
     baseline) echo "gateway $BASELINE_PID"; echo "webhook $POLICY_PID" ;;
     nginx) for pid in $(nginx_pids); do echo "nginx $pid"; done ;;
     haproxy) echo "haproxy $HAPROXY_PID" ;;
+    go) echo "go $GO_PID" ;;
   esac
 }
 
@@ -325,10 +342,10 @@ done
 # ---- report ----------------------------------------------------------------------------
 
 TABLE=$WORK/table.md
-python3 - "$RESULTS" "$CLK_TCK" "$RUNS" "$DURATION" "$RATE" "$NGINX_VERSION" "$HAPROXY_VERSION" "$HAPROXY_HEADERS" >"$TABLE" <<'PY'
+python3 - "$RESULTS" "$CLK_TCK" "$RUNS" "$DURATION" "$RATE" "$NGINX_VERSION" "$HAPROXY_VERSION" "$HAPROXY_HEADERS" "$GO_VERSION" >"$TABLE" <<'PY'
 import json, statistics, sys
 
-results_file, clk_tck, runs, duration, rate, nginx_version, haproxy_version, haproxy_headers = sys.argv[1:]
+results_file, clk_tck, runs, duration, rate, nginx_version, haproxy_version, haproxy_headers, go_version = sys.argv[1:]
 clk_tck = int(clk_tck)
 rows = [json.loads(line) for line in open(results_file)]
 problems = []
@@ -374,7 +391,8 @@ for key, items in per.items():
     cpu = {l: med([it["cpu"].get(l, 0.0) for it in items]) for l in labels}
     gateway = cpu.get("gateway", 0.0) + cpu.get("webhook", 0.0)
     proxy = {"direct": 0.0, "gateway": gateway, "baseline": gateway,
-             "nginx": cpu.get("nginx", 0.0), "haproxy": cpu.get("haproxy", 0.0)}[key[1]]
+             "nginx": cpu.get("nginx", 0.0), "haproxy": cpu.get("haproxy", 0.0),
+             "go": cpu.get("go", 0.0)}[key[1]]
     summary[key] = {
         "rps": med([it["rps"] for it in items]),
         "p50": med([it["p50"] for it in items]),
@@ -399,15 +417,15 @@ titles = {"h1": "HTTP/1.1, 32 connections, closed loop",
           "open": f"HTTP/1.1, 32 connections, open loop at {rate} req/s"}
 print(f"Medians of {runs} run(s) of {duration} s; CPU is µs of CPU time per request "
       f"(utime+stime from /proc); HAProxy {haproxy_version} (HAPROXY_HEADERS={haproxy_headers}), "
-      f"nginx {nginx_version}.")
+      f"nginx {nginx_version}, Go {go_version} httputil.ReverseProxy (go).")
 for mode in ("h1", "h2", "open"):
     print(f"\n{titles[mode]}\n")
     print("| path | req/s | p50 ms | p99 ms | backend CPU µs/req | proxy CPU µs/req | total CPU µs/req "
           "| req/s vs direct | req/s vs HAProxy | proxy CPU vs HAProxy | proxy CPU vs nginx "
-          "| total CPU vs direct | p50 vs HAProxy |" + (" backend syscalls/req | proxy syscalls/req |" if counted else ""))
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if counted else ""))
-    d, h, n = (summary.get((mode, p)) for p in ("direct", "haproxy", "nginx"))
-    for path in ("direct", "gateway", "baseline", "haproxy", "nginx"):
+          "| proxy CPU vs Go | total CPU vs direct | p50 vs HAProxy |" + (" backend syscalls/req | proxy syscalls/req |" if counted else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if counted else ""))
+    d, h, n, g = (summary.get((mode, p)) for p in ("direct", "haproxy", "nginx", "go"))
+    for path in ("direct", "gateway", "baseline", "haproxy", "nginx", "go"):
         s = summary.get((mode, path))
         if s is None:
             continue
@@ -417,6 +435,7 @@ for mode in ("h1", "h2", "open"):
               f"| {ratio(s['rps'], h['rps'])} "
               f"| {ratio(s['proxy'], h['proxy']) if proxied else '-'} "
               f"| {ratio(s['proxy'], n['proxy']) if proxied else '-'} "
+              f"| {ratio(s['proxy'], g['proxy']) if proxied else '-'} "
               f"| {ratio(s['total'], d['total'])} | {ratio(s['p50'], h['p50'])} |"
               + (f" {fmt_sys(s, 'backend')} | {fmt_sys(s, 'proxy')} |" if counted else ""))
 
@@ -435,6 +454,8 @@ checks = [
     ("open-loop p50 gateway/HAProxy <= 1.00", vs("haproxy", "open", "p50"), 1.00, "le"),
     ("HTTP/1.1 proxy CPU/req gateway/nginx <= 0.80", vs("nginx", "h1", "proxy"), 0.80, "le"),
     ("HTTP/2 proxy CPU/req gateway/nginx <= 0.80", vs("nginx", "h2", "proxy"), 0.80, "le"),
+    ("HTTP/1.1 proxy CPU/req gateway/Go <= 1.00", vs("go", "h1", "proxy"), 1.00, "le"),
+    ("HTTP/2 proxy CPU/req gateway/Go <= 1.00", vs("go", "h2", "proxy"), 1.00, "le"),
 ]
 if any(path == "baseline" for _, path in summary):
     print("\nThe gateway against the baseline build, same rounds\n")

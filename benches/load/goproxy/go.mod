@@ -1,0 +1,3 @@
+module goproxy
+
+go 1.19
