@@ -86,17 +86,17 @@ where
                 &"impersonation was requested but no impersonation filter checked it",
             ))));
         }
-        // The user moves into the attributes and back into the extensions once allowed:
-        // no copy of it per request.
+        // The user and the RequestInfo's strings move into the attributes, and back into
+        // the extensions once allowed: no copy of them per request.
         let user = req.extensions_mut().remove::<UserInfo>();
-        let (Some(user), Some(info)) = (user, req.extensions().get::<RequestInfo>()) else {
+        let (Some(user), Some(info)) = (user, req.extensions_mut().get_mut::<RequestInfo>()) else {
             return Box::pin(std::future::ready(Ok(internal_error(
                 &uri(&req),
                 &"no user found for request",
             ))));
         };
-        let tenant = req.extensions().get::<crate::tenancy::Tenant>();
-        let attrs = Attributes::new(user, info).in_tenant(tenant);
+        let attrs = Attributes::lend(user, info);
+        let attrs = attrs.in_tenant(req.extensions().get::<crate::tenancy::Tenant>());
         let started = self.metrics.as_ref().map(|m| (m.clone(), Instant::now()));
         // The webhook's calls are polled under this span, and so become its children.
         let span = PathSpan::start(req.extensions(), "authorization", Kind::Internal);
@@ -156,7 +156,7 @@ pub const REASON_ANNOTATION: &str = "authorization.k8s.io/reason";
 
 /// What an authorizer's decision makes of a request.
 enum Allowed<B> {
-    /// Serve it, with the user back in its extensions.
+    /// Serve it, with the user and the RequestInfo's strings back in its extensions.
     Serve(Request<B>),
     /// Answer this instead: 403 for a denial or no opinion, 500 for an authorizer that
     /// could not decide.
@@ -182,7 +182,12 @@ fn allowed<B>(
                     (REASON_ANNOTATION, &a.reason),
                 ],
             );
-            req.extensions_mut().insert(attrs.user);
+            let extensions = req.extensions_mut();
+            let user = match extensions.get_mut::<RequestInfo>() {
+                Some(info) => attrs.give_back(info),
+                None => attrs.user,
+            };
+            extensions.insert(user);
             Allowed::Serve(req)
         }
         Ok(a) => {
@@ -238,6 +243,60 @@ mod tests {
             let name = req.extensions().get::<UserInfo>().map(|u| u.name.clone());
             Ok(Response::new(Body::full(name.unwrap_or_default())))
         })
+    }
+
+    /// Allows everything, keeping a copy of the attributes it was asked about.
+    #[derive(Default)]
+    struct Recording(std::sync::Mutex<Vec<Attributes>>);
+
+    impl Authorizer for Recording {
+        fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
+            self.0.lock().unwrap().push(attrs.clone());
+            Box::pin(std::future::ready(Ok(super::super::Authorization {
+                decision: Decision::Allow,
+                reason: String::new(),
+            })))
+        }
+    }
+
+    /// The authorizer sees every field of the request's RequestInfo, and the service
+    /// behind sees that RequestInfo whole again, with the user.
+    #[tokio::test]
+    async fn attributes_and_request_info_are_whole_on_both_sides() {
+        let path = "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods/p1/status";
+        let expected = RequestInfo::from_parts(&http::Method::GET, &path.parse().unwrap()).unwrap();
+        let authorizer = Arc::new(Recording::default());
+        let inner = tower::service_fn(|req: Request<Body>| async move {
+            let info = req.extensions().get::<RequestInfo>().cloned();
+            let user = req.extensions().get::<UserInfo>().map(|u| u.name.clone());
+            Ok::<_, Infallible>(Response::new(Body::full(format!("{user:?} {info:?}"))))
+        });
+        let mut svc = AuthorizationLayer::new(authorizer.clone()).layer(MustBeReady::new(inner));
+        let res = svc
+            .ready()
+            .await
+            .unwrap()
+            .call(crate::authn::alice_gets(path))
+            .await
+            .unwrap();
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        let user = UserInfo::new("alice", ["dev"]);
+        assert_eq!(
+            String::from_utf8_lossy(&body),
+            format!("{:?} {:?}", Some(&user.name), Some(&expected))
+        );
+        let seen = authorizer.0.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0], Attributes::new(seen[0].user.clone(), &expected));
+        assert_eq!(seen[0].user.name, "alice");
+        assert_eq!(
+            (
+                seen[0].verb.as_str(),
+                seen[0].name.as_str(),
+                seen[0].subresource.as_str()
+            ),
+            ("get", "p1", "status")
+        );
     }
 
     fn request() -> Request<Body> {

@@ -190,6 +190,44 @@ impl Attributes {
         }
     }
 
+    /// [`Attributes::new`] without copying: the strings `info` shares with the
+    /// attributes move out of it (it is left with them empty) until
+    /// [`give_back`](Self::give_back) returns them. For a filter that owns the request
+    /// until the decision, so nothing else sees `info` meanwhile.
+    pub(crate) fn lend(user: UserInfo, info: &mut RequestInfo) -> Attributes {
+        use std::mem::take;
+        let (field_selector, label_selector) =
+            selector_requirements(&info.field_selector, &info.label_selector);
+        Attributes {
+            user,
+            verb: take(&mut info.verb),
+            namespace: take(&mut info.namespace),
+            api_group: take(&mut info.api_group),
+            api_version: take(&mut info.api_version),
+            resource: take(&mut info.resource),
+            subresource: take(&mut info.subresource),
+            name: take(&mut info.name),
+            path: take(&mut info.path),
+            is_resource_request: info.is_resource_request,
+            field_selector,
+            label_selector,
+            tenant: String::new(),
+        }
+    }
+
+    /// Returns the strings [`lend`](Self::lend) took to `info`, and the user.
+    pub(crate) fn give_back(self, info: &mut RequestInfo) -> UserInfo {
+        info.verb = self.verb;
+        info.namespace = self.namespace;
+        info.api_group = self.api_group;
+        info.api_version = self.api_version;
+        info.resource = self.resource;
+        info.subresource = self.subresource;
+        info.name = self.name;
+        info.path = self.path;
+        self.user
+    }
+
     /// These attributes within `tenant` (see [`Attributes::tenant`]).
     pub fn in_tenant(mut self, tenant: Option<&crate::tenancy::Tenant>) -> Attributes {
         self.tenant = tenant.map(|t| t.name().to_owned()).unwrap_or_default();

@@ -239,6 +239,10 @@ impl FieldRequirement {
 /// apimachinery `fields.ParseSelector(sel).Requirements()`: terms sorted by their
 /// raw text, each split at its first operator, values unescaped.
 pub(crate) fn parse_field_selector(sel: &str) -> Result<Vec<FieldRequirement>, Invalid> {
+    // No selector (most requests): no requirements, and nothing allocated for them.
+    if sel.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut terms: Vec<&str> = split_terms(sel).collect();
     terms.sort_unstable();
     let mut out = Vec::with_capacity(terms.len());
