@@ -10,6 +10,86 @@ use prometheus_client::encoding::{
 
 use super::RequestLabels;
 
+/// [`RequestLabels`] borrowed from a request: hashed like the owned set (the same fields
+/// in the same order, `&str` for `String`), so that a set seen before is found by it.
+#[derive(Hash)]
+pub(super) struct LabelsView<'a> {
+    pub(super) verb: &'static str,
+    pub(super) dry_run: &'static str,
+    pub(super) group: &'a str,
+    pub(super) version: &'a str,
+    pub(super) resource: &'a str,
+    pub(super) subresource: &'a str,
+    pub(super) scope: &'static str,
+    pub(super) component: &'static str,
+}
+
+impl LabelsView<'_> {
+    pub(super) fn to_owned(&self) -> RequestLabels {
+        RequestLabels {
+            verb: self.verb,
+            dry_run: self.dry_run,
+            group: self.group.to_owned(),
+            version: self.version.to_owned(),
+            resource: self.resource.to_owned(),
+            subresource: self.subresource.to_owned(),
+            scope: self.scope,
+            component: self.component,
+        }
+    }
+
+    fn is(&self, labels: &RequestLabels) -> bool {
+        self.verb == labels.verb
+            && self.dry_run == labels.dry_run
+            && self.group == labels.group
+            && self.version == labels.version
+            && self.resource == labels.resource
+            && self.subresource == labels.subresource
+            && self.scope == labels.scope
+            && self.component == labels.component
+    }
+}
+
+/// The hash [`Shared`] keeps (FxHash).
+fn hash_of(labels: &impl std::hash::Hash) -> u64 {
+    use std::hash::Hasher as _;
+    let mut hasher = rustc_hash::FxHasher::default();
+    labels.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The label sets recorded so far, by hash. Only those [`RequestMetrics`] keeps samples
+/// of are remembered (a 404's made-up path is not: see [`Shared::bounded`]), so this
+/// grows no further than the families do.
+///
+/// [`RequestMetrics`]: super::RequestMetrics
+#[derive(Debug, Default)]
+pub(super) struct Interned(std::sync::RwLock<rustc_hash::FxHashMap<u64, Shared>>);
+
+impl Interned {
+    /// `view` as a [`Shared`]: the remembered set when there is one, else a new one.
+    pub(super) fn shared(&self, view: &LabelsView<'_>) -> Shared {
+        let hash = hash_of(view);
+        let known = self
+            .0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match known.get(&hash) {
+            Some(shared) if view.is(&shared.0) => shared.clone(),
+            _ => Shared(Arc::new(view.to_owned()), hash),
+        }
+    }
+
+    /// Remembers `labels` (the first set of each hash).
+    pub(super) fn remember(&self, labels: &Shared) {
+        let mut known = self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        known.entry(labels.1).or_insert_with(|| labels.clone());
+    }
+}
+
 /// [`RequestLabels`] as a family key: shared, so that the keys of one request's
 /// samples are reference counts, not copies of its strings.
 #[derive(Clone, Debug)]
@@ -20,10 +100,7 @@ impl Shared {
     /// request's three metric families looks the set up by that number instead of
     /// hashing every string again with the families' SipHash.
     pub(super) fn new(labels: RequestLabels) -> Shared {
-        use std::hash::{Hash as _, Hasher as _};
-        let mut hasher = rustc_hash::FxHasher::default();
-        labels.hash(&mut hasher);
-        let hash = hasher.finish();
+        let hash = hash_of(&labels);
         Shared(Arc::new(labels), hash)
     }
 

@@ -12,7 +12,7 @@ use http_body::Frame;
 use pin_project_lite::pin_project;
 use prometheus_client::metrics::gauge::Gauge;
 
-use super::{RequestLabels, RequestMetrics, Shared};
+use super::{RequestMetrics, Shared};
 use crate::authz::RequestInfo;
 use crate::body::Body;
 use crate::filter::{BodyService, Filter, filter_layer};
@@ -68,13 +68,8 @@ impl<S: BodyService<B>, B> Filter<S, B> for MetricsLayer {
                 .headers
                 .get(http::header::CONTENT_TYPE)
                 .map(|v| v.as_bytes());
-            let labels = Shared::new(RequestLabels::of(
-                info,
-                &parts.method,
-                parts.uri.query(),
-                content_type,
-            ));
             let metrics = &self.metrics;
+            let labels = metrics.labels_of(info, &parts.method, parts.uri.query(), content_type);
             let gauge = self.long_running.is_long_running(&parts, info).then(|| {
                 let gauge = metrics.long_running(&labels);
                 gauge.inc();

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use crate::authz::RequestInfo;
 
-use labels::{Aborted, Code, NoDryRun, Shared, WithCode};
+use labels::{Aborted, Code, Interned, LabelsView, NoDryRun, Shared, WithCode};
 
 mod layer;
 
@@ -73,15 +73,26 @@ impl RequestLabels {
         query: Option<&str>,
         content_type: Option<&[u8]>,
     ) -> RequestLabels {
-        let scope = clean_scope(info);
-        RequestLabels {
+        LabelsView::of(info, method, query, content_type).to_owned()
+    }
+}
+
+impl<'a> LabelsView<'a> {
+    /// [`RequestLabels::of`], borrowing the strings from `info`.
+    fn of(
+        info: &'a RequestInfo,
+        method: &http::Method,
+        query: Option<&str>,
+        content_type: Option<&[u8]>,
+    ) -> LabelsView<'a> {
+        LabelsView {
             verb: reported_verb(info, method, query, content_type),
             dry_run: dry_run(query),
-            group: info.api_group.clone(),
-            version: info.api_version.clone(),
-            resource: info.resource.clone(),
-            subresource: info.subresource.clone(),
-            scope,
+            group: &info.api_group,
+            version: &info.api_version,
+            resource: &info.resource,
+            subresource: &info.subresource,
+            scope: clean_scope(info),
             component: COMPONENT,
         }
     }
@@ -136,6 +147,9 @@ pub struct RequestMetrics {
     /// The three families' samples of each label set seen, so that a request looks its
     /// labels up once, not once per family.
     samples: std::sync::RwLock<rustc_hash::FxHashMap<Shared, Arc<Samples>>>,
+    /// The label sets of `samples`, by hash: a request whose labels were seen before
+    /// shares them instead of copying its strings.
+    interned: Interned,
 }
 
 /// The samples one label set records into: its duration, its response size (`GET` and
@@ -160,6 +174,7 @@ impl Default for RequestMetrics {
             terminations: Family::default(),
             aborts: Family::default(),
             samples: std::sync::RwLock::default(),
+            interned: Interned::default(),
         }
     }
 }
@@ -245,12 +260,26 @@ impl RequestMetrics {
                 .then(|| self.sizes.get_or_create(&NoDryRun::of(labels)).clone()),
             counts: std::sync::Mutex::default(),
         });
+        self.interned.remember(labels);
         self.samples
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .entry(labels.clone())
             .or_insert(samples)
             .clone()
+    }
+
+    /// The labels of a request ([`RequestLabels::of`]), shared with the earlier requests
+    /// that had the same.
+    fn labels_of(
+        &self,
+        info: &RequestInfo,
+        method: &http::Method,
+        query: Option<&str>,
+        content_type: Option<&[u8]>,
+    ) -> Shared {
+        self.interned
+            .shared(&LabelsView::of(info, method, query, content_type))
     }
 
     /// A request refused in self-defense (the in-flight limit's 429, the timeout's 504):

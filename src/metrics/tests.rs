@@ -366,3 +366,36 @@ async fn an_answer_that_breaks_off_is_counted_as_aborted() {
     drop(res.into_body().collect().await.unwrap());
     assert_eq!(sample(&metrics.render(), aborted), 1.0);
 }
+
+/// A request's labels are those of `RequestLabels::of`, hashed alike; once a set has been
+/// recorded, later requests with it share it, and a 404's set (whose path a client made
+/// up) is never remembered, so that made-up paths cannot grow what is kept.
+#[test]
+fn label_sets_seen_before_are_shared() {
+    let metrics = RequestMetrics::default();
+    let shared = |method: &str, uri: &str| {
+        let req = request(method, uri);
+        let info = req.extensions().get::<RequestInfo>().unwrap();
+        metrics.labels_of(info, req.method(), req.uri().query(), None)
+    };
+    for (method, uri) in [("GET", PODS), ("POST", PODS), ("GET", "/api/v1/nodes/n1")] {
+        let got = shared(method, uri);
+        let owned = Shared::new(labels(method, uri));
+        assert_eq!((&*got.0, got.1), (&*owned.0, owned.1), "{method} {uri}");
+    }
+    // Nothing recorded yet: each request has its own copy.
+    assert!(!Arc::ptr_eq(&shared("GET", PODS).0, &shared("GET", PODS).0));
+    metrics.observe_shared(&shared("GET", PODS), 200, 0.01, 10);
+    let (first, second) = (shared("GET", PODS), shared("GET", PODS));
+    assert!(Arc::ptr_eq(&first.0, &second.0));
+    assert_eq!(*first.0, labels("GET", PODS));
+    // Another verb on the same path is another set.
+    assert_eq!(*shared("POST", PODS).0, labels("POST", PODS));
+    let made_up = "/apis/made.up/v1/things";
+    metrics.observe_shared(&shared("GET", made_up), 404, 0.01, 10);
+    assert!(!Arc::ptr_eq(
+        &shared("GET", made_up).0,
+        &shared("GET", made_up).0
+    ));
+    assert_eq!(*shared("GET", made_up).0, labels("GET", made_up));
+}

@@ -17,7 +17,27 @@ pub(super) fn resolve_with(
     uri: &Uri,
 ) -> Result<RequestInfo, RequestInfoError> {
     let path = decode_path(uri.path())?;
-    let segments: Vec<&str> = path_segments(&path).collect();
+    // The segments on the stack: a resource path has at most 9 (a namespaced
+    // subresource's); a longer one (a proxy's subpath) spills to the heap.
+    let mut inline = [""; 16];
+    let spilled: Vec<&str>;
+    let segments: &[&str] = {
+        let mut iter = path_segments(&path);
+        let mut n = 0;
+        loop {
+            match iter.next() {
+                None => break &inline[..n],
+                Some(s) if n < inline.len() => {
+                    inline[n] = s;
+                    n += 1;
+                }
+                Some(s) => {
+                    spilled = inline.iter().copied().chain([s]).chain(iter).collect();
+                    break &spilled;
+                }
+            }
+        }
+    };
     let non_resource = || RequestInfo {
         path: path.to_string(),
         verb: method.as_str().to_ascii_lowercase(),

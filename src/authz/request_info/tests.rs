@@ -569,3 +569,24 @@ fn api_path_agrees_with_the_segments_requestinfo_is_built_from() {
     }
     assert_eq!(info("/api/v1/pods").api_path(), ApiPath::Legacy);
 }
+
+/// Paths around the 16 segments kept on the stack resolve alike: every segment past the
+/// resource is in `parts`, in order, whether the path fits there or spills to the heap.
+#[test]
+fn long_paths_keep_every_segment() {
+    for extra in [8, 9, 10, 11, 30] {
+        // `api`, `v1`, `proxy`, `namespaces`, `ns`, `pods`, `p`: 7 segments, then `extra`.
+        let tail: Vec<String> = (0..extra).map(|i| format!("s{i}")).collect();
+        let url = format!("/api/v1/proxy/namespaces/ns/pods/p/{}", tail.join("/"));
+        let info = ok("GET", &url);
+        let mut parts = vec!["pods".to_owned(), "p".to_owned()];
+        parts.extend(tail);
+        assert_eq!(info.verb, "proxy", "{url}");
+        assert_eq!(
+            (info.namespace.as_str(), info.name.as_str()),
+            ("ns", "p"),
+            "{url}"
+        );
+        assert_eq!(info.parts, parts, "{url}");
+    }
+}
