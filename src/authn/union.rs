@@ -4,6 +4,7 @@
 //! ([`pkg/authentication/request/anonymous/anonymous.go`](https://github.com/kubernetes/apiserver/blob/master/pkg/authentication/request/anonymous/anonymous.go)).
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use super::{
     AuthenticateFuture, AuthenticationError, Authenticator, CredentialHeaders, SYSTEM_ANONYMOUS,
@@ -117,13 +118,27 @@ impl Union {
 
 impl Authenticator for Union {
     fn authenticate(&self, parts: &http::request::Parts) -> AuthenticateFuture {
-        // Every member copies what it needs now; the futures do the work and are polled in
-        // order, so members after the first success cost only that copy.
-        let pending: Vec<AuthenticateFuture> =
-            self.members.iter().map(|m| m.authenticate(parts)).collect();
+        // A first member that knows the user at once (a client certificate, a cached
+        // token) settles it: the others would not be polled.
+        let mut first = self.members.first().map(|m| m.authenticate(parts));
+        let mut errors: Vec<AuthenticationError> = Vec::new();
+        if let Some(fut) = &mut first {
+            match crate::rt::poll_now(fut) {
+                Poll::Ready(Ok(Some(user))) => return Box::pin(std::future::ready(Ok(Some(user)))),
+                Poll::Ready(Ok(None)) => first = None,
+                Poll::Ready(Err(e)) => {
+                    errors.push(e);
+                    first = None;
+                }
+                Poll::Pending => {}
+            }
+        }
+        // Every other member copies what it needs now; the futures do the work and are
+        // polled in order, so members after the first success cost only that copy.
+        let rest = self.members.iter().skip(1).map(|m| m.authenticate(parts));
+        let pending: Vec<AuthenticateFuture> = first.into_iter().chain(rest).collect();
         let anonymous = self.anonymous.as_ref().map(|a| a.authenticate(parts));
         Box::pin(async move {
-            let mut errors: Vec<AuthenticationError> = Vec::new();
             for fut in pending {
                 match fut.await {
                     Ok(Some(user)) => return Ok(Some(user)),

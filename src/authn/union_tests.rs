@@ -74,3 +74,56 @@ fn anonymous_only_when_no_member_failed() {
         SYSTEM_ANONYMOUS
     );
 }
+
+/// Answers its result after one `Pending`, counting how often it was asked.
+struct Later(AuthenticationResult, std::sync::atomic::AtomicUsize);
+
+impl Later {
+    fn new(result: AuthenticationResult) -> Arc<Later> {
+        Arc::new(Later(result, Default::default()))
+    }
+
+    fn asked(&self) -> usize {
+        self.1.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Authenticator for Later {
+    fn authenticate(&self, _: &http::request::Parts) -> AuthenticateFuture {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Box::pin(crate::testing::later(self.0.clone()))
+    }
+}
+
+/// Members that answer later keep their order and their errors like those that answer
+/// at once; a first member that knows the user at once is the only one asked.
+#[tokio::test]
+async fn members_answering_later_keep_the_order() {
+    let alice = Ok(Some(UserInfo::new("alice", Vec::<String>::new())));
+    let bob = Ok(Some(UserInfo::new("bob", Vec::<String>::new())));
+    let ask = |u: &Union| u.authenticate(&parts("/"));
+    // The first answers later: its answer still comes first.
+    let (first, second) = (Later::new(alice.clone()), Later::new(bob.clone()));
+    let u = Union::new().push(first.clone()).push(second.clone());
+    assert_eq!(ask(&u).await, alice);
+    assert_eq!((first.asked(), second.asked()), (1, 1));
+    // A later no-opinion, then a later error: the error; a later error before a
+    // success: the success.
+    let u = Union::new()
+        .push(Later::new(Ok(None)))
+        .push(Later::new(err("b")));
+    assert_eq!(ask(&u).await, err("b"));
+    let u = Union::new()
+        .push(Later::new(err("a")))
+        .push(Later::new(bob.clone()));
+    assert_eq!(ask(&u).await, bob);
+    let u = Union::new()
+        .push(Fixed(err("a")))
+        .push(Later::new(err("b")));
+    assert_eq!(ask(&u).await, err("[a, b]"));
+    // Known at once: nobody else is asked.
+    let second = Later::new(bob);
+    let u = Union::new().push(Fixed(alice.clone())).push(second.clone());
+    assert_eq!(ask(&u).await, alice);
+    assert_eq!(second.asked(), 0);
+}

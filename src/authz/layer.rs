@@ -88,7 +88,10 @@ where
         }
         // The user and the RequestInfo's strings move into the attributes, and back into
         // the extensions once allowed: no copy of them per request.
-        let user = req.extensions_mut().remove::<UserInfo>();
+        let user = req
+            .extensions_mut()
+            .get_mut::<UserInfo>()
+            .map(std::mem::take);
         let (Some(user), Some(info)) = (user, req.extensions_mut().get_mut::<RequestInfo>()) else {
             return Box::pin(std::future::ready(Ok(internal_error(
                 &uri(&req),
@@ -187,7 +190,13 @@ fn allowed<B>(
                 Some(info) => attrs.give_back(info),
                 None => attrs.user,
             };
-            extensions.insert(user);
+            // Back into the slot it was taken from: no new box for it.
+            match extensions.get_mut::<UserInfo>() {
+                Some(slot) => *slot = user,
+                None => {
+                    extensions.insert(user);
+                }
+            }
             Allowed::Serve(req)
         }
         Ok(a) => {

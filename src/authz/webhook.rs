@@ -281,11 +281,20 @@ fn should_cache(attrs: &Attributes) -> bool {
     size < MAX_CACHED_ATTRIBUTE_BYTES
 }
 
-/// The decision cache's key: every field the SubjectAccessReview spec carries, each
-/// prefixed with its length as four bytes, so that no two different specs share a key.
+/// The cache key of `attrs` on its own (see `write_cache_key`).
+#[cfg(test)]
+fn cache_key(attrs: &Attributes) -> Vec<u8> {
+    let mut key = Vec::new();
+    write_cache_key(attrs, &mut key);
+    key
+}
+
+/// Writes the decision cache's key into `key`, replacing what it held: every field the
+/// SubjectAccessReview spec carries, each prefixed with its length as four bytes, so that
+/// no two different specs share a key.
 /// Upstream keys its cache by the spec's JSON (`webhook.go`); this holds the same
 /// information without building the spec or serializing it on every cache hit.
-fn cache_key(attrs: &Attributes) -> Vec<u8> {
+fn write_cache_key(attrs: &Attributes, key: &mut Vec<u8>) {
     // Lengths are at most `MAX_CACHED_ATTRIBUTE_BYTES` for anything cached; a longer
     // string still gets a distinct key (its length saturates, its bytes follow in full).
     fn len(key: &mut Vec<u8>, n: usize) {
@@ -325,60 +334,73 @@ fn cache_key(attrs: &Attributes) -> Vec<u8> {
                 .sum::<usize>()
             + 5
             + attrs.tenant.len();
-    let mut key = Vec::with_capacity(capacity);
+    key.clear();
+    key.reserve(capacity);
     if attrs.is_resource_request {
         key.push(b'R');
         for s in resource_fields(attrs) {
-            field(&mut key, s);
+            field(key, s);
         }
         for reqs in [&attrs.field_selector, &attrs.label_selector] {
-            len(&mut key, reqs.len());
+            len(key, reqs.len());
             for r in reqs {
-                field(&mut key, &r.key);
-                field(&mut key, &r.operator);
-                len(&mut key, r.values.len());
+                field(key, &r.key);
+                field(key, &r.operator);
+                len(key, r.values.len());
                 for v in &r.values {
-                    field(&mut key, v);
+                    field(key, v);
                 }
             }
         }
     } else {
         key.push(b'N');
-        field(&mut key, &attrs.path);
-        field(&mut key, &attrs.verb);
+        field(key, &attrs.path);
+        field(key, &attrs.verb);
     }
-    field(&mut key, &user.name);
-    field(&mut key, &user.uid);
-    len(&mut key, user.groups.len());
+    field(key, &user.name);
+    field(key, &user.uid);
+    len(key, user.groups.len());
     for g in &user.groups {
-        field(&mut key, g);
+        field(key, g);
     }
-    len(&mut key, user.extra.len());
+    len(key, user.extra.len());
     for (k, values) in &user.extra {
-        field(&mut key, k);
-        len(&mut key, values.len());
+        field(key, k);
+        len(key, values.len());
         for v in values {
-            field(&mut key, v);
+            field(key, v);
         }
     }
     // The tenant is part of the question: one tenant's answer never serves another.
     key.push(b't');
-    field(&mut key, &attrs.tenant);
+    field(key, &attrs.tenant);
     debug_assert_eq!(
         key.len(),
         capacity,
         "the key's capacity is computed exactly"
     );
-    key
 }
 
 impl Authorizer for SubjectAccessReviewAuthorizer {
     fn authorize(&self, attrs: &Attributes) -> AuthorizeFuture {
-        let key = cache_key(attrs);
-        let now = self.timer.now();
-        if let Some(decision) = self.cache().get(&key, now) {
-            return Box::pin(std::future::ready(decision));
+        thread_local! {
+            /// Where each thread writes its keys: a cache hit allocates none.
+            static KEY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
+        let now = self.timer.now();
+        let looked_up = KEY.with_borrow_mut(|key| {
+            write_cache_key(attrs, key);
+            let found = self.cache().get(key, now).ok_or_else(|| key.clone());
+            // An unusually long key's room is not kept.
+            if key.capacity() > 4096 {
+                *key = Vec::new();
+            }
+            found
+        });
+        let key = match looked_up {
+            Ok(decision) => return Box::pin(std::future::ready(decision)),
+            Err(key) => key,
+        };
         let spec = SubjectAccessReviewSpec::from_attributes(attrs);
         Box::pin(self.clone().review(spec, key, should_cache(attrs)))
     }
