@@ -241,10 +241,13 @@ pub(crate) fn new_uuid() -> HeaderValue {
     });
     let uuid = uuid::Builder::from_random_bytes(bytes).into_uuid();
     let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
-    let s = uuid.hyphenated().encode_lower(&mut text);
-    HeaderValue::from_str(s).unwrap_or(HeaderValue::from_static(
-        "00000000-0000-4000-8000-000000000000",
-    ))
+    uuid.hyphenated().encode_lower(&mut text);
+    // The text owned by the value itself (one allocation), so that its copies (the
+    // request's header, the extension, the response's header) share it by count; a copied
+    // slice would be moved to a shared buffer, a second allocation, at the first copy.
+    HeaderValue::from_maybe_shared(bytes::Bytes::from_owner(text)).unwrap_or(
+        HeaderValue::from_static("00000000-0000-4000-8000-000000000000"),
+    )
 }
 
 /// Fills `buf`, 16 bytes per ID, with IDs unique in the process without randomness: a
