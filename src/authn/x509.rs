@@ -123,7 +123,10 @@ impl X509Authenticator {
         now: UnixTime,
     ) -> Result<Option<UserInfo>, AuthenticationError> {
         match self.verifier.verify(chain, now)? {
-            Some(leaf) => leaf.user.clone(),
+            Some(leaf) => match &leaf.user {
+                Ok(user) => Ok(user.as_ref().map(UserInfo::clone_with_group_room)),
+                Err(e) => Err(e.clone()),
+            },
             None => Ok(None),
         }
     }

@@ -53,6 +53,20 @@ impl UserInfo {
         }
     }
 
+    /// A copy whose group list has room for one more: the `system:authenticated` that
+    /// [`add_authenticated_group`](Self::add_authenticated_group) appends then does not
+    /// move the list. For an authenticator answering from a cache.
+    pub(crate) fn clone_with_group_room(&self) -> UserInfo {
+        let mut groups = Vec::with_capacity(self.groups.len() + 1);
+        groups.extend(self.groups.iter().cloned());
+        UserInfo {
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+            groups,
+            extra: self.extra.clone(),
+        }
+    }
+
     /// Appends `system:authenticated` unless the user is anonymous or already carries
     /// `system:authenticated` or `system:unauthenticated`
     /// (k8s.io/apiserver `authenticated_group_adder.go`).
@@ -89,5 +103,20 @@ mod tests {
         let mut already = UserInfo::new("bob", [SYSTEM_AUTHENTICATED]);
         already.add_authenticated_group();
         assert_eq!(already.groups, [SYSTEM_AUTHENTICATED]);
+    }
+
+    /// The copy is equal, and appending `system:authenticated` to it keeps its list where
+    /// it is.
+    #[test]
+    fn a_copy_with_group_room_takes_the_authenticated_group_in_place() {
+        let mut u = UserInfo::new("alice", ["dev", "ops"]);
+        u.uid = "42".into();
+        u.extra.insert("scopes".into(), vec!["a".into()]);
+        let mut copy = u.clone_with_group_room();
+        assert_eq!(copy, u);
+        let list = copy.groups.as_ptr();
+        copy.add_authenticated_group();
+        assert_eq!(copy.groups, ["dev", "ops", SYSTEM_AUTHENTICATED]);
+        assert_eq!(copy.groups.as_ptr(), list);
     }
 }
