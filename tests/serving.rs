@@ -3,7 +3,7 @@
 //! nothing, a header trickled one byte at a time (of the first request, and of a later
 //! one after an idle wait), idle HTTP/1.1 keep-alive and HTTP/2 connections; requests in
 //! flight are never cut; `Host` is required on HTTP/1.1; header sets up to 1 MiB are
-//! accepted.
+//! accepted; HTTP/2 streams copy the service only on a runtime with several workers.
 
 pub mod common;
 
@@ -308,4 +308,100 @@ async fn header_sets_up_to_one_mebibyte_are_accepted_as_go_does() {
     let (_, sent) = time_to_close(&mut tls, Duration::from_secs(5)).await;
     let answer = String::from_utf8_lossy(&sent);
     assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
+}
+
+/// A service answering `200 ok` that counts how often it was cloned.
+#[derive(Clone)]
+struct CountsClones {
+    clones: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl CountsClones {
+    fn clones(&self) -> usize {
+        self.clones.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// A clone that says so.
+struct Counted(CountsClones);
+
+impl Clone for Counted {
+    fn clone(&self) -> Self {
+        self.0
+            .clones
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Counted(self.0.clone())
+    }
+}
+
+impl tower::Service<Request<Incoming>> for Counted {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<Incoming>) -> Self::Future {
+        std::future::ready(Ok(Response::new(Body::full("ok"))))
+    }
+}
+
+/// How often the service was cloned for each of 4 HTTP/2 requests on one connection,
+/// after the first (which also pays for the connection's own copy).
+async fn clones_per_http2_request() -> usize {
+    let pki = Pki::new();
+    let tls = common::gateway_tls(&pki);
+    let (listener, addr) = common::listen().await;
+    let counts = CountsClones {
+        clones: Default::default(),
+    };
+    tokio::spawn(server::serve_tls_with(
+        listener,
+        tls,
+        Counted(counts.clone()),
+        std::future::pending(),
+        ServeConfig::default(),
+    ));
+    let stream = connect(&pki, addr, Protocol::Http2).await;
+    let (mut sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .expect("HTTP/2 handshake");
+    tokio::spawn(conn);
+    let mut after_first = 0;
+    for i in 0..4 {
+        let req = Request::get(format!("https://localhost:{}/", addr.port()))
+            .body(Empty::<Bytes>::new())
+            .expect("request");
+        let res = sender.send_request(req).await.expect("answer");
+        assert_eq!(res.status(), StatusCode::OK);
+        res.into_body().collect().await.expect("body");
+        if i == 0 {
+            after_first = counts.clones();
+        }
+    }
+    (counts.clones() - after_first) / 3
+}
+
+/// On a runtime with one worker (current-thread, or multi-threaded with one thread)
+/// HTTP/2 streams are served by the connection's own copy of the service; with several
+/// workers each stream gets a copy, so that its work runs in its own task on any worker.
+#[tokio::test]
+async fn http2_streams_share_the_service_on_a_current_thread_runtime() {
+    assert_eq!(clones_per_http2_request().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn http2_streams_share_the_service_on_one_worker_thread() {
+    assert_eq!(clones_per_http2_request().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_streams_get_a_copy_of_the_service_on_two_worker_threads() {
+    assert_eq!(clones_per_http2_request().await, 1);
 }

@@ -111,7 +111,11 @@ pub(super) async fn serve<S>(
             )
             .max_headers(config.max_headers);
     }
-    let service = if http2 {
+    // HTTP/2 streams are called each with a clone of the stack in a task of its own, so
+    // that a runtime with several workers spreads their work over them; with one worker
+    // (a current-thread runtime, or one thread) every task runs there anyway, so there
+    // they are called in place too.
+    let service = if http2 && !on_one_worker() {
         super::glue::ReadyService::per_stream(service)
     } else {
         super::glue::ReadyService::in_place(service)
@@ -191,6 +195,11 @@ pub(super) async fn serve<S>(
             }
         }
     }
+}
+
+/// Whether the caller's tokio runtime runs its tasks on one worker thread.
+fn on_one_worker() -> bool {
+    tokio::runtime::Handle::try_current().is_ok_and(|h| h.metrics().num_workers() == 1)
 }
 
 /// The service of one connection: the connection's [`ConnectionInfo`] into every request,

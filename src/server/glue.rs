@@ -6,9 +6,11 @@
 //! connection serves one request at a time from its own task, so there this keeps the
 //! stack in a `RefCell` and calls it in place when it is ready at once (every layer of
 //! this crate is); a service that is not ready yet is cloned and waited for, as before.
-//! HTTP/2 streams keep the clone: each stream is a task of its own, and the stack's work
-//! for a request (authentication, authorization, routing) runs in that task, on any
-//! worker, not in the one task of the connection that every stream shares.
+//! HTTP/2 streams keep the clone on a runtime with several workers: each stream is a task
+//! of its own, and the stack's work for a request (authentication, authorization, routing)
+//! runs in that task, on any worker, not in the one task of the connection that every
+//! stream shares. On a runtime with one worker, which runs every task, HTTP/2 streams are
+//! called in place as well (`conn.rs` chooses).
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -27,8 +29,8 @@ pub(super) struct ReadyService<S> {
 }
 
 impl<S> ReadyService<S> {
-    /// For a connection that serves one request at a time (HTTP/1.1): the stack is called
-    /// in place when it is ready.
+    /// For a connection whose requests are called from its own task (HTTP/1.1, and
+    /// HTTP/2 on a runtime with one worker): the stack is called in place when it is ready.
     pub(super) fn in_place(inner: S) -> ReadyService<S> {
         ReadyService {
             inner: RefCell::new(inner),
