@@ -25,7 +25,9 @@
 # counting costs each call a little, so the CPU figures of such a run are not the ones to
 # quote. HAPROXY_HEADERS=aggregator has HAProxy write the gateway's whole header set
 # (lib.sh says which); the bar is checked against the default configuration. ARGS adds
-# gateway flags (split on spaces), e.g. ARGS=--yield-before-park.
+# gateway flags (split on spaces), e.g. ARGS=--yield-before-park. A last table splits each
+# proxy's CPU per request into user time (its own code) and system time (the kernel's work
+# for it), from the same /proc counters.
 set -euo pipefail
 NAME=load
 # shellcheck source=benches/load/lib.sh
@@ -242,6 +244,8 @@ log "all paths answer 200 (backend :$BACKEND_PORT, gateway :$GATEWAY_PORT, hapro
 CLK_TCK=$(getconf CLK_TCK)
 # utime + stime of a process (all its threads), in clock ticks.
 ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+# utime alone: the process's own code; the rest of ticks is the kernel's work for it.
+user_ticks() { awk '{ sub(/^.*\) /, ""); print $12 }' "/proc/$1/stat"; }
 nginx_pids() { echo "$NGINX_PID"; cat "/proc/$NGINX_PID/task/$NGINX_PID/children"; }
 # The processes serving a path, as "label pid" lines.
 servers() {
@@ -279,12 +283,13 @@ RESULTS=$WORK/results.jsonl
 : >"$RESULTS"
 measure() {
   local run=$1 path=$2 mode=$3 out="$WORK/oha-$1-$2-$3.json"
-  local -a labels pids before
+  local -a labels pids before before_user
   local label pid
   while read -r label pid; do
     labels+=("$label")
     pids+=("$pid")
     before+=("$(ticks "$pid")")
+    before_user+=("$(user_ticks "$pid")")
   done < <(servers "$path")
   local perf_pid=""
   if [[ $PROFILE == "$mode-$path" ]]; then
@@ -307,12 +312,15 @@ measure() {
   run_oha "$path" "$mode" "$DURATION" "$out"
   [[ -z $perf_pid ]] || wait "$perf_pid" || true
   for pid in "${sys_pids[@]}"; do wait "$pid" || true; done
-  local cpu="{" i
+  local cpu="{" user="{" i
   for i in "${!pids[@]}"; do
     local delta=$(($(ticks "${pids[$i]}") - before[i]))
     cpu+="\"${labels[$i]}:${pids[$i]}\": $delta,"
+    delta=$(($(user_ticks "${pids[$i]}") - before_user[i]))
+    user+="\"${labels[$i]}:${pids[$i]}\": $delta,"
   done
   cpu="${cpu%,}}"
+  user="${user%,}}"
   local sys="{"
   if [[ $SYSCALLS == 1 ]]; then
     for part in backend proxy; do
@@ -323,8 +331,8 @@ measure() {
     done
   fi
   sys="${sys%,}}"
-  printf '{"run": %d, "path": "%s", "mode": "%s", "oha": "%s", "ticks": %s, "syscalls": %s}\n' \
-    "$run" "$path" "$mode" "$out" "$cpu" "$sys" >>"$RESULTS"
+  printf '{"run": %d, "path": "%s", "mode": "%s", "oha": "%s", "ticks": %s, "user_ticks": %s, "syscalls": %s}\n' \
+    "$run" "$path" "$mode" "$out" "$cpu" "$user" "$sys" >>"$RESULTS"
   log "run $run $mode $path done"
 }
 
@@ -363,10 +371,13 @@ def load(row):
         problems.append(f"run {row['run']} {row['mode']} {row['path']}: status {bad} errors {errors}")
     secs = o["summary"]["total"]
     p = o["latencyPercentiles"]
-    cpu = {}
+    cpu, user = {}, {}
     for key, ticks in row["ticks"].items():
         label = key.split(":")[0]
         cpu[label] = cpu.get(label, 0.0) + ticks / clk_tck
+    for key, ticks in row.get("user_ticks", {}).items():
+        label = key.split(":")[0]
+        user[label] = user.get(label, 0.0) + ticks / clk_tck
     return {
         "rps": ok / secs,
         "p50": p["p50"] * 1e3,
@@ -374,6 +385,8 @@ def load(row):
         "ok": ok,
         # CPU seconds per request, in microseconds.
         "cpu": {k: v / ok * 1e6 if ok else float("nan") for k, v in cpu.items()},
+        # The user-space part of it.
+        "user": {k: v / ok * 1e6 if ok else float("nan") for k, v in user.items()},
         # System calls per request (SYSCALLS=1), of the backend and of the proxy.
         "sys": {k: v / ok if ok else float("nan") for k, v in row.get("syscalls", {}).items()},
     }
@@ -389,16 +402,21 @@ summary = {}
 for key, items in per.items():
     labels = sorted({l for it in items for l in it["cpu"]})
     cpu = {l: med([it["cpu"].get(l, 0.0) for it in items]) for l in labels}
-    gateway = cpu.get("gateway", 0.0) + cpu.get("webhook", 0.0)
-    proxy = {"direct": 0.0, "gateway": gateway, "baseline": gateway,
-             "nginx": cpu.get("nginx", 0.0), "haproxy": cpu.get("haproxy", 0.0),
-             "go": cpu.get("go", 0.0)}[key[1]]
+    user = {l: med([it["user"].get(l, 0.0) for it in items]) for l in labels}
+
+    def proxy_of(cpu):
+        gateway = cpu.get("gateway", 0.0) + cpu.get("webhook", 0.0)
+        return {"direct": 0.0, "gateway": gateway, "baseline": gateway,
+                "nginx": cpu.get("nginx", 0.0), "haproxy": cpu.get("haproxy", 0.0),
+                "go": cpu.get("go", 0.0)}[key[1]]
+    proxy = proxy_of(cpu)
     summary[key] = {
         "rps": med([it["rps"] for it in items]),
         "p50": med([it["p50"] for it in items]),
         "p99": med([it["p99"] for it in items]),
         "backend": cpu.get("backend", 0.0),
         "proxy": proxy,
+        "proxy_user": proxy_of(user),
         "total": med([sum(it["cpu"].values()) for it in items]),
         "sys": {part: med([it["sys"][part] for it in items if part in it["sys"]])
                 for part in ("backend", "proxy") if any(part in it["sys"] for it in items)},
@@ -438,6 +456,24 @@ for mode in ("h1", "h2", "open"):
               f"| {ratio(s['proxy'], g['proxy']) if proxied else '-'} "
               f"| {ratio(s['total'], d['total'])} | {ratio(s['p50'], h['p50'])} |"
               + (f" {fmt_sys(s, 'backend')} | {fmt_sys(s, 'proxy')} |" if counted else ""))
+
+print("\nThe proxy's CPU split: its own code (user) and the kernel's work for it (system), "
+      "µs per request, closed loop\n")
+print("| path | HTTP/1.1 user | system | user vs HAProxy | system vs HAProxy "
+      "| HTTP/2 user | system | user vs HAProxy | system vs HAProxy |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for path in ("gateway", "baseline", "haproxy", "nginx", "go"):
+    cells = []
+    for mode in ("h1", "h2"):
+        s, h = summary.get((mode, path)), summary.get((mode, "haproxy"))
+        if s is None or h is None:
+            cells += ["-"] * 4
+            continue
+        system, h_system = s["proxy"] - s["proxy_user"], h["proxy"] - h["proxy_user"]
+        cells += [f"{s['proxy_user']:.1f}", f"{system:.1f}",
+                  ratio(s["proxy_user"], h["proxy_user"]), ratio(system, h_system)]
+    if any(c != "-" for c in cells):
+        print(f"| {path} | " + " | ".join(cells) + " |")
 
 def vs(peer, mode, field):
     ours, theirs = summary[(mode, "gateway")][field], summary[(mode, peer)][field]
