@@ -84,14 +84,16 @@ pub(super) fn remote<E: Send + 'static>(
             #[cfg(feature = "tokio")]
             if let (Some(executor), Ok(c)) = (&shared.executor, &backend.upgrade_client) {
                 let client = c.clone();
-                return Ok(crate::proxy::forward_upgrade(
+                // Boxed: an upgrade's future is as large as this whole one, and every
+                // request's future would otherwise be sized for it.
+                return Ok(Box::pin(crate::proxy::forward_upgrade(
                     client,
                     executor,
                     &authority,
                     &user,
                     remote_addr,
                     req,
-                )
+                ))
                 .await);
             }
             let text = "error trying to reach service: upgrade requests are not supported by this transport";

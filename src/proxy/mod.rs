@@ -49,6 +49,7 @@
 //! `identity`, `rt`, `span`, `status`, `tenancy`, `transport`; used by `aggregator`,
 //! `fuzz_logic`.
 
+mod forwarding;
 mod headers;
 mod request;
 mod response;
@@ -65,6 +66,7 @@ pub use response::{REDIRECT_REJECTED, upstream_response};
 #[cfg(feature = "tokio")]
 pub use upgrade::forward_upgrade;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -102,6 +104,10 @@ pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Protocols` from the backend is answered 503 (the request asked for no upgrade).
 /// Upgrade requests go through [`forward_upgrade`] instead.
 ///
+/// The request is rewritten when `forward` is called (a discovery request's deadline
+/// starts then); the future it returns borrows nothing and holds only the call in
+/// flight.
+///
 /// ```
 /// use http::{Request, Response, StatusCode};
 /// use kube_aggregator::Body;
@@ -132,77 +138,41 @@ pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
 /// # }
 /// ```
-pub async fn forward(
+pub fn forward(
     client: BackendClient,
     timer: &Timer,
     authority: &http::uri::Authority,
     user: &UserInfo,
     remote_addr: Option<SocketAddr>,
     req: Request<Body>,
-) -> Response<Body> {
+) -> impl Future<Output = Response<Body>> + Send + 'static {
     let discovery = is_discovery_path(req.uri().path());
     // Until the response head (its first byte); a dial's spans go under it.
     let span = PathSpan::start(req.extensions(), "proxy", Kind::Client);
     span.text("server.address", authority.as_str());
     let (req, client_body) = watch_request_body(req);
-    let mut upstream = match upstream_request(req, authority, user, remote_addr) {
-        Ok(r) => r,
+    let state = match upstream_request(req, authority, user, remote_addr) {
+        Ok(mut upstream) => {
+            span.inject(upstream.headers_mut());
+            forwarding::State::Calling {
+                call: forwarding::Call {
+                    call: span.within(client.oneshot(upstream)),
+                    deadline: discovery.then(|| timer.sleep(DISCOVERY_TIMEOUT)),
+                },
+            }
+        }
         Err(e) => {
             span.error(&e);
-            return unsendable(authority, &e);
-        }
-    };
-    span.inject(upstream.headers_mut());
-    let call = span.within(client.oneshot(upstream));
-    let result = if discovery {
-        match timer.timeout(DISCOVERY_TIMEOUT, call).await {
-            Ok(r) => r,
-            Err(elapsed) => Err(elapsed.into()),
-        }
-    } else {
-        call.await
-    };
-    match &result {
-        Ok(res) => span.number(
-            "http.response.status_code",
-            i64::from(res.status().as_u16()),
-        ),
-        Err(e) => span.error(&crate::status::error_chain(&**e)),
-    }
-    span.end();
-    match result {
-        Ok(res) if res.status() == StatusCode::SWITCHING_PROTOCOLS => {
-            unrequested_switch(authority, &res)
-        }
-        Ok(res) => upstream_response(res),
-        // The client's own body broke the call (a malformed chunk, a reset upload): the
-        // client's fault, answered 400 as Go's server answers a body it cannot read.
-        Err(_) if client_body.as_ref().is_some_and(|f| f.get().is_some()) => {
-            let e = client_body
-                .as_ref()
-                .and_then(|f| f.get())
-                .map_or("", String::as_str);
-            tracing::debug!(%authority, error = %e, "the request body could not be read");
-            crate::status::Status::failure(
-                StatusCode::BAD_REQUEST,
-                "BadRequest",
-                format!("the request body could not be read: {e}"),
-            )
-            .into_response()
-        }
-        Err(e) => {
-            let text = crate::status::error_chain(&*e);
-            tracing::info!(%authority, error = %text, "backend unreachable");
-            let mut res = plain_text_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &format!("error trying to reach service: {text}"),
-            );
-            if crate::transport::ConnectError::find(&*e).is_some() {
-                res.extensions_mut()
-                    .insert(Unreachable(std::sync::Arc::from(e)));
+            forwarding::State::Answered {
+                response: Some(unsendable(authority, &e)),
             }
-            res
         }
+    };
+    forwarding::Forwarding {
+        state,
+        span: Some(span),
+        authority: authority.clone(),
+        client_body,
     }
 }
 
