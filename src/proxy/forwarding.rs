@@ -144,3 +144,72 @@ fn answer(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use http::{Request, Response, StatusCode};
+    use tokio::time::Instant;
+
+    use crate::authn::UserInfo;
+    use crate::body::{Body, BoxError};
+    use crate::proxy::{DISCOVERY_TIMEOUT, forward};
+    use crate::rt::Timer;
+    use crate::transport::BackendClient;
+
+    /// A backend that answers 200 after `delay`.
+    fn answering_after(delay: Duration) -> BackendClient {
+        BackendClient::new(tower::service_fn(move |_: Request<Body>| async move {
+            tokio::time::sleep(delay).await;
+            Ok::<_, BoxError>(Response::new(Body::empty()))
+        }))
+    }
+
+    /// `path` forwarded to a backend answering after `delay`: the status, the body and
+    /// how long it took.
+    async fn forwarded(path: &str, delay: Duration) -> (StatusCode, String, Duration) {
+        let user = UserInfo::new("alice", ["dev"]);
+        let req = Request::get(path).body(Body::empty()).unwrap();
+        let call = forward(
+            answering_after(delay),
+            &Timer::tokio(),
+            &"10.0.0.5:4443".parse().unwrap(),
+            &user,
+            None,
+            req,
+        );
+        // The future borrows nothing it was given: the caller's values may go first.
+        drop(user);
+        let started = Instant::now();
+        let res = call.await;
+        let took = started.elapsed();
+        let status = res.status();
+        let body = http_body_util::BodyExt::collect(res.into_body()).await;
+        let text = String::from_utf8(body.unwrap().to_bytes().to_vec()).unwrap();
+        (status, text, took)
+    }
+
+    /// Upstream's `NewRequestForProxy` gives discovery requests (`/apis/<g>/<v>`) a 5 s
+    /// deadline and no other request one: over it, 503 with Go's `context deadline
+    /// exceeded`; an answer before it, or any answer to a resource request, passes.
+    #[tokio::test(start_paused = true)]
+    async fn only_a_discovery_request_has_the_five_second_deadline() {
+        let discovery = "/apis/metrics.k8s.io/v1beta1";
+        let (status, text, took) = forwarded(discovery, Duration::from_secs(60)).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            text,
+            "error trying to reach service: context deadline exceeded\n"
+        );
+        assert_eq!(took, DISCOVERY_TIMEOUT);
+
+        let in_time = DISCOVERY_TIMEOUT - Duration::from_millis(1);
+        let (status, _, took) = forwarded(discovery, in_time).await;
+        assert_eq!((status, took), (StatusCode::OK, in_time));
+
+        let nodes = "/apis/metrics.k8s.io/v1beta1/nodes";
+        let (status, _, took) = forwarded(nodes, Duration::from_secs(60)).await;
+        assert_eq!((status, took), (StatusCode::OK, Duration::from_secs(60)));
+    }
+}
