@@ -9,6 +9,9 @@
 #[path = "../examples/support/mod.rs"]
 pub mod support;
 
+#[path = "common/refusal.rs"]
+mod refusal;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -70,18 +73,6 @@ struct Backend {
     front_proxy_ca: String,
 }
 
-/// Closes a connection whose TLS handshake this server refused (its alert already sent)
-/// as a server that reads what it was sent: the client's first bytes after its side of a
-/// TLS 1.3 handshake (the HTTP/2 preface) are read before the close, for at most 2 s, so
-/// that the close is a FIN and not a reset, which can discard the alert before the client
-/// reads it and leave it only a broken pipe to report.
-async fn drain_then_close(mut tcp: TcpStream) {
-    use tokio::io::AsyncReadExt as _;
-    let mut buf = [0u8; 4096];
-    let drain = async { while matches!(tcp.read(&mut buf).await, Ok(n) if n > 0) {} };
-    let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
-}
-
 impl Backend {
     async fn start(front_proxy_ca: &str, serving: &pki::Leaf) -> Backend {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -95,7 +86,7 @@ impl Backend {
                     let accept = tokio_rustls::TlsAcceptor::from(config).accept(tcp);
                     let stream = match accept.into_fallible().await {
                         Ok(stream) => stream,
-                        Err((_, tcp)) => return drain_then_close(tcp).await,
+                        Err((_, tcp)) => return refusal::drain_then_close(tcp).await,
                     };
                     let cn = stream
                         .get_ref()

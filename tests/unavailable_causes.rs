@@ -7,6 +7,9 @@
 #[path = "../examples/support/pki.rs"]
 pub mod pki;
 
+#[path = "common/refusal.rs"]
+mod refusal;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -89,8 +92,11 @@ async fn backend(
         while let Ok((tcp, _)) = listener.accept().await {
             let acceptor = acceptor.clone();
             tokio::spawn(async move {
-                let Ok(stream) = acceptor.accept(tcp).await else {
-                    return;
+                // A refused handshake closes as a server that reads what it was sent,
+                // so the client gets the TLS alert rather than a reset.
+                let stream = match acceptor.accept(tcp).into_fallible().await {
+                    Ok(stream) => stream,
+                    Err((_, tcp)) => return refusal::drain_then_close(tcp).await,
                 };
                 let svc = hyper::service::service_fn(move |_: Request<Incoming>| async move {
                     Ok::<_, Infallible>(answer())
