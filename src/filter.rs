@@ -13,7 +13,7 @@
 //!
 //! Floor 2 of the import order (docs/architecture.md): uses `body`, `status`; used by
 //! `aggregator`, `audit`, `authn`, `authz`, `impersonation`, `inflight`, `metrics`,
-//! `selfreview`, `tenant`, `timeout`, `trace`.
+//! `proxy`, `selfreview`, `tenant`, `timeout`, `trace`.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -135,7 +135,7 @@ where
 
 /// A future polled again after it answered breaks `Future`'s contract; it gets a 500
 /// rather than a panic in the request path.
-fn polled_after_completion() -> Response<Body> {
+pub(crate) fn polled_after_completion() -> Response<Body> {
     Status::failure(
         StatusCode::INTERNAL_SERVER_ERROR,
         "InternalError",

@@ -196,9 +196,15 @@ impl Timer {
     /// the same moment the deadline passes still counts as in time. Dropping the
     /// [`Timeout`] drops `fut` with it.
     pub fn timeout<F: Future>(&self, duration: Duration, fut: F) -> Timeout<F> {
+        self.timeout_if(Some(duration), fut)
+    }
+
+    /// [`Timer::timeout`] when `duration` is `Some`; with `None`, `fut` alone, never
+    /// `Elapsed`: one type for a call that has a deadline only sometimes.
+    pub(crate) fn timeout_if<F: Future>(&self, duration: Option<Duration>, fut: F) -> Timeout<F> {
         Timeout {
             fut,
-            sleep: self.sleep(duration),
+            sleep: duration.map(|d| self.sleep(d)),
         }
     }
 }
@@ -241,7 +247,7 @@ pin_project! {
     pub struct Timeout<F> {
         #[pin]
         fut: F,
-        sleep: Pin<Box<dyn hyper::rt::Sleep>>,
+        sleep: Option<Pin<Box<dyn hyper::rt::Sleep>>>,
     }
 }
 
@@ -261,9 +267,9 @@ impl<F: Future> Future for Timeout<F> {
         if let Poll::Ready(v) = this.fut.poll(cx) {
             return Poll::Ready(Ok(v));
         }
-        match this.sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed)),
-            Poll::Pending => Poll::Pending,
+        match this.sleep.as_mut().map(|sleep| sleep.as_mut().poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(Err(Elapsed)),
+            _ => Poll::Pending,
         }
     }
 }

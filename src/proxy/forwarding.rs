@@ -17,45 +17,18 @@ use pin_project_lite::pin_project;
 
 use super::{BodyFailure, unrequested_switch, upstream_response};
 use crate::body::{Body, BoxError};
-use crate::rt::Elapsed;
+use crate::filter::polled_after_completion;
+use crate::rt::Timeout;
 use crate::span::PathSpan;
 use crate::status::plain_text_error;
-
-pin_project! {
-    /// The backend call, with discovery's deadline when the request has one.
-    pub(super) struct Call<F> {
-        #[pin]
-        pub(super) call: F,
-        pub(super) deadline: Option<Pin<Box<dyn hyper::rt::Sleep>>>,
-    }
-}
-
-impl<F> Future for Call<F>
-where
-    F: Future<Output = Result<Response<Body>, BoxError>>,
-{
-    type Output = Result<Response<Body>, BoxError>;
-
-    /// The call is polled before the deadline, so an answer ready when the deadline
-    /// passes still counts as in time (as [`Timer::timeout`](crate::rt::Timer::timeout)).
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        if let Poll::Ready(result) = this.call.poll(cx) {
-            return Poll::Ready(result);
-        }
-        match this.deadline.as_mut().map(|sleep| sleep.as_mut().poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(Err(Elapsed.into())),
-            _ => Poll::Pending,
-        }
-    }
-}
 
 pin_project! {
     /// Where a forwarded request is: its call in flight, or an answer made without one.
     #[project = StateProjection]
     pub(super) enum State<F> {
         /// The rewritten request was handed to the backend client.
-        Calling { #[pin] call: Call<F> },
+        /// Discovery's deadline around it when the request has one.
+        Calling { #[pin] call: Timeout<F> },
         /// The request could not be rewritten; nothing was sent. Taken on the first poll.
         Answered { response: Option<Response<Body>> },
     }
@@ -82,14 +55,11 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response<Body>> {
         let this = self.project();
         let result = match this.state.project() {
-            StateProjection::Calling { call } => std::task::ready!(call.poll(cx)),
+            StateProjection::Calling { call } => {
+                std::task::ready!(call.poll(cx)).unwrap_or_else(|elapsed| Err(elapsed.into()))
+            }
             StateProjection::Answered { response } => {
-                return Poll::Ready(response.take().unwrap_or_else(|| {
-                    plain_text_error(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "proxy future polled after completion",
-                    )
-                }));
+                return Poll::Ready(response.take().unwrap_or_else(polled_after_completion));
             }
         };
         if let Some(span) = this.span.take() {

@@ -45,9 +45,9 @@
 //! assert_eq!(h["x-forwarded-host"], "10.0.0.5:4443");
 //! ```
 //!
-//! Floor 6 of the import order (docs/architecture.md): uses `authn`, `body`, `gocompat`,
-//! `identity`, `rt`, `span`, `status`, `tenancy`, `transport`; used by `aggregator`,
-//! `fuzz_logic`.
+//! Floor 6 of the import order (docs/architecture.md): uses `authn`, `body`, `filter`,
+//! `gocompat`, `identity`, `rt`, `span`, `status`, `tenancy`, `transport`; used by
+//! `aggregator`, `fuzz_logic`.
 
 mod forwarding;
 mod headers;
@@ -154,11 +154,9 @@ pub fn forward(
     let state = match upstream_request(req, authority, user, remote_addr) {
         Ok(mut upstream) => {
             span.inject(upstream.headers_mut());
+            let deadline = discovery.then_some(DISCOVERY_TIMEOUT);
             forwarding::State::Calling {
-                call: forwarding::Call {
-                    call: span.within(client.oneshot(upstream)),
-                    deadline: discovery.then(|| timer.sleep(DISCOVERY_TIMEOUT)),
-                },
+                call: timer.timeout_if(deadline, span.within(client.oneshot(upstream))),
             }
         }
         Err(e) => {
